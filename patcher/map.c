@@ -1,0 +1,355 @@
+/* Reading an object's XRay instrumentation map and symbol names from its ELF file.
+ *
+ * The map (`xray_instr_map`, 32-byte unaligned entries) is read from the on-disk file with
+ * libelf; version-2 entries are PC-relative to the entry's own run-time address, so each is
+ * resolved as bias + sh_addr + 32*i (+8 for the function field) + value. Function ids follow
+ * compiler-rt exactly: entries in section order, the first gets 1, and the id grows whenever the
+ * resolved function address differs from the previous entry's. Nothing is ever sorted before
+ * numbering.
+ *
+ * Names: STT_FUNC symbols of .symtab (else .dynsym), matched on the function's link-time address.
+ * Executable PT_LOAD segments are kept (with their flags) for verification and for restoring page
+ * protections after patching.
+ */
+#include "stp_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int64_t get_i64(const uint8_t *p)
+{
+    int64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+/* Resolves entry i's sled and function addresses. Returns 0, or -1 for an unknown version. */
+static int resolve_entry(const uint8_t *e, uintptr_t entry_addr, uintptr_t bias, uint64_t *sled,
+                         uint64_t *func)
+{
+    unsigned version = e[18];
+    if (version == 2) {
+        *sled = entry_addr + (uint64_t)get_i64(e);
+        *func = entry_addr + 8 + (uint64_t)get_i64(e + 8);
+        return 0;
+    }
+    if (version == 0 || version == 1) {
+        *sled = (uint64_t)get_i64(e) + bias;
+        *func = (uint64_t)get_i64(e + 8) + bias;
+        return 0;
+    }
+    return -1;
+}
+
+void stp_number_functions(const uint8_t *entries, size_t n, uintptr_t map_addr, uint32_t *ids)
+{
+    uint32_t id = 0;
+    uint64_t prev = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t sled = 0, func = 0;
+        /* Bias only matters for versions 0/1, where it shifts every entry alike, so numbering
+         * does not depend on it. Unknown versions keep their raw field. */
+        if (resolve_entry(entries + 32 * i, map_addr + 32 * i, 0, &sled, &func) != 0)
+            func = (uint64_t)get_i64(entries + 32 * i + 8);
+        if (i == 0 || func != prev)
+            id++;
+        prev = func;
+        ids[i] = id;
+    }
+}
+
+struct sym {
+    uint64_t addr;
+    size_t name_off;
+    int global;
+};
+
+static int sym_cmp(const void *a, const void *b)
+{
+    const struct sym *x = a, *y = b;
+    if (x->addr != y->addr)
+        return x->addr < y->addr ? -1 : 1;
+    return y->global - x->global; /* globals first */
+}
+
+/* Collects STT_FUNC symbols of one symbol table section into a sorted array with a name pool. */
+static int read_symbols(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct stp_object *obj,
+                        struct sym **out, size_t *nout)
+{
+    Elf_Data *d = elf_getdata(scn, NULL);
+    if (!d || sh->sh_entsize == 0)
+        return 0;
+    size_t n = sh->sh_size / sh->sh_entsize, k = 0, pool_len = 0;
+    struct sym *syms = calloc(n ? n : 1, sizeof *syms);
+    if (!syms)
+        return STP_E_NOMEM;
+    for (size_t i = 0; i < n; i++) {
+        GElf_Sym s;
+        if (!gelf_getsym(d, (int)i, &s))
+            continue;
+        int type = GELF_ST_TYPE(s.st_info);
+        if ((type != STT_FUNC && type != STT_GNU_IFUNC) || s.st_value == 0 || s.st_shndx == 0)
+            continue;
+        const char *name = elf_strptr(elf, sh->sh_link, s.st_name);
+        if (!name || !*name)
+            continue;
+        size_t len = strlen(name) + 1;
+        if (pool_len + len > obj->names_cap) {
+            size_t cap = obj->names_cap ? obj->names_cap * 2 : 4096;
+            while (cap < pool_len + len)
+                cap *= 2;
+            char *p = realloc(obj->names, cap);
+            if (!p) {
+                free(syms);
+                return STP_E_NOMEM;
+            }
+            obj->names = p;
+            obj->names_cap = cap;
+        }
+        memcpy(obj->names + pool_len, name, len);
+        syms[k].addr = s.st_value;
+        syms[k].name_off = pool_len;
+        syms[k].global = GELF_ST_BIND(s.st_info) != STB_LOCAL;
+        k++;
+        pool_len += len;
+        if (strcmp(name, "__xray_init") == 0)
+            obj->has_xray_runtime = 1;
+    }
+    qsort(syms, k, sizeof *syms, sym_cmp);
+    *out = syms;
+    *nout = k;
+    return 0;
+}
+
+static const struct sym *find_sym(const struct sym *s, size_t n, uint64_t addr)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s[mid].addr < addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && s[lo].addr == addr ? &s[lo] : NULL;
+}
+
+static int load(struct stp_object *obj, Elf *elf)
+{
+    size_t shstrndx;
+    if (elf_kind(elf) != ELF_K_ELF || elf_getshdrstrndx(elf, &shstrndx) != 0)
+        return STP_E_ELF;
+
+    /* Executable segments. */
+    size_t nph;
+    if (elf_getphdrnum(elf, &nph) != 0)
+        return STP_E_ELF;
+    for (size_t i = 0; i < nph && obj->nsegs < STP_MAX_SEGS; i++) {
+        GElf_Phdr ph;
+        if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
+            continue;
+        obj->segs[obj->nsegs].start = ph.p_vaddr + obj->bias;
+        obj->segs[obj->nsegs].end = ph.p_vaddr + ph.p_memsz + obj->bias;
+        obj->segs[obj->nsegs].flags = ph.p_flags;
+        obj->nsegs++;
+    }
+
+    Elf_Scn *scn = NULL, *map = NULL, *symtab = NULL, *dynsym = NULL;
+    GElf_Shdr map_sh, symtab_sh, dynsym_sh, sh;
+    while ((scn = elf_nextscn(elf, scn)) != NULL) {
+        if (!gelf_getshdr(scn, &sh))
+            continue;
+        const char *name = elf_strptr(elf, shstrndx, sh.sh_name);
+        if (name && strcmp(name, "xray_instr_map") == 0) {
+            map = scn;
+            map_sh = sh;
+        } else if (sh.sh_type == SHT_SYMTAB) {
+            symtab = scn;
+            symtab_sh = sh;
+        } else if (sh.sh_type == SHT_DYNSYM) {
+            dynsym = scn;
+            dynsym_sh = sh;
+        }
+    }
+    if (!map)
+        return STP_E_NO_MAP;
+    if (map_sh.sh_size % 32 != 0 || map_sh.sh_type == SHT_NOBITS)
+        return STP_E_BAD_MAP;
+    Elf_Data *d = elf_rawdata(map, NULL);
+    if (!d || d->d_size != map_sh.sh_size)
+        return STP_E_BAD_MAP;
+
+    size_t n = map_sh.sh_size / 32;
+    const uint8_t *raw = d->d_buf;
+    uintptr_t map_addr = map_sh.sh_addr + obj->bias;
+    uint32_t *ids = malloc((n ? n : 1) * sizeof *ids);
+    obj->sleds = calloc(n ? n : 1, sizeof *obj->sleds);
+    if (!ids || !obj->sleds) {
+        free(ids);
+        return STP_E_NOMEM;
+    }
+    stp_number_functions(raw, n, map_addr, ids);
+    obj->nsleds = n;
+    size_t nfuncs = n ? ids[n - 1] : 0;
+    obj->funcs = calloc(nfuncs ? nfuncs : 1, sizeof *obj->funcs);
+    if (!obj->funcs) {
+        free(ids);
+        return STP_E_NOMEM;
+    }
+    obj->nfuncs = nfuncs;
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *e = raw + 32 * i;
+        struct stp_sled *s = &obj->sleds[i];
+        uint64_t sled = 0, func = 0;
+        s->kind = e[16];
+        s->version = e[18];
+        s->fid = ids[i];
+        if (resolve_entry(e, map_addr + 32 * i, obj->bias, &sled, &func) != 0)
+            s->status = STP_UNSUPPORTED_VERSION;
+        s->addr = sled;
+        struct stp_func *f = &obj->funcs[ids[i] - 1];
+        if (f->nsleds == 0) {
+            f->addr = func;
+            f->first_sled = (uint32_t)i;
+        }
+        f->nsleds++;
+    }
+    free(ids);
+
+    /* Names. */
+    struct sym *syms = NULL;
+    size_t nsyms = 0;
+    int rc = 0;
+    if (symtab)
+        rc = read_symbols(elf, symtab, &symtab_sh, obj, &syms, &nsyms);
+    else if (dynsym)
+        rc = read_symbols(elf, dynsym, &dynsym_sh, obj, &syms, &nsyms);
+    if (rc != 0)
+        return rc;
+    for (size_t i = 0; i < obj->nfuncs; i++) {
+        const struct sym *s = find_sym(syms, nsyms, obj->funcs[i].addr - obj->bias);
+        obj->funcs[i].name_off = s ? s->name_off : SIZE_MAX;
+    }
+    free(syms);
+    return 0;
+}
+
+int stp_object_open(const char *path, uintptr_t bias, struct stp_object **out)
+{
+    *out = NULL;
+    struct stp_object *obj = calloc(1, sizeof *obj);
+    if (!obj)
+        return STP_E_NOMEM;
+    obj->bias = bias;
+    obj->path = strdup(path);
+    if (!obj->path) {
+        free(obj);
+        return STP_E_NOMEM;
+    }
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        obj->err = errno;
+        stp_object_close(obj);
+        return STP_E_OPEN;
+    }
+    elf_version(EV_CURRENT);
+    Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+    int rc = elf ? load(obj, elf) : STP_E_ELF;
+    if (elf)
+        elf_end(elf);
+    close(fd);
+    if (rc != 0) {
+        stp_object_close(obj);
+        return rc;
+    }
+    *out = obj;
+    return 0;
+}
+
+void stp_object_close(struct stp_object *obj)
+{
+    if (!obj)
+        return;
+    free(obj->path);
+    free(obj->sleds);
+    free(obj->funcs);
+    free(obj->names);
+    free(obj);
+}
+
+size_t stp_object_nsleds(const struct stp_object *obj) { return obj->nsleds; }
+size_t stp_object_nfuncs(const struct stp_object *obj) { return obj->nfuncs; }
+uintptr_t stp_object_bias(const struct stp_object *obj) { return obj->bias; }
+const char *stp_object_path(const struct stp_object *obj) { return obj->path; }
+int stp_object_has_xray_runtime(const struct stp_object *obj) { return obj->has_xray_runtime; }
+
+void stp_object_func(const struct stp_object *obj, size_t i, uint32_t *id, uintptr_t *addr,
+                     const char **name)
+{
+    const struct stp_func *f = &obj->funcs[i];
+    *id = (uint32_t)i + 1;
+    *addr = f->addr;
+    *name = f->name_off == SIZE_MAX ? "" : obj->names + f->name_off;
+}
+
+void stp_object_sled(const struct stp_object *obj, size_t i, uintptr_t *addr, enum stp_kind *kind,
+                     uint32_t *fid, enum stp_status *status)
+{
+    const struct stp_sled *s = &obj->sleds[i];
+    *addr = s->addr;
+    *kind = (enum stp_kind)s->kind;
+    *fid = s->fid;
+    *status = (enum stp_status)s->status;
+}
+
+size_t stp_object_count(const struct stp_object *obj, enum stp_status st)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < obj->nsleds; i++)
+        n += obj->sleds[i].status == st;
+    return n;
+}
+
+const char *stp_strerror(int err)
+{
+    switch (err) {
+    case STP_E_OK: return "success";
+    case STP_E_OPEN: return "cannot open the ELF file";
+    case STP_E_ELF: return "not a readable ELF file";
+    case STP_E_NO_MAP: return "no xray_instr_map section (not built with -fxray-instrument?)";
+    case STP_E_BAD_MAP: return "malformed xray_instr_map section";
+    case STP_E_NOMEM: return "out of memory";
+    case STP_E_CAPSTONE: return "Capstone could not be initialised";
+    case STP_E_STUB: return "no stub page could be mapped within +-2 GiB of the text";
+    case STP_E_PROTECT: return "mprotect refused to make the text writable";
+    default: return "unknown error";
+    }
+}
+
+const char *stp_status_name(enum stp_status s)
+{
+    static const char *const names[STP_NSTATUS] = {
+        [STP_OK] = "ok",
+        [STP_BAD_BYTES] = "bytes differ from the sled template",
+        [STP_NOT_ON_BOUNDARY] = "not on an instruction boundary",
+        [STP_UNDECODABLE] = "undecodable code before the sled",
+        [STP_OUTSIDE_TEXT] = "outside the executable segments",
+        [STP_UNSUPPORTED_KIND] = "kind not supported yet",
+        [STP_UNSUPPORTED_VERSION] = "unknown map entry version",
+        [STP_NO_STUB] = "no stub within rel32 reach",
+        [STP_PROTECT_FAILED] = "mprotect refused",
+    };
+    return (unsigned)s < STP_NSTATUS ? names[s] : "unknown";
+}
+
+const char *stp_kind_name(enum stp_kind k)
+{
+    static const char *const names[STP_NKINDS] = {"entry",      "exit",         "tail",
+                                                  "log-args",   "custom-event", "typed-event"};
+    return (unsigned)k < STP_NKINDS ? names[k] : "unknown";
+}

@@ -1,0 +1,226 @@
+/* Writing proven sleds.
+ *
+ * Stubs: a patched sled reaches its trampoline with a rel32 call/jmp, but the runtime library is
+ * mapped terabytes away from a PIE executable, so each object gets one page mapped within +-2 GiB
+ * of all its sleds, holding per kind `jmp *0(%rip)` followed by the trampoline's absolute
+ * address. The page is made read+execute once written and is never unmapped while sleds use it.
+ *
+ * Writes: pages holding sleds are made read+write (never write+execute), written, and given back
+ * exactly the protection /proc/self/maps showed before. Within a sled, bytes 2..10 are written
+ * first (dead code behind `jmp +9` or `ret`), then the first two bytes with one aligned 16-bit
+ * atomic store, the order xray-facts section 3 gives for patching under running threads.
+ */
+#include "stp_internal.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
+enum { STUB_SLOT = 16, REACH = 0x7fff0000 };
+
+struct mapping {
+    uint64_t start, end;
+    int prot;
+};
+
+/* Parses /proc/self/maps into an array; returns its length (0 on failure). */
+static size_t read_maps(struct mapping **out)
+{
+    *out = NULL;
+    FILE *f = fopen("/proc/self/maps", "re");
+    if (!f)
+        return 0;
+    size_t n = 0, cap = 0;
+    struct mapping *m = NULL;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        unsigned long long s, e;
+        char perms[8];
+        if (sscanf(line, "%llx-%llx %7s", &s, &e, perms) != 3)
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            struct mapping *p = realloc(m, cap * sizeof *m);
+            if (!p)
+                break;
+            m = p;
+        }
+        m[n].start = s;
+        m[n].end = e;
+        m[n].prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
+                    (perms[2] == 'x' ? PROT_EXEC : 0);
+        n++;
+    }
+    fclose(f);
+    *out = m;
+    return n;
+}
+
+static int prot_of(const struct mapping *m, size_t n, uint64_t page, int fallback)
+{
+    for (size_t i = 0; i < n; i++)
+        if (page >= m[i].start && page < m[i].end)
+            return m[i].prot;
+    return fallback;
+}
+
+static int seg_prot(unsigned flags)
+{
+    return (flags & 4 ? PROT_READ : 0) | (flags & 2 ? PROT_WRITE : 0) | (flags & 1 ? PROT_EXEC : 0);
+}
+
+/* Maps a page from which every address in [lo, hi) is within rel32 reach. */
+static void *map_stub_page(uint64_t lo, uint64_t hi, uint64_t page)
+{
+    uint64_t min = hi > REACH ? hi - REACH : page;
+    uint64_t max = lo + REACH - page;
+    uint64_t up = (hi + page - 1) & ~(page - 1);
+    uint64_t down = (lo & ~(page - 1)) - page;
+    for (uint64_t step = 0; step < REACH; step += 16 * page) {
+        uint64_t cand[2] = {up + step, down - step};
+        for (int k = 0; k < 2; k++) {
+            uint64_t a = cand[k];
+            if (a < min || a > max || a < page)
+                continue;
+            void *p = mmap((void *)(uintptr_t)a, page, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+            if (p == MAP_FAILED)
+                continue;
+            if ((uint64_t)(uintptr_t)p == a)
+                return p;
+            munmap(p, page); /* an old kernel ignored the hint */
+        }
+    }
+    return NULL;
+}
+
+static void encode(uint8_t b[STP_SLED_SIZE], const struct stp_sled *s, uint64_t target)
+{
+    int32_t rel = (int32_t)(int64_t)(target - (s->addr + STP_SLED_SIZE));
+    b[0] = 0x41; /* mov $id, %r10d */
+    b[1] = 0xba;
+    memcpy(b + 2, &s->fid, 4);
+    b[6] = s->kind == STP_EXIT ? 0xe9 : 0xe8; /* jmp replaces ret; call otherwise */
+    memcpy(b + 7, &rel, 4);
+}
+
+static void write_sled(const struct stp_sled *s, const uint8_t b[STP_SLED_SIZE])
+{
+    uint8_t *p = (uint8_t *)(uintptr_t)s->addr;
+    memcpy(p + 2, b + 2, STP_SLED_SIZE - 2);
+    uint16_t head = (uint16_t)(b[0] | (b[1] << 8));
+    if (((uintptr_t)p & 1) == 0)
+        /* Release: the body written above is visible to other CPUs before the new head. There is
+         * no matching acquire: the readers are instruction fetches, ordered by x86's
+         * cross-modifying-code rules for a single aligned store. */
+        atomic_store_explicit((_Atomic uint16_t *)(void *)p, head, memory_order_release);
+    else
+        memcpy(p, &head, 2);
+}
+
+static int sled_cmp(const void *a, const void *b)
+{
+    const struct stp_sled *x = *(struct stp_sled *const *)a, *y = *(struct stp_sled *const *)b;
+    return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+int stp_object_patch(struct stp_object *obj, const struct stp_targets *t)
+{
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    struct stp_sled **todo = malloc((obj->nsleds ? obj->nsleds : 1) * sizeof *todo);
+    if (!todo)
+        return STP_E_NOMEM;
+    size_t n = 0;
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (size_t i = 0; i < obj->nsleds; i++) {
+        struct stp_sled *s = &obj->sleds[i];
+        if (s->status != STP_OK || s->kind >= STP_NKINDS || !t->fn[s->kind])
+            continue;
+        todo[n++] = s;
+        if (s->addr < lo)
+            lo = s->addr;
+        if (s->addr + STP_SLED_SIZE > hi)
+            hi = s->addr + STP_SLED_SIZE;
+    }
+    if (n == 0) {
+        free(todo);
+        return 0;
+    }
+    qsort(todo, n, sizeof *todo, sled_cmp);
+
+    /* Stub page. */
+    uint8_t *stubs = map_stub_page(lo, hi, page);
+    if (!stubs) {
+        for (size_t i = 0; i < n; i++)
+            todo[i]->status = STP_NO_STUB;
+        free(todo);
+        return STP_E_STUB;
+    }
+    for (int k = 0; k < STP_NKINDS; k++) {
+        uint8_t *slot = stubs + STUB_SLOT * k;
+        static const uint8_t jmp_rip[6] = {0xff, 0x25, 0, 0, 0, 0}; /* jmp *0(%rip) */
+        uint64_t target = (uint64_t)(uintptr_t)t->fn[k];
+        memcpy(slot, jmp_rip, sizeof jmp_rip);
+        memcpy(slot + 6, &target, 8);
+    }
+    if (mprotect(stubs, page, PROT_READ | PROT_EXEC) != 0) {
+        munmap(stubs, page);
+        for (size_t i = 0; i < n; i++)
+            todo[i]->status = STP_PROTECT_FAILED;
+        free(todo);
+        return STP_E_PROTECT;
+    }
+    obj->stub_page = stubs;
+
+    struct mapping *maps;
+    size_t nmaps = read_maps(&maps);
+    int rc = 0;
+    /* Runs of sleds whose pages are contiguous and share one protection. */
+    for (size_t i = 0; i < n;) {
+        uint64_t first = todo[i]->addr & ~(page - 1);
+        const struct stp_seg *seg = stp_find_seg(obj, todo[i]->addr, STP_SLED_SIZE);
+        int prot = prot_of(maps, nmaps, first, seg ? seg_prot(seg->flags) : PROT_READ | PROT_EXEC);
+        uint64_t last = (todo[i]->addr + STP_SLED_SIZE - 1) & ~(page - 1);
+        size_t j = i + 1;
+        while (j < n) {
+            uint64_t a = todo[j]->addr & ~(page - 1);
+            uint64_t b = (todo[j]->addr + STP_SLED_SIZE - 1) & ~(page - 1);
+            if (a > last + page)
+                break;
+            if (b > last && prot_of(maps, nmaps, b, prot) != prot)
+                break;
+            if (b > last)
+                last = b;
+            j++;
+        }
+        void *start = (void *)(uintptr_t)first;
+        size_t len = last + page - first;
+        if (mprotect(start, len, (prot | PROT_WRITE) & ~PROT_EXEC) != 0) {
+            for (size_t k = i; k < j; k++)
+                todo[k]->status = STP_PROTECT_FAILED;
+            rc = STP_E_PROTECT;
+            i = j;
+            continue;
+        }
+        for (size_t k = i; k < j; k++) {
+            uint8_t b[STP_SLED_SIZE];
+            uint64_t target = (uint64_t)(uintptr_t)stubs + STUB_SLOT * todo[k]->kind;
+            encode(b, todo[k], target);
+            write_sled(todo[k], b);
+        }
+        if (mprotect(start, len, prot) != 0)
+            rc = STP_E_PROTECT; /* cannot happen for a protection we just had; report anyway */
+        i = j;
+    }
+    free(maps);
+    free(todo);
+    return rc;
+}

@@ -1,0 +1,129 @@
+/* stp: XRay sled patcher for x86_64 Linux.
+ *
+ * Reads an object's `xray_instr_map` from its ELF file (libelf), numbers functions exactly as
+ * compiler-rt and `llvm-xray -m` do, proves every sled with Capstone before touching it, and
+ * rewrites the proven sleds to call sledtrace's trampolines through stubs mapped within rel32
+ * reach of the object's text.
+ *
+ * The trampolines (trampolines.S) call `stp_event`, which the program linking this library must
+ * define (the runtime does, in preload/hot.c). It runs on the instrumented thread with the
+ * instrumented function's argument registers saved by the trampoline; it must not touch
+ * SSE/x87 state (build it with -mgeneral-regs-only) and must reach any code that might through
+ * stp_call_preserving_fpu().
+ *
+ * Threads: stp_object_* calls are not thread-safe with respect to each other on the same object;
+ * patching is meant for start-up, before the program's own threads run.
+ */
+#ifndef SLEDTRACE_STP_H
+#define SLEDTRACE_STP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Sled kinds as stored in the map. */
+enum stp_kind {
+    STP_ENTRY = 0,
+    STP_EXIT = 1,
+    STP_TAIL = 2,
+    STP_LOG_ARGS_ENTER = 3,
+    STP_CUSTOM_EVENT = 4,
+    STP_TYPED_EVENT = 5,
+    STP_NKINDS
+};
+
+/* Outcome of proving and patching one sled. */
+enum stp_status {
+    STP_OK = 0,              /* proven (and patched, after stp_object_patch) */
+    STP_BAD_BYTES,           /* bytes differ from the template for its kind and version */
+    STP_NOT_ON_BOUNDARY,     /* linear disassembly from the function start steps over it */
+    STP_UNDECODABLE,         /* disassembly from the function start fails before the sled */
+    STP_OUTSIDE_TEXT,        /* the sled is not inside an executable segment of the object */
+    STP_UNSUPPORTED_KIND,    /* a kind this version does not patch (custom/typed events) */
+    STP_UNSUPPORTED_VERSION, /* a map entry version we do not understand */
+    STP_NO_STUB,             /* no stub page could be mapped within +-2 GiB */
+    STP_PROTECT_FAILED,      /* mprotect refused (EACCES/EPERM: SELinux, PaX...) */
+    STP_NSTATUS
+};
+
+/* Error codes returned by the functions below (0 = success). */
+enum stp_error {
+    STP_E_OK = 0,
+    STP_E_OPEN = -1,      /* cannot open the ELF file (errno kept in stp_object_errno) */
+    STP_E_ELF = -2,       /* libelf could not parse the file */
+    STP_E_NO_MAP = -3,    /* the object has no xray_instr_map section */
+    STP_E_BAD_MAP = -4,   /* the section size is not a multiple of 32, or it has no data */
+    STP_E_NOMEM = -5,     /* out of memory */
+    STP_E_CAPSTONE = -6,  /* Capstone could not be opened */
+    STP_E_STUB = -7,      /* no stub page within reach */
+    STP_E_PROTECT = -8,   /* mprotect failed */
+};
+
+struct stp_object;
+
+/* Trampoline addresses, one per patchable kind (indexed by enum stp_kind; NULL = leave the kind
+ * alone). */
+struct stp_targets {
+    void (*fn[STP_NKINDS])(void);
+};
+
+const char *stp_strerror(int err);
+const char *stp_status_name(enum stp_status s);
+const char *stp_kind_name(enum stp_kind k);
+
+/* Reads the map of the ELF file at `path`, loaded with load bias `bias`. Entry addresses are
+ * resolved to run-time addresses (bias added). Function names come from .symtab, else .dynsym. */
+int stp_object_open(const char *path, uintptr_t bias, struct stp_object **out);
+void stp_object_close(struct stp_object *obj);
+
+size_t stp_object_nsleds(const struct stp_object *obj);
+size_t stp_object_nfuncs(const struct stp_object *obj);
+/* Function i (0-based; ids start at 1): its id, run-time address and symbol name ("" if none). */
+void stp_object_func(const struct stp_object *obj, size_t i, uint32_t *id, uintptr_t *addr,
+                     const char **name);
+/* Sled i: its run-time address, kind, function id and status (after verify/patch). */
+void stp_object_sled(const struct stp_object *obj, size_t i, uintptr_t *addr, enum stp_kind *kind,
+                     uint32_t *fid, enum stp_status *status);
+/* Number of sleds with the given status. */
+size_t stp_object_count(const struct stp_object *obj, enum stp_status s);
+/* True if the object defines compiler-rt's XRay runtime (__xray_init). */
+int stp_object_has_xray_runtime(const struct stp_object *obj);
+uintptr_t stp_object_bias(const struct stp_object *obj);
+const char *stp_object_path(const struct stp_object *obj);
+
+/* Proves every sled of the object in the live image (bytes, kind, instruction boundary). Sets
+ * each sled's status. Returns 0 or STP_E_CAPSTONE. */
+int stp_object_verify(struct stp_object *obj);
+
+/* Patches every proven sled whose kind has a target, through stubs mapped within rel32 reach.
+ * Page protections are restored to the segment's own flags afterwards; no page is ever writable
+ * and executable at once. */
+int stp_object_patch(struct stp_object *obj, const struct stp_targets *t);
+
+/* Proves one sled in a byte table: `code` holds the function's bytes from its start, mapped at
+ * `func_addr`; the sled is at `sled_addr` (func_addr <= sled_addr < func_addr + len). For table
+ * tests and for stp_object_verify. `expect_id` is the function id a sled already patched by
+ * compiler-rt or sledtrace must carry (such sleds are accepted). */
+enum stp_status stp_check_sled(const uint8_t *code, size_t len, uint64_t func_addr,
+                               uint64_t sled_addr, enum stp_kind kind, unsigned version,
+                               uint32_t expect_id);
+
+/* Function-id numbering over raw map entries (32 bytes each, `n` of them, mapped at run-time
+ * address `map_addr`): writes each entry's id to ids[i]. Exposed for tests. */
+void stp_number_functions(const uint8_t *entries, size_t n, uintptr_t map_addr, uint32_t *ids);
+
+/* Trampolines and helpers from trampolines.S. */
+void stp_tramp_entry(void);
+void stp_tramp_exit(void);
+void stp_tramp_tail(void);
+void stp_tramp_log_args(void);
+/* Calls fn(arg) with the whole extended FPU/vector state saved and restored around it (XSAVE,
+ * or FXSAVE without OSXSAVE). stp_fpu_init() must have run once before. */
+void stp_call_preserving_fpu(void (*fn)(void *), void *arg);
+void stp_fpu_init(void);
+
+/* Defined by the user of this library: the event handler the trampolines call.
+ * action: 0 enter, 1 exit, 2 tail exit, 3 enter with argument `arg`. */
+void stp_event(uint32_t id, uint32_t action);
+void stp_event_arg(uint32_t id, uint64_t arg);
+
+#endif

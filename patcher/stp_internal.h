@@ -1,0 +1,48 @@
+/* Internal state shared by the patcher's source files. Not installed, not exported. */
+#ifndef SLEDTRACE_STP_INTERNAL_H
+#define SLEDTRACE_STP_INTERNAL_H
+
+#include "stp.h"
+
+enum { STP_MAX_SEGS = 16, STP_SLED_SIZE = 11 };
+
+struct stp_sled {
+    uint64_t addr;   /* run-time address */
+    uint32_t fid;    /* function id (1-based) */
+    uint8_t kind;    /* enum stp_kind */
+    uint8_t version; /* map entry version */
+    uint8_t status;  /* enum stp_status */
+};
+
+struct stp_func {
+    uint64_t addr;       /* run-time address */
+    size_t name_off;     /* into stp_object.names, SIZE_MAX if unnamed */
+    uint32_t first_sled; /* index of its first map entry */
+    uint32_t nsleds;     /* consecutive entries sharing this id */
+};
+
+struct stp_seg {
+    uint64_t start, end; /* run-time addresses */
+    unsigned flags;      /* PF_R | PF_W | PF_X of the PT_LOAD */
+};
+
+struct stp_object {
+    char *path;
+    uintptr_t bias;
+    int err; /* errno of a failed open */
+    int has_xray_runtime;
+    struct stp_sled *sleds;
+    size_t nsleds;
+    struct stp_func *funcs;
+    size_t nfuncs;
+    char *names;
+    size_t names_cap;
+    struct stp_seg segs[STP_MAX_SEGS];
+    size_t nsegs;
+    void *stub_page; /* mapped by stp_object_patch, never unmapped while sleds point at it */
+};
+
+/* The executable segment holding [addr, addr + len), or NULL. */
+const struct stp_seg *stp_find_seg(const struct stp_object *obj, uint64_t addr, size_t len);
+
+#endif

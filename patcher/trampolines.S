@@ -1,0 +1,175 @@
+/* x86_64 trampolines for patched XRay sleds.
+ *
+ * A patched entry-type sled is `mov $id, %r10d; call stub` and the stub (a page mapped near the
+ * object's text) does `jmp *target(%rip)` to one of the trampolines below. A patched exit sled is
+ * `mov $id, %r10d; jmp stub` in place of the `ret`: the exit trampoline returns to the caller.
+ *
+ * What survives (xray-facts section 4):
+ *  - entry, tail and log-args trampolines: every argument register (rdi rsi rdx rcx r8 r9, rax
+ *    for varargs), r10, r11 and RFLAGS. RFLAGS is kept with lahf/seto + add/sahf rather than
+ *    pushf/popf, which is far slower; DF is clear by the ABI and never set by the handler.
+ *  - exit trampoline: rax and rdx (the integer return registers).
+ *  - SSE/AVX/x87 state (xmm0-7 arguments, xmm0/xmm1/st0 return values): not saved here, because
+ *    the handler is compiled with -mgeneral-regs-only and never touches it; the handler's rare
+ *    slow path reaches ordinary C only through stp_call_preserving_fpu, which XSAVEs everything.
+ * Stack: entry-type trampolines are entered with rsp = 0 mod 16 (call from a function entry);
+ * the exit trampoline with rsp = 8 mod 16. Every `call` below is made with rsp = 0 mod 16.
+ */
+    .text
+
+    .macro SAVE_ENTRY
+    push %rax
+    lahf
+    seto %al
+    push %rax
+    push %rdi
+    push %rsi
+    push %rdx
+    push %rcx
+    push %r8
+    push %r9
+    push %r10
+    push %r11
+    .endm
+
+    .macro RESTORE_ENTRY
+    pop %r11
+    pop %r10
+    pop %r9
+    pop %r8
+    pop %rcx
+    pop %rdx
+    pop %rsi
+    pop %rdi
+    pop %rax
+    add $0x7f, %al      /* OF := (al == 1) */
+    sahf                /* SF ZF AF PF CF := ah */
+    pop %rax
+    .endm
+
+    .macro ENTRY_TRAMPOLINE name, action
+    .globl \name
+    .hidden \name
+    .type \name, @function
+    .p2align 4
+\name:
+    .cfi_startproc
+    SAVE_ENTRY
+    .cfi_adjust_cfa_offset 80
+    mov %r10d, %edi
+    mov $\action, %esi
+    call stp_event
+    RESTORE_ENTRY
+    .cfi_adjust_cfa_offset -80
+    ret
+    .cfi_endproc
+    .size \name, . - \name
+    .endm
+
+    ENTRY_TRAMPOLINE stp_tramp_entry, 0
+    ENTRY_TRAMPOLINE stp_tramp_tail, 2
+
+    .globl stp_tramp_log_args
+    .hidden stp_tramp_log_args
+    .type stp_tramp_log_args, @function
+    .p2align 4
+stp_tramp_log_args:
+    .cfi_startproc
+    SAVE_ENTRY
+    .cfi_adjust_cfa_offset 80
+    mov %rdi, %rsi
+    mov %r10d, %edi
+    call stp_event_arg
+    RESTORE_ENTRY
+    .cfi_adjust_cfa_offset -80
+    ret
+    .cfi_endproc
+    .size stp_tramp_log_args, . - stp_tramp_log_args
+
+    .globl stp_tramp_exit
+    .hidden stp_tramp_exit
+    .type stp_tramp_exit, @function
+    .p2align 4
+stp_tramp_exit:
+    .cfi_startproc
+    push %rax
+    .cfi_adjust_cfa_offset 8
+    push %rdx
+    .cfi_adjust_cfa_offset 8
+    sub $8, %rsp
+    .cfi_adjust_cfa_offset 8
+    mov %r10d, %edi
+    mov $1, %esi
+    call stp_event
+    add $8, %rsp
+    .cfi_adjust_cfa_offset -8
+    pop %rdx
+    .cfi_adjust_cfa_offset -8
+    pop %rax
+    .cfi_adjust_cfa_offset -8
+    ret
+    .cfi_endproc
+    .size stp_tramp_exit, . - stp_tramp_exit
+
+/* void stp_call_preserving_fpu(void (*fn)(void *), void *arg)
+ * Saves the whole extended state (XSAVE with every XCR0 component, into a 64-byte aligned stack
+ * area of stp_xsave_size bytes whose header is zeroed first), or FXSAVE when stp_xsave_size is
+ * 0, calls fn(arg), restores. */
+    .globl stp_call_preserving_fpu
+    .hidden stp_call_preserving_fpu
+    .type stp_call_preserving_fpu, @function
+    .p2align 4
+stp_call_preserving_fpu:
+    .cfi_startproc
+    push %rbp
+    .cfi_adjust_cfa_offset 8
+    .cfi_offset %rbp, -16
+    mov %rsp, %rbp
+    .cfi_def_cfa_register %rbp
+    push %rbx
+    push %r12
+    .cfi_offset %rbx, -24
+    .cfi_offset %r12, -32
+    mov %rdi, %rbx
+    mov %rsi, %r12
+    mov stp_xsave_size(%rip), %eax
+    test %eax, %eax
+    jz 1f
+    sub %rax, %rsp
+    and $-64, %rsp
+    xor %eax, %eax
+    mov %rax, 512(%rsp)
+    mov %rax, 520(%rsp)
+    mov %rax, 528(%rsp)
+    mov %rax, 536(%rsp)
+    mov %rax, 544(%rsp)
+    mov %rax, 552(%rsp)
+    mov %rax, 560(%rsp)
+    mov %rax, 568(%rsp)
+    mov $-1, %eax
+    mov $-1, %edx
+    xsave64 (%rsp)
+    mov %r12, %rdi
+    call *%rbx
+    mov $-1, %eax
+    mov $-1, %edx
+    xrstor64 (%rsp)
+    jmp 2f
+1:
+    sub $512, %rsp
+    and $-64, %rsp
+    fxsave64 (%rsp)
+    mov %r12, %rdi
+    call *%rbx
+    fxrstor64 (%rsp)
+2:
+    lea -16(%rbp), %rsp
+    pop %r12
+    pop %rbx
+    pop %rbp
+    .cfi_def_cfa %rsp, 8
+    ret
+    .cfi_endproc
+    .size stp_call_preserving_fpu, . - stp_call_preserving_fpu
+
+    .section .note.GNU-stack, "", @progbits

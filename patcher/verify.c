@@ -1,0 +1,196 @@
+/* Proving sleds with Capstone before anything is written.
+ *
+ * A sled is proven when (1) all its bytes lie in an executable segment of its object, (2) its
+ * bytes equal the template for its kind (or the patched form carrying its own function id, as
+ * left by compiler-rt's patch_premain or an earlier sledtrace), (3) Capstone decodes the sled as
+ * the expected instruction pair, and (4) a linear disassembly from the function's first byte
+ * lands exactly on the sled's first byte. Each function is swept once, its sleds visited in
+ * address order, so the cost is linear in the instrumented code size.
+ */
+#include "stp_internal.h"
+
+#include <capstone/capstone.h>
+#include <cpuid.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const uint8_t entry_template[STP_SLED_SIZE] = {0xeb, 0x09, 0x66, 0x0f, 0x1f, 0x84,
+                                                      0x00, 0x00, 0x02, 0x00, 0x00};
+static const uint8_t exit_template[STP_SLED_SIZE] = {0xc3, 0x2e, 0x66, 0x0f, 0x1f, 0x84,
+                                                     0x00, 0x00, 0x02, 0x00, 0x00};
+
+/* Expected Capstone instruction ids and sizes for the two instructions of a sled. */
+struct shape {
+    unsigned id0, size0, id1, size1;
+};
+
+/* Byte check: template, or our own patched form for this function id. Sets *shape. */
+static enum stp_status check_bytes(const uint8_t *b, unsigned kind, uint32_t expect_id,
+                                   struct shape *shape)
+{
+    const uint8_t *tmpl = kind == STP_EXIT ? exit_template : entry_template;
+    if (memcmp(b, tmpl, STP_SLED_SIZE) == 0) {
+        if (kind == STP_EXIT)
+            *shape = (struct shape){X86_INS_RET, 1, X86_INS_NOP, 10};
+        else
+            *shape = (struct shape){X86_INS_JMP, 2, X86_INS_NOP, 9};
+        return STP_OK;
+    }
+    uint32_t id;
+    memcpy(&id, b + 2, 4);
+    uint8_t op = kind == STP_EXIT ? 0xe9 : 0xe8;
+    if (b[0] == 0x41 && b[1] == 0xba && id == expect_id && b[6] == op) {
+        *shape = (struct shape){X86_INS_MOV, 6, kind == STP_EXIT ? X86_INS_JMP : X86_INS_CALL, 5};
+        return STP_OK;
+    }
+    return STP_BAD_BYTES;
+}
+
+/* Sweeps code[0..len) (mapped at func_addr) once; sleds[] sorted by address. */
+static void check_function(csh cs, cs_insn *insn, const uint8_t *code, size_t len,
+                           uint64_t func_addr, struct stp_sled **sleds, size_t n)
+{
+    const uint8_t *p = code;
+    size_t left = len;
+    uint64_t addr = func_addr;
+    for (size_t i = 0; i < n; i++) {
+        struct stp_sled *s = sleds[i];
+        if (s->status != STP_OK)
+            continue;
+        if (s->kind > STP_LOG_ARGS_ENTER) {
+            s->status = STP_UNSUPPORTED_KIND;
+            continue;
+        }
+        if (s->version > 2) {
+            s->status = STP_UNSUPPORTED_VERSION;
+            continue;
+        }
+        if (s->addr < func_addr || s->addr + STP_SLED_SIZE > func_addr + len) {
+            s->status = STP_OUTSIDE_TEXT;
+            continue;
+        }
+        struct shape shape;
+        s->status = check_bytes(code + (s->addr - func_addr), s->kind, s->fid, &shape);
+        if (s->status != STP_OK)
+            continue;
+        /* Sweep forward to the sled (the sweep position never moves backwards). */
+        while (addr < s->addr) {
+            if (!cs_disasm_iter(cs, &p, &left, &addr, insn))
+                break;
+        }
+        if (addr != s->addr) {
+            s->status = addr < s->addr ? STP_UNDECODABLE : STP_NOT_ON_BOUNDARY;
+            continue;
+        }
+        /* Decode the sled's own two instructions; leave the sweep after them. */
+        if (!cs_disasm_iter(cs, &p, &left, &addr, insn) || insn->id != shape.id0 ||
+            insn->size != shape.size0 ||
+            !cs_disasm_iter(cs, &p, &left, &addr, insn) || insn->id != shape.id1 ||
+            insn->size != shape.size1)
+            s->status = STP_BAD_BYTES;
+    }
+}
+
+static int sled_addr_cmp(const void *a, const void *b)
+{
+    const struct stp_sled *x = *(struct stp_sled *const *)a, *y = *(struct stp_sled *const *)b;
+    return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static int open_capstone(csh *cs, cs_insn **insn)
+{
+    if (cs_open(CS_ARCH_X86, CS_MODE_64, cs) != CS_ERR_OK)
+        return STP_E_CAPSTONE;
+    cs_option(*cs, CS_OPT_DETAIL, CS_OPT_OFF);
+    *insn = cs_malloc(*cs);
+    if (!*insn) {
+        cs_close(cs);
+        return STP_E_CAPSTONE;
+    }
+    return 0;
+}
+
+enum stp_status stp_check_sled(const uint8_t *code, size_t len, uint64_t func_addr,
+                               uint64_t sled_addr, enum stp_kind kind, unsigned version,
+                               uint32_t expect_id)
+{
+    csh cs;
+    cs_insn *insn;
+    if (open_capstone(&cs, &insn) != 0)
+        return STP_UNDECODABLE;
+    struct stp_sled s = {.addr = sled_addr, .fid = expect_id, .kind = (uint8_t)kind,
+                         .version = (uint8_t)version, .status = STP_OK};
+    struct stp_sled *ps = &s;
+    check_function(cs, insn, code, len, func_addr, &ps, 1);
+    cs_free(insn, 1);
+    cs_close(&cs);
+    return (enum stp_status)s.status;
+}
+
+const struct stp_seg *stp_find_seg(const struct stp_object *obj, uint64_t addr, size_t len)
+{
+    for (size_t i = 0; i < obj->nsegs; i++)
+        if (addr >= obj->segs[i].start && addr + len <= obj->segs[i].end)
+            return &obj->segs[i];
+    return NULL;
+}
+
+int stp_object_verify(struct stp_object *obj)
+{
+    csh cs;
+    cs_insn *insn;
+    int rc = open_capstone(&cs, &insn);
+    if (rc != 0)
+        return rc;
+    struct stp_sled **order = NULL;
+    size_t cap = 0;
+    for (size_t f = 0; f < obj->nfuncs; f++) {
+        struct stp_func *fn = &obj->funcs[f];
+        if (fn->nsleds > cap) {
+            cap = fn->nsleds * 2;
+            free(order);
+            order = malloc(cap * sizeof *order);
+            if (!order) {
+                rc = STP_E_NOMEM;
+                break;
+            }
+        }
+        uint64_t hi = fn->addr;
+        for (uint32_t k = 0; k < fn->nsleds; k++) {
+            struct stp_sled *s = &obj->sleds[fn->first_sled + k];
+            order[k] = s;
+            if (s->status == STP_OK && s->addr + STP_SLED_SIZE > hi)
+                hi = s->addr + STP_SLED_SIZE;
+        }
+        qsort(order, fn->nsleds, sizeof *order, sled_addr_cmp);
+        /* The whole range swept must be mapped text of this object. */
+        if (!stp_find_seg(obj, fn->addr, hi - fn->addr)) {
+            for (uint32_t k = 0; k < fn->nsleds; k++)
+                if (order[k]->status == STP_OK)
+                    order[k]->status = STP_OUTSIDE_TEXT;
+            continue;
+        }
+        check_function(cs, insn, (const uint8_t *)(uintptr_t)fn->addr, hi - fn->addr, fn->addr,
+                       order, fn->nsleds);
+    }
+    free(order);
+    cs_free(insn, 1);
+    cs_close(&cs);
+    return rc;
+}
+
+/* Size of the XSAVE area for the components enabled in XCR0; 0 selects FXSAVE. Read by
+ * stp_call_preserving_fpu. Written once by stp_fpu_init before any patching. */
+__attribute__((visibility("hidden"))) uint32_t stp_xsave_size;
+
+void stp_fpu_init(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE))
+        return;
+    if (__get_cpuid_max(0, NULL) < 0xd)
+        return;
+    __cpuid_count(0xd, 0, a, b, c, d);
+    if (b >= 576)
+        stp_xsave_size = b + 64; /* room to align down to 64 */
+}

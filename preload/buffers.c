@@ -1,0 +1,473 @@
+/* Per-thread chunks, the flush queue and the flush thread.
+ *
+ * Threads. Each traced thread owns a fixed pool of `nchunks` chunks (memory is bounded and does
+ * not grow with the trace). The thread fills one chunk at a time; a full chunk is QUEUED on a
+ * lock-free LIFO (Treiber) list that the flush thread takes whole and reverses, so each thread's
+ * chunks reach the file in the order they were filled. The flush thread writes a chunk and marks
+ * it FREE; a thread needing its next chunk waits (lossless) until that chunk is FREE again.
+ *
+ * Wake-ups. The flush thread sleeps on a futex for at most SLEDTRACE_FLUSH_MS. A thread that
+ * queues a chunk wakes it (one FUTEX_WAKE syscall, once per chunk at most, only while it sleeps)
+ * when half of its pool is queued, or when it has to wait for a free chunk. Every period the flush
+ * thread also asks every thread whose chunk holds records to hand it over at its next event (it
+ * zeroes the thread's `end`, which sends the next event down the slow path).
+ *
+ * Memory ordering:
+ *  - queue push: CAS with release on `queue_head`, pairs with the acquire exchange in take_queue();
+ *    it publishes the chunk's bytes and `used`.
+ *  - chunk state FREE: release store by the flush thread after writing, pairs with the acquire
+ *    load in next_chunk() before the owner reuses the memory.
+ *  - `pos`: release by the owner (hot.c), acquire in flush_partial() at exit.
+ *  - `running` and `wake_seq`: seq_cst, for the sleep/wake handshake.
+ *
+ * Exit. str_buffers_finish() (called once, from the exit path) stops the flush thread, then writes
+ * what is queued and, for every registered thread, the committed part of its current chunk, then
+ * rewrites the header with the TSC frequency calibrated over the whole run.
+ */
+#include "str.h"
+#include "stp.h"
+#include "stf.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { ST_OFF = 0, ST_ACTIVE = 1, ST_STOPPING = 2, ST_DONE = 3 };
+
+static _Atomic int state = ST_OFF;
+static _Atomic(struct str_chunk *) queue_head;
+static _Atomic uint32_t wake_seq;
+static _Atomic int flusher_sleeping;
+static pthread_t flusher;
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct str_thread *registry;
+static pthread_key_t exit_key;
+static int trace_fd = -1;
+static struct stat trace_st;
+static uint64_t bytes_written, bytes_lost, chunks_written;
+static int write_error;
+static uint64_t tsc0;
+static struct timespec raw0;
+static uint32_t header_bits;
+static int32_t pid;
+
+static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts)
+{
+    return syscall(SYS_futex, addr, op, val, ts, NULL, 0);
+}
+
+static void wake_flusher(void)
+{
+    atomic_fetch_add_explicit(&wake_seq, 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&flusher_sleeping, memory_order_seq_cst))
+        futex(&wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL);
+}
+
+static uint64_t ns_of(const struct timespec *ts)
+{
+    return (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;
+}
+
+/* ---- writing ---- */
+
+static int fd_still_ours(void)
+{
+    struct stat st;
+    return fstat(trace_fd, &st) == 0 && st.st_dev == trace_st.st_dev &&
+           st.st_ino == trace_st.st_ino;
+}
+
+static void write_all(const void *buf, size_t len)
+{
+    const uint8_t *p = buf;
+    if (write_error) {
+        bytes_lost += len;
+        return;
+    }
+    if (!fd_still_ours()) {
+        write_error = EBADF;
+        bytes_lost += len;
+        return;
+    }
+    while (len > 0) {
+        ssize_t n = write(trace_fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            write_error = n < 0 ? errno : EIO;
+            bytes_lost += len;
+            return;
+        }
+        p += n;
+        len -= (size_t)n;
+        bytes_written += (uint64_t)n;
+    }
+}
+
+/* Writes a block: its BufferExtents record, then base[16..used). */
+static void write_block(uint8_t *base, size_t used)
+{
+    if (used <= STR_BLOCK_HEAD)
+        return;
+    stf_meta_u64(base, STF_M_BUFFER_EXTENTS, used - STF_META_SIZE);
+    write_all(base, used);
+    chunks_written++;
+}
+
+static void free_thread(struct str_thread *th)
+{
+    munmap(th, th->map_size);
+}
+
+/* Takes the whole queue, oldest first. */
+static struct str_chunk *take_queue(void)
+{
+    struct str_chunk *c = atomic_exchange_explicit(&queue_head, NULL, memory_order_acquire);
+    struct str_chunk *rev = NULL;
+    while (c) {
+        struct str_chunk *next = c->next;
+        c->next = rev;
+        rev = c;
+        c = next;
+    }
+    return rev;
+}
+
+static void write_queue(void)
+{
+    for (struct str_chunk *c = take_queue(); c;) {
+        struct str_chunk *next = c->next;
+        struct str_thread *th = c->owner;
+        write_block(c->base, c->used);
+        if (c->final) {
+            free_thread(th);
+        } else {
+            atomic_fetch_sub_explicit(&th->queued, 1, memory_order_relaxed);
+            atomic_store_explicit(&c->state, STR_FREE, memory_order_release);
+        }
+        c = next;
+    }
+}
+
+static void write_header(uint64_t freq)
+{
+    uint8_t h[STF_HEADER_SIZE];
+    struct stf_header hd = {STF_VERSION, STF_TYPE_FDR, header_bits, freq, str_cfg.chunk_size};
+    stf_encode_header(h, &hd);
+    if (pwrite(trace_fd, h, sizeof h, 0) != (ssize_t)sizeof h && !write_error)
+        write_error = errno ? errno : EIO;
+}
+
+/* TSC ticks per second between the start-up sample and now. Sleeps until at least `min_ms`
+ * have passed since start-up, so short runs still calibrate over a usable interval. */
+static uint64_t calibrate(unsigned min_ms)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC_RAW, &now);
+    uint64_t elapsed = ns_of(&now) - ns_of(&raw0);
+    if (elapsed < min_ms * 1000000ull) {
+        uint64_t left = min_ms * 1000000ull - elapsed;
+        struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+            ;
+    }
+    /* Bracket the clock read between two TSC reads to halve the skew. */
+    uint64_t a = str_rdtsc();
+    clock_gettime(CLOCK_MONOTONIC_RAW, &now);
+    uint64_t b = str_rdtsc();
+    uint64_t tsc = a + (b - a) / 2;
+    uint64_t ns = ns_of(&now) - ns_of(&raw0);
+    __extension__ typedef unsigned __int128 u128;
+    return (uint64_t)((u128)(tsc - tsc0) * 1000000000u / ns);
+}
+
+/* Asks every thread whose chunk holds records to hand it over at its next event. */
+static void request_rotation(void)
+{
+    pthread_mutex_lock(&registry_lock);
+    /* Only pos is read here: the owner's chunk index is its own. A thread whose chunk turns out
+     * empty just restarts its block, once per period. */
+    for (struct str_thread *th = registry; th; th = th->next)
+        if (atomic_load_explicit(&th->tls->pos, memory_order_relaxed) != 0)
+            atomic_store_explicit(&th->tls->end, 0, memory_order_relaxed);
+    pthread_mutex_unlock(&registry_lock);
+}
+
+static void *flush_main(void *arg)
+{
+    (void)arg;
+    write_header(calibrate(5));
+    struct timespec next;
+    clock_gettime(CLOCK_MONOTONIC, &next);
+    uint64_t period = str_cfg.flush_ms * 1000000ull;
+    uint64_t deadline = ns_of(&next) + period;
+    while (atomic_load_explicit(&state, memory_order_seq_cst) == ST_ACTIVE) {
+        uint32_t seq = atomic_load_explicit(&wake_seq, memory_order_seq_cst);
+        write_queue();
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (ns_of(&now) >= deadline) {
+            request_rotation();
+            deadline = ns_of(&now) + period;
+        }
+        uint64_t left = deadline - ns_of(&now);
+        if (left > period)
+            left = period;
+        struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
+        atomic_store_explicit(&flusher_sleeping, 1, memory_order_seq_cst);
+        if (atomic_load_explicit(&queue_head, memory_order_seq_cst) == NULL &&
+            atomic_load_explicit(&state, memory_order_seq_cst) == ST_ACTIVE)
+            futex(&wake_seq, FUTEX_WAIT_PRIVATE, seq, &ts);
+        atomic_store_explicit(&flusher_sleeping, 0, memory_order_seq_cst);
+    }
+    return NULL;
+}
+
+/* ---- chunks, called by traced threads ---- */
+
+static void start_block(struct str_tls *t, struct str_thread *th, uint64_t tsc)
+{
+    struct str_chunk *c = &th->chunks[th->cur];
+    uint8_t *p = c->base;
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    unsigned aux;
+    __builtin_ia32_rdtscp(&aux);
+    memset(p, 0, STF_META_SIZE); /* BufferExtents, filled when written */
+    stf_meta_new_buffer(p + 16, th->tid);
+    stf_meta_walltime(p + 32, wall.tv_sec, (uint32_t)(wall.tv_nsec / 1000));
+    stf_meta_pid(p + 48, pid);
+    stf_meta_new_cpu(p + 64, (uint16_t)(aux & 0xfff), tsc);
+    t->last_tsc = tsc;
+    atomic_store_explicit(&c->state, STR_FILLING, memory_order_relaxed);
+    atomic_store_explicit(&t->pos, (uintptr_t)p + STR_BLOCK_HEAD, memory_order_release);
+    atomic_store_explicit(&t->end, (uintptr_t)p + str_cfg.chunk_size, memory_order_relaxed);
+}
+
+static struct str_thread *new_thread(struct str_tls *t)
+{
+    size_t head = sizeof(struct str_thread) + str_cfg.nchunks * sizeof(struct str_chunk);
+    head = (head + 4095) & ~(size_t)4095;
+    size_t size = head + str_cfg.nchunks * str_cfg.chunk_size;
+    void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    if (m == MAP_FAILED)
+        return NULL;
+    struct str_thread *th = m;
+    th->map_size = size;
+    th->tls = t;
+    th->tid = (int32_t)syscall(SYS_gettid);
+    th->nchunks = str_cfg.nchunks;
+    for (unsigned i = 0; i < th->nchunks; i++) {
+        th->chunks[i].owner = th;
+        th->chunks[i].base = (uint8_t *)m + head + i * str_cfg.chunk_size;
+    }
+    pthread_mutex_lock(&registry_lock);
+    th->next = registry;
+    registry = th;
+    pthread_mutex_unlock(&registry_lock);
+    pthread_setspecific(exit_key, th);
+    return th;
+}
+
+static void push(struct str_chunk *c)
+{
+    struct str_chunk *head = atomic_load_explicit(&queue_head, memory_order_relaxed);
+    do {
+        c->next = head;
+    } while (!atomic_compare_exchange_weak_explicit(&queue_head, &head, c, memory_order_release,
+                                                    memory_order_relaxed));
+}
+
+/* Hands the current chunk over if it holds records. */
+static void hand_over(struct str_tls *t, struct str_thread *th, int final)
+{
+    struct str_chunk *c = &th->chunks[th->cur];
+    uintptr_t pos = atomic_load_explicit(&t->pos, memory_order_relaxed);
+    c->used = pos ? pos - (uintptr_t)c->base : 0;
+    c->final = final;
+    if (!final && c->used <= STR_BLOCK_HEAD)
+        return;
+    atomic_store_explicit(&c->state, STR_QUEUED, memory_order_relaxed);
+    uint32_t q = atomic_fetch_add_explicit(&th->queued, 1, memory_order_relaxed) + 1;
+    push(c);
+    if (final || q * 2 >= th->nchunks)
+        wake_flusher();
+}
+
+/* Waits (lossless) until the next chunk is free; 0 if tracing stopped meanwhile. */
+static int next_chunk(struct str_thread *th)
+{
+    unsigned next = (th->cur + 1) % th->nchunks;
+    struct str_chunk *c = &th->chunks[next];
+    int woke = 0;
+    while (atomic_load_explicit(&c->state, memory_order_acquire) != STR_FREE) {
+        if (atomic_load_explicit(&state, memory_order_relaxed) != ST_ACTIVE)
+            return 0;
+        if (!woke) {
+            wake_flusher();
+            woke = 1;
+        }
+        struct timespec ts = {0, 50000};
+        nanosleep(&ts, NULL);
+    }
+    th->cur = next;
+    return 1;
+}
+
+void str_refill(void *arg)
+{
+    struct str_refill *r = arg;
+    struct str_tls *t = r->t;
+    int saved = errno;
+    struct str_thread *th = t->th;
+    if (atomic_load_explicit(&state, memory_order_relaxed) != ST_ACTIVE || t->dead)
+        goto drop;
+    if (!th) {
+        th = new_thread(t);
+        if (!th)
+            goto drop;
+        t->th = th;
+        start_block(t, th, r->tsc);
+        errno = saved;
+        return;
+    }
+    uintptr_t pos = atomic_load_explicit(&t->pos, memory_order_relaxed);
+    if (pos > (uintptr_t)th->chunks[th->cur].base + STR_BLOCK_HEAD) {
+        hand_over(t, th, 0);
+        if (!next_chunk(th))
+            goto drop;
+    }
+    start_block(t, th, r->tsc);
+    errno = saved;
+    return;
+drop:
+    atomic_store_explicit(&t->pos, 0, memory_order_relaxed);
+    atomic_store_explicit(&t->end, 0, memory_order_relaxed);
+    errno = saved;
+}
+
+/* pthread key destructor: the thread is exiting. */
+void str_thread_exit(void *arg)
+{
+    struct str_thread *th = arg;
+    struct str_tls *t = &str_tls;
+    int saved = errno;
+    if (!th || t->th != th)
+        return;
+    t->nest++;
+    str_drain_side(t);
+    pthread_mutex_lock(&registry_lock);
+    for (struct str_thread **p = &registry; *p; p = &(*p)->next)
+        if (*p == th) {
+            *p = th->next;
+            break;
+        }
+    pthread_mutex_unlock(&registry_lock);
+    t->dead = 1;
+    t->th = NULL;
+    if (atomic_load_explicit(&state, memory_order_relaxed) == ST_ACTIVE)
+        hand_over(t, th, 1); /* the flush thread frees th after writing it */
+    atomic_store_explicit(&t->end, 0, memory_order_relaxed);
+    atomic_store_explicit(&t->pos, 0, memory_order_relaxed);
+    t->nest--;
+    errno = saved;
+}
+
+/* ---- start and finish ---- */
+
+static uint32_t tsc_bits(void)
+{
+    unsigned a, b, c, d;
+    __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000000u), "c"(0));
+    if (a < 0x80000007u)
+        return 0;
+    __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000007u), "c"(0));
+    return (d & (1u << 8)) ? (STF_BIT_CONSTANT_TSC | STF_BIT_NONSTOP_TSC) : 0;
+}
+
+int str_buffers_start(int fd)
+{
+    trace_fd = fd;
+    if (fstat(fd, &trace_st) != 0)
+        return -1;
+    pid = (int32_t)getpid();
+    header_bits = tsc_bits();
+    clock_gettime(CLOCK_MONOTONIC_RAW, &raw0);
+    tsc0 = str_rdtsc();
+    if (pthread_key_create(&exit_key, str_thread_exit) != 0)
+        return -1;
+    /* A provisional header (frequency unknown yet) moves the file offset past itself; blocks are
+     * appended after it and the header is rewritten in place with pwrite. */
+    uint8_t h[STF_HEADER_SIZE];
+    struct stf_header hd = {STF_VERSION, STF_TYPE_FDR, header_bits, 0, str_cfg.chunk_size};
+    stf_encode_header(h, &hd);
+    write_all(h, sizeof h);
+    atomic_store_explicit(&state, ST_ACTIVE, memory_order_seq_cst);
+    /* The flush thread must never receive the program's signals. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&flusher, NULL, flush_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        atomic_store_explicit(&state, ST_OFF, memory_order_seq_cst);
+        return -1;
+    }
+    return 0;
+}
+
+void str_buffers_disable(void) { atomic_store_explicit(&state, ST_OFF, memory_order_seq_cst); }
+
+/* Writes the committed part of every registered thread's current chunk. */
+static void flush_partial(void)
+{
+    pthread_mutex_lock(&registry_lock);
+    for (struct str_thread *th = registry; th; th = th->next) {
+        struct str_chunk *c = &th->chunks[th->cur];
+        uintptr_t pos = atomic_load_explicit(&th->tls->pos, memory_order_acquire);
+        if (pos > (uintptr_t)c->base && pos <= (uintptr_t)c->base + str_cfg.chunk_size &&
+            atomic_load_explicit(&c->state, memory_order_relaxed) == STR_FILLING)
+            write_block(c->base, pos - (uintptr_t)c->base);
+    }
+    pthread_mutex_unlock(&registry_lock);
+}
+
+void str_buffers_finish(void)
+{
+    int expect = ST_ACTIVE;
+    if (!atomic_compare_exchange_strong_explicit(&state, &expect, ST_STOPPING,
+                                                 memory_order_seq_cst, memory_order_seq_cst))
+        return;
+    struct str_tls *t = &str_tls;
+    t->nest++;
+    str_drain_side(t);
+    t->nest--;
+    wake_flusher();
+    futex(&wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL);
+    pthread_join(flusher, NULL);
+    write_queue();
+    flush_partial();
+    write_queue();
+    atomic_store_explicit(&state, ST_DONE, memory_order_seq_cst);
+    uint64_t freq = calibrate(20);
+    write_header(freq);
+    uint64_t dropped = t->dropped;
+    str_log(STR_INFO, "trace: %llu bytes in %llu blocks, TSC %llu Hz", (unsigned long long)bytes_written,
+            (unsigned long long)chunks_written, (unsigned long long)freq);
+    if (write_error)
+        str_log(STR_ERROR, "trace incomplete: %llu bytes not written: %s",
+                (unsigned long long)bytes_lost, strerror(write_error));
+    if (dropped)
+        str_log(STR_INFO, "%llu events on the exiting thread found no buffer",
+                (unsigned long long)dropped);
+    close(trace_fd);
+}

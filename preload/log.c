@@ -1,0 +1,102 @@
+/* Messages and configuration.
+ *
+ * Every message goes to stderr in one write(2), prefixed "sledtrace: ", filtered by
+ * SLEDTRACE_LOG. errno is preserved. Configuration is read once at start-up from the
+ * environment; a bad value is reported once and replaced by its default.
+ */
+#include "str.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct str_config str_cfg = {
+    .output = ".",
+    .log_level = STR_WARN,
+    .flush_ms = 100,
+    .chunk_size = 64 * 1024,
+    .nchunks = 16,
+    .disable = 0,
+};
+
+void str_log(int level, const char *fmt, ...)
+{
+    if (level > str_cfg.log_level)
+        return;
+    int saved = errno;
+    static const char *const names[] = {"error", "warning", "info", "debug"};
+    char buf[1024];
+    int n = snprintf(buf, sizeof buf, "sledtrace: %s: ", names[level]);
+    va_list ap;
+    va_start(ap, fmt);
+    int m = vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
+    va_end(ap);
+    size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
+    if (len > sizeof buf - 2)
+        len = sizeof buf - 2;
+    buf[len++] = '\n';
+    ssize_t w = write(STDERR_FILENO, buf, len);
+    (void)w;
+    errno = saved;
+}
+
+/* Parses an unsigned decimal in [lo, hi]; on a bad value warns and keeps *out. */
+static void get_uint(const char *name, unsigned long lo, unsigned long hi, unsigned long *out)
+{
+    const char *v = getenv(name);
+    if (!v)
+        return;
+    char *end;
+    errno = 0;
+    unsigned long x = strtoul(v, &end, 10);
+    if (errno || end == v || *end || v[0] == '-' || x < lo || x > hi) {
+        str_log(STR_WARN, "%s=%s is not a whole number in %lu..%lu; using %lu", name, v, lo, hi,
+                *out);
+        return;
+    }
+    *out = x;
+}
+
+void str_config_load(void)
+{
+    int saved = errno;
+    const char *v = getenv("SLEDTRACE_LOG");
+    if (v) {
+        static const char *const levels[] = {"error", "warn", "info", "debug"};
+        int found = -1;
+        for (int i = 0; i < 4; i++)
+            if (strcmp(v, levels[i]) == 0)
+                found = i;
+        if (found < 0)
+            str_log(STR_WARN, "SLEDTRACE_LOG=%s is not one of error|warn|info|debug; using warn", v);
+        else
+            str_cfg.log_level = found;
+    }
+    v = getenv("SLEDTRACE_DISABLE");
+    if (v) {
+        if (strcmp(v, "1") == 0)
+            str_cfg.disable = 1;
+        else if (strcmp(v, "0") != 0 && *v)
+            str_log(STR_WARN, "SLEDTRACE_DISABLE=%s is not 0 or 1; using 0", v);
+    }
+    v = getenv("SLEDTRACE_OUTPUT");
+    if (v) {
+        if (*v)
+            str_cfg.output = v;
+        else
+            str_log(STR_WARN, "SLEDTRACE_OUTPUT is empty; using the current directory");
+    }
+    unsigned long x = str_cfg.flush_ms;
+    get_uint("SLEDTRACE_FLUSH_MS", 1, 60000, &x);
+    str_cfg.flush_ms = (unsigned)x;
+    x = str_cfg.chunk_size / 1024;
+    get_uint("SLEDTRACE_BUFFER_KB", 4, 16384, &x);
+    str_cfg.chunk_size = x * 1024;
+    x = str_cfg.nchunks;
+    get_uint("SLEDTRACE_BUFFERS", 2, 4096, &x);
+    str_cfg.nchunks = (unsigned)x;
+    errno = saved;
+}

@@ -1,0 +1,225 @@
+/* libsledtrace.so start-up and exit.
+ *
+ * Start-up (a constructor, before main, while the program is normally single-threaded):
+ * configuration; the main executable's instrumentation map is read from /proc/self/exe and every
+ * sled is proven; the trace file `$SLEDTRACE_OUTPUT/sledtrace.<prog>.<pid>.fdr` and its symbol
+ * sidecar `.syms` are created (O_EXCL|O_NOFOLLOW, 0644 minus the umask, moved to a high
+ * descriptor number so the program's own descriptors are unaffected); the flush thread starts;
+ * then the proven sleds are patched. Any failure logs one message and leaves the program to run
+ * untraced.
+ *
+ * Exit: a destructor (which runs after the program's atexit handlers and its own destructors)
+ * writes everything left and rewrites the header with the run's calibrated TSC frequency.
+ * A fork child stops tracing (its buffers are copies it must not flush into the parent's file).
+ *
+ * errno is saved and restored around everything here.
+ */
+#include "str.h"
+#include "stp.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static struct stp_object *main_obj;
+
+static int find_main(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    *(uintptr_t *)data = info->dlpi_addr;
+    return 1; /* the first object is the main program */
+}
+
+/* mkdir -p */
+static int make_dir(const char *path)
+{
+    char buf[PATH_MAX];
+    size_t len = strlen(path);
+    if (len == 0 || len >= sizeof buf)
+        return -1;
+    memcpy(buf, path, len + 1);
+    for (size_t i = 1; i <= len; i++) {
+        if (buf[i] != '/' && buf[i] != '\0')
+            continue;
+        char c = buf[i];
+        buf[i] = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return -1;
+        buf[i] = c;
+    }
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
+}
+
+/* Creates a file exclusively, never through a symlink, and moves it to a high descriptor. */
+static int create_file(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -1;
+    struct rlimit rl;
+    int min = 3;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > 256)
+        min = (int)(rl.rlim_cur > 1024 ? 1024 : rl.rlim_cur) - 64;
+    int hi = fcntl(fd, F_DUPFD_CLOEXEC, min);
+    if (hi >= 0) {
+        close(fd);
+        fd = hi;
+    }
+    return fd;
+}
+
+static const char *base_name(const char *p)
+{
+    const char *s = strrchr(p, '/');
+    return s ? s + 1 : p;
+}
+
+/* Writes the symbol sidecar (format/stf.h documents it). Returns 0 or -1. */
+static int write_syms(const char *path, const char *exe)
+{
+    int fd = create_file(path);
+    if (fd < 0)
+        return -1;
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        close(fd);
+        return -1;
+    }
+    fprintf(f, "sledtrace-syms\t1\n");
+    fprintf(f, "o\t0\t0x%llx\t%s\n", (unsigned long long)stp_object_bias(main_obj), exe);
+    size_t n = stp_object_nfuncs(main_obj);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t id;
+        uintptr_t addr;
+        const char *name;
+        stp_object_func(main_obj, i, &id, &addr, &name);
+        fprintf(f, "f\t0\t%u\t0x%llx\t%s\n", id, (unsigned long long)addr, name);
+    }
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+static void log_counts(void)
+{
+    size_t ok = stp_object_count(main_obj, STP_OK);
+    size_t total = stp_object_nsleds(main_obj);
+    str_log(STR_INFO, "%s: %zu functions, %zu sleds, %zu patched", stp_object_path(main_obj),
+            stp_object_nfuncs(main_obj), total, ok);
+    for (int s = 1; s < STP_NSTATUS; s++) {
+        size_t c = stp_object_count(main_obj, (enum stp_status)s);
+        if (c)
+            str_log(STR_INFO, "%zu sleds left untouched: %s", c,
+                    stp_status_name((enum stp_status)s));
+    }
+    if (ok < total)
+        str_log(STR_DEBUG, "first refusals:");
+    size_t shown = 0;
+    for (size_t i = 0; i < total && shown < 10; i++) {
+        uintptr_t addr;
+        enum stp_kind kind;
+        uint32_t fid;
+        enum stp_status st;
+        stp_object_sled(main_obj, i, &addr, &kind, &fid, &st);
+        if (st != STP_OK) {
+            str_log(STR_DEBUG, "  %s sled of function %u at %#lx: %s", stp_kind_name(kind), fid,
+                    (unsigned long)addr, stp_status_name(st));
+            shown++;
+        }
+    }
+}
+
+static void child_after_fork(void) { str_buffers_disable(); }
+
+static void start(void)
+{
+    str_config_load();
+    if (str_cfg.disable)
+        return;
+
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) {
+        str_log(STR_WARN, "cannot read /proc/self/exe (%s); not tracing", strerror(errno));
+        return;
+    }
+    exe[n] = '\0';
+    uintptr_t bias = 0;
+    dl_iterate_phdr(find_main, &bias);
+    int rc = stp_object_open("/proc/self/exe", bias, &main_obj);
+    if (rc != 0) {
+        str_log(STR_WARN, "%s: %s; running untraced", exe, stp_strerror(rc));
+        main_obj = NULL;
+        return;
+    }
+    rc = stp_object_verify(main_obj);
+    if (rc != 0) {
+        str_log(STR_WARN, "%s: %s; running untraced", exe, stp_strerror(rc));
+        return;
+    }
+    if (stp_object_has_xray_runtime(main_obj))
+        str_log(STR_INFO, "%s links compiler-rt's XRay runtime; sledtrace owns the sleds", exe);
+
+    if (make_dir(str_cfg.output) != 0) {
+        str_log(STR_WARN, "cannot create output directory %s (%s); running untraced",
+                str_cfg.output, strerror(errno));
+        return;
+    }
+    char path[PATH_MAX], syms[PATH_MAX];
+    int pid = (int)getpid();
+    if (snprintf(path, sizeof path, "%s/sledtrace.%s.%d.fdr", str_cfg.output, base_name(exe),
+                 pid) >= (int)sizeof path ||
+        snprintf(syms, sizeof syms, "%s/sledtrace.%s.%d.syms", str_cfg.output, base_name(exe),
+                 pid) >= (int)sizeof syms) {
+        str_log(STR_WARN, "output path too long; running untraced");
+        return;
+    }
+    int fd = create_file(path);
+    if (fd < 0) {
+        str_log(STR_WARN, "cannot create %s (%s); running untraced", path, strerror(errno));
+        return;
+    }
+    if (write_syms(syms, exe) != 0)
+        str_log(STR_WARN, "cannot write %s (%s); tools will print ids, not names", syms,
+                strerror(errno));
+
+    stp_fpu_init();
+    if (str_buffers_start(fd) != 0) {
+        str_log(STR_WARN, "cannot start the flush thread; running untraced");
+        close(fd);
+        return;
+    }
+    pthread_atfork(NULL, NULL, child_after_fork);
+
+    struct stp_targets t = {{0}};
+    t.fn[STP_ENTRY] = stp_tramp_entry;
+    t.fn[STP_EXIT] = stp_tramp_exit;
+    t.fn[STP_TAIL] = stp_tramp_tail;
+    t.fn[STP_LOG_ARGS_ENTER] = stp_tramp_log_args;
+    rc = stp_object_patch(main_obj, &t);
+    if (rc != 0)
+        str_log(STR_WARN, "%s: %s; some sleds left untouched", exe, stp_strerror(rc));
+    log_counts();
+    str_log(STR_INFO, "tracing to %s", path);
+}
+
+__attribute__((constructor)) static void sledtrace_init(void)
+{
+    int saved = errno;
+    start();
+    errno = saved;
+}
+
+__attribute__((destructor)) static void sledtrace_fini(void)
+{
+    int saved = errno;
+    str_buffers_finish();
+    errno = saved;
+}

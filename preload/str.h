@@ -1,0 +1,105 @@
+/* str: the sledtrace runtime (libsledtrace.so), shared declarations of its source files.
+ *
+ * Files: hot.c (the per-event path, called by the trampolines), buffers.c (per-thread chunks,
+ * the flush queue, the flush thread, the final flush), runtime.c (start-up, configuration,
+ * patching, exit paths), log.c (messages and configuration parsing).
+ *
+ * Memory of a thread: one mapping holding its struct str_thread (cold state, side ring, chunk
+ * descriptors) followed by `nchunks` chunks of `chunk_size` bytes. Chunks cycle FREE -> FILLING
+ * (owned by the thread) -> QUEUED (handed to the flush thread) -> FREE.
+ */
+#ifndef SLEDTRACE_STR_H
+#define SLEDTRACE_STR_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define STR_HIDDEN __attribute__((visibility("hidden")))
+
+/* ---- configuration and messages (log.c) ---- */
+enum str_level { STR_ERROR = 0, STR_WARN = 1, STR_INFO = 2, STR_DEBUG = 3 };
+
+struct str_config {
+    const char *output; /* SLEDTRACE_OUTPUT */
+    int log_level;      /* SLEDTRACE_LOG */
+    unsigned flush_ms;  /* SLEDTRACE_FLUSH_MS */
+    size_t chunk_size;  /* SLEDTRACE_BUFFER_KB * 1024 */
+    unsigned nchunks;   /* SLEDTRACE_BUFFERS */
+    int disable;        /* SLEDTRACE_DISABLE */
+};
+
+STR_HIDDEN extern struct str_config str_cfg;
+STR_HIDDEN void str_config_load(void);
+STR_HIDDEN void str_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- per-thread state ---- */
+enum { STR_SIDE_N = 256, STR_BLOCK_HEAD = 80 };
+
+/* One event recorded by a signal handler that interrupted the hot path (see hot.c). */
+struct str_side_entry {
+    uint64_t tsc;
+    uint64_t arg;
+    uint32_t word;
+    _Atomic uint32_t seq; /* index + 1 once written */
+};
+
+enum str_chunk_state { STR_FREE = 0, STR_FILLING = 1, STR_QUEUED = 2 };
+
+struct str_thread;
+
+struct str_chunk {
+    struct str_chunk *next; /* flush queue link */
+    struct str_thread *owner;
+    uint8_t *base;
+    size_t used;             /* bytes, set by the owner before queueing */
+    _Atomic int state;       /* enum str_chunk_state */
+    int final;               /* last chunk of an exiting thread: the flusher frees the thread */
+};
+
+/* Hot per-thread state, in initial-exec TLS. Only the owning thread writes pos/last_tsc/nest/
+ * side_r; the flush thread may store 0 into `end` (a rotation request) and reads `pos`. */
+struct str_tls {
+    _Atomic uintptr_t pos; /* next free byte of the current chunk; 0 = no chunk */
+    _Atomic uintptr_t end; /* end of the current chunk; 0 = take the slow path */
+    uint64_t last_tsc;     /* TSC of the last record carrying one */
+    uint32_t nest;         /* hot-path nesting depth (signal handlers) */
+    uint32_t side_r;       /* side ring read index */
+    _Atomic uint32_t side_w; /* side ring write index (nested writers) */
+    uint32_t dead;         /* thread has exited (TLS destructors may still run code) */
+    uint64_t dropped;      /* events that found no buffer (disabled, dead, fork child) */
+    struct str_thread *th;
+};
+
+STR_HIDDEN extern __thread struct str_tls str_tls __attribute__((tls_model("initial-exec")));
+
+struct str_thread {
+    struct str_thread *next; /* registry, under the registry lock */
+    struct str_tls *tls;     /* owner's TLS, valid while registered */
+    size_t map_size;
+    int32_t tid;
+    uint32_t nchunks;
+    uint32_t cur;                /* index of the FILLING chunk */
+    _Atomic uint32_t queued;     /* chunks QUEUED and not yet written */
+    uint64_t lost_nested;        /* side ring overflows */
+    struct str_side_entry side[STR_SIDE_N];
+    struct str_chunk chunks[];
+};
+
+/* ---- buffers.c ---- */
+/* Slow path of the hot path: called (through stp_call_preserving_fpu) when the current chunk has
+ * no room for `need` more bytes, is missing, or a rotation was requested. `tsc` becomes the
+ * block's NewCPUId time. On return pos/end describe a chunk with room, or pos is 0 (drop). */
+struct str_refill {
+    struct str_tls *t;
+    uint64_t tsc;
+};
+STR_HIDDEN void str_refill(void *refill);
+STR_HIDDEN int str_buffers_start(int fd);
+STR_HIDDEN void str_buffers_finish(void);
+STR_HIDDEN void str_buffers_disable(void);
+STR_HIDDEN void str_thread_exit(void *th);
+STR_HIDDEN void str_drain_side(struct str_tls *t);
+STR_HIDDEN uint64_t str_rdtsc(void);
+
+#endif
