@@ -196,8 +196,8 @@ static void request_rotation(void)
     /* Only pos is read here: the owner's chunk index is its own. A thread whose chunk turns out
      * empty just restarts its block, once per period. */
     for (struct str_thread *th = registry; th; th = th->next)
-        if (atomic_load_explicit(&th->tls->pos, memory_order_relaxed) != 0)
-            atomic_store_explicit(&th->tls->end, 0, memory_order_relaxed);
+        if (atomic_load_explicit(&th->cursor->pos, memory_order_relaxed) != 0)
+            atomic_store_explicit(&th->cursor->end, 0, memory_order_relaxed);
     pthread_mutex_unlock(&registry_lock);
 }
 
@@ -233,7 +233,7 @@ static void *flush_main(void *arg)
 
 /* ---- chunks, called by traced threads ---- */
 
-static void start_block(struct str_tls *t, struct str_thread *th, uint64_t tsc)
+static void start_block(struct stp_cursor *cur, struct str_thread *th, uint64_t tsc)
 {
     struct str_chunk *c = &th->chunks[th->cur];
     uint8_t *p = c->base;
@@ -246,13 +246,15 @@ static void start_block(struct str_tls *t, struct str_thread *th, uint64_t tsc)
     stf_meta_walltime(p + 32, wall.tv_sec, (uint32_t)(wall.tv_nsec / 1000));
     stf_meta_pid(p + 48, pid);
     stf_meta_new_cpu(p + 64, (uint16_t)(aux & 0xfff), tsc);
-    t->last_tsc = tsc;
+    cur->last_tsc = tsc;
     atomic_store_explicit(&c->state, STR_FILLING, memory_order_relaxed);
-    atomic_store_explicit(&t->pos, (uintptr_t)p + STR_BLOCK_HEAD, memory_order_release);
-    atomic_store_explicit(&t->end, (uintptr_t)p + str_cfg.chunk_size, memory_order_relaxed);
+    /* pos before end: pos == 0 must imply end == 0 (see struct stp_cursor). */
+    atomic_store_explicit(&cur->pos, (uintptr_t)p + STR_BLOCK_HEAD, memory_order_release);
+    atomic_signal_fence(memory_order_seq_cst);
+    atomic_store_explicit(&cur->end, (uintptr_t)p + str_cfg.chunk_size, memory_order_relaxed);
 }
 
-static struct str_thread *new_thread(struct str_tls *t)
+static struct str_thread *new_thread(void)
 {
     size_t head = sizeof(struct str_thread) + str_cfg.nchunks * sizeof(struct str_chunk);
     head = (head + 4095) & ~(size_t)4095;
@@ -263,7 +265,7 @@ static struct str_thread *new_thread(struct str_tls *t)
         return NULL;
     struct str_thread *th = m;
     th->map_size = size;
-    th->tls = t;
+    th->cursor = &stp_cursor;
     th->tid = (int32_t)syscall(SYS_gettid);
     th->nchunks = str_cfg.nchunks;
     for (unsigned i = 0; i < th->nchunks; i++) {
@@ -288,10 +290,10 @@ static void push(struct str_chunk *c)
 }
 
 /* Hands the current chunk over if it holds records. */
-static void hand_over(struct str_tls *t, struct str_thread *th, int final)
+static void hand_over(struct str_thread *th, int final)
 {
     struct str_chunk *c = &th->chunks[th->cur];
-    uintptr_t pos = atomic_load_explicit(&t->pos, memory_order_relaxed);
+    uintptr_t pos = atomic_load_explicit(&stp_cursor.pos, memory_order_relaxed);
     c->used = pos ? pos - (uintptr_t)c->base : 0;
     c->final = final;
     if (!final && c->used <= STR_BLOCK_HEAD)
@@ -325,33 +327,36 @@ static int next_chunk(struct str_thread *th)
 
 void str_refill(void *arg)
 {
-    struct str_refill *r = arg;
-    struct str_tls *t = r->t;
+    uint64_t tsc = *(uint64_t *)arg;
+    struct stp_cursor *cur = &stp_cursor;
+    struct str_tls *t = &str_tls;
     int saved = errno;
     struct str_thread *th = t->th;
     if (atomic_load_explicit(&state, memory_order_relaxed) != ST_ACTIVE || t->dead)
         goto drop;
     if (!th) {
-        th = new_thread(t);
+        th = new_thread();
         if (!th)
             goto drop;
         t->th = th;
-        start_block(t, th, r->tsc);
+        start_block(cur, th, tsc);
         errno = saved;
         return;
     }
-    uintptr_t pos = atomic_load_explicit(&t->pos, memory_order_relaxed);
+    uintptr_t pos = atomic_load_explicit(&cur->pos, memory_order_relaxed);
     if (pos > (uintptr_t)th->chunks[th->cur].base + STR_BLOCK_HEAD) {
-        hand_over(t, th, 0);
+        hand_over(th, 0);
         if (!next_chunk(th))
             goto drop;
     }
-    start_block(t, th, r->tsc);
+    start_block(cur, th, tsc);
     errno = saved;
     return;
 drop:
-    atomic_store_explicit(&t->pos, 0, memory_order_relaxed);
-    atomic_store_explicit(&t->end, 0, memory_order_relaxed);
+    /* end before pos: the fast path relies on pos == 0 implying end == 0. */
+    atomic_store_explicit(&cur->end, 0, memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst);
+    atomic_store_explicit(&cur->pos, 0, memory_order_relaxed);
     errno = saved;
 }
 
@@ -360,11 +365,12 @@ void str_thread_exit(void *arg)
 {
     struct str_thread *th = arg;
     struct str_tls *t = &str_tls;
+    struct stp_cursor *cur = &stp_cursor;
     int saved = errno;
     if (!th || t->th != th)
         return;
-    t->nest++;
-    str_drain_side(t);
+    cur->nest++;
+    str_drain_side();
     pthread_mutex_lock(&registry_lock);
     for (struct str_thread **p = &registry; *p; p = &(*p)->next)
         if (*p == th) {
@@ -375,10 +381,11 @@ void str_thread_exit(void *arg)
     t->dead = 1;
     t->th = NULL;
     if (atomic_load_explicit(&state, memory_order_relaxed) == ST_ACTIVE)
-        hand_over(t, th, 1); /* the flush thread frees th after writing it */
-    atomic_store_explicit(&t->end, 0, memory_order_relaxed);
-    atomic_store_explicit(&t->pos, 0, memory_order_relaxed);
-    t->nest--;
+        hand_over(th, 1); /* the flush thread frees th after writing it */
+    atomic_store_explicit(&cur->end, 0, memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst);
+    atomic_store_explicit(&cur->pos, 0, memory_order_relaxed);
+    cur->nest--;
     errno = saved;
 }
 
@@ -433,7 +440,7 @@ static void flush_partial(void)
     pthread_mutex_lock(&registry_lock);
     for (struct str_thread *th = registry; th; th = th->next) {
         struct str_chunk *c = &th->chunks[th->cur];
-        uintptr_t pos = atomic_load_explicit(&th->tls->pos, memory_order_acquire);
+        uintptr_t pos = atomic_load_explicit(&th->cursor->pos, memory_order_acquire);
         if (pos > (uintptr_t)c->base && pos <= (uintptr_t)c->base + str_cfg.chunk_size &&
             atomic_load_explicit(&c->state, memory_order_relaxed) == STR_FILLING)
             write_block(c->base, pos - (uintptr_t)c->base);
@@ -448,9 +455,9 @@ void str_buffers_finish(void)
                                                  memory_order_seq_cst, memory_order_seq_cst))
         return;
     struct str_tls *t = &str_tls;
-    t->nest++;
-    str_drain_side(t);
-    t->nest--;
+    stp_cursor.nest++;
+    str_drain_side();
+    stp_cursor.nest--;
     wake_flusher();
     futex(&wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL);
     pthread_join(flusher, NULL);

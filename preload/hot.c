@@ -2,14 +2,17 @@
  *
  * CONTRACT (keep it true; the benchmark and the signal tests depend on it)
  *  - Per event: no lock, no syscall, no malloc, no libc call, no call to anything instrumented.
- *    Thread state is one initial-exec TLS struct (str_tls). Timestamps come from rdtsc.
+ *    Thread state is initial-exec TLS (the cursor stp_cursor and str_tls). Timestamps come from
+ *    rdtsc. The common event never even reaches this file: the trampolines' assembly fast path
+ *    (patcher/trampolines.S) appends it through the cursor under the same protocol; this file is
+ *    the general path for everything else (nesting, side ring, TSCWrap, a full chunk, arguments).
  *  - This file is compiled with -mgeneral-regs-only, so it never touches SSE/AVX/x87 state and
  *    the trampolines need not save it. Anything else (the slow path: a new chunk every
  *    chunk_size/8 events, thread set-up, waiting for a free chunk) is reached only through
  *    stp_call_preserving_fpu(), which saves the whole extended state around it.
  *  - errno is never written here; the slow path saves and restores it.
  *  - Signal safety. A handler that runs instrumented code may interrupt this path at any
- *    instruction. `nest` counts how deep we are: it is incremented on entry and restored on
+ *    instruction. The cursor's `nest` counts how deep we are: it is incremented on entry and restored on
  *    exit, so an interrupting handler always leaves it as it found it, even if it lands between
  *    the load and the store of the increment. Only the outermost level (nest 0 -> 1) touches the
  *    chunk (pos, end, last_tsc, the block being written) and only it takes the slow path. A
@@ -18,9 +21,10 @@
  *    handlers get distinct slots) and publishes it by storing seq = slot + 1. The outermost level
  *    drains the ring into the chunk before and after its own record, so nested events land in
  *    the trace right where they happened, with their own timestamps (a TSCWrap re-bases time if
- *    one is earlier than the record before it). A ring slot found unwritten when drained (ring
- *    overflow) is counted in lost_nested. Events arriving before the thread has a chunk, after it
- *    exited, or while tracing is off are counted in `dropped`.
+ *    one is earlier than the record before it). Entries queued after the outermost level's last
+ *    check are drained first thing by the thread's next event. A ring slot found unwritten when
+ *    drained (ring overflow) is counted in lost_nested. Events arriving before the thread has a
+ *    chunk, after it exited, or while tracing is off are counted in `dropped`.
  *  - Memory ordering: `pos` is stored with release by the owner, pairing with the acquire load in
  *    the final flush (buffers.c), which writes out only bytes below it. `end` may be zeroed by the
  *    flush thread (relaxed: a request to rotate; a lost race costs one period).
@@ -28,36 +32,44 @@
 #include "str.h"
 #include "stp.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
+__thread struct stp_cursor stp_cursor __attribute__((tls_model("initial-exec")));
 __thread struct str_tls str_tls __attribute__((tls_model("initial-exec")));
+
+_Static_assert(offsetof(struct stp_cursor, pos) == STP_CUR_POS, "cursor layout");
+_Static_assert(offsetof(struct stp_cursor, end) == STP_CUR_END, "cursor layout");
+_Static_assert(offsetof(struct stp_cursor, last_tsc) == STP_CUR_LAST, "cursor layout");
+_Static_assert(offsetof(struct stp_cursor, nest) == STP_CUR_NEST, "cursor layout");
+_Static_assert(offsetof(struct stp_cursor, side_r) == STP_CUR_SIDE_R, "cursor layout");
+_Static_assert(offsetof(struct stp_cursor, side_w) == STP_CUR_SIDE_W, "cursor layout");
 
 static inline uint64_t rdtsc(void) { return __builtin_ia32_rdtsc(); }
 
 uint64_t str_rdtsc(void) { return rdtsc(); }
 
 /* Makes room for `need` bytes; returns the write position or 0 (drop). */
-static inline uintptr_t room(struct str_tls *t, size_t need, uint64_t tsc)
+static inline uintptr_t room(struct stp_cursor *c, size_t need, uint64_t tsc)
 {
-    uintptr_t p = atomic_load_explicit(&t->pos, memory_order_relaxed);
-    if (__builtin_expect(p + need > atomic_load_explicit(&t->end, memory_order_relaxed), 0)) {
-        struct str_refill r = {t, tsc};
-        stp_call_preserving_fpu(str_refill, &r);
-        p = atomic_load_explicit(&t->pos, memory_order_relaxed);
+    uintptr_t p = atomic_load_explicit(&c->pos, memory_order_relaxed);
+    if (__builtin_expect(p + need > atomic_load_explicit(&c->end, memory_order_relaxed), 0)) {
+        stp_call_preserving_fpu(str_refill, &tsc);
+        p = atomic_load_explicit(&c->pos, memory_order_relaxed);
     }
     return p;
 }
 
 /* Appends one function record (and `arg` as a CallArgument when word says enter-with-args). */
-static inline void emit(struct str_tls *t, uint32_t word, uint64_t tsc, uint64_t arg)
+static void emit(struct stp_cursor *c, uint32_t word, uint64_t tsc, uint64_t arg)
 {
     int with_arg = ((word >> 1) & 7) == 3;
-    uintptr_t p = room(t, 16 + 8 + (with_arg ? 16 : 0), tsc);
+    uintptr_t p = room(c, 16 + 8 + (with_arg ? 16 : 0), tsc);
     if (__builtin_expect(p == 0, 0)) {
-        t->dropped++;
+        str_tls.dropped++;
         return;
     }
-    uint64_t delta = tsc - t->last_tsc;
+    uint64_t delta = tsc - c->last_tsc;
     if (__builtin_expect(delta > UINT32_MAX, 0)) {
         /* TSCWrap: the delta would not fit, or time went backwards (a drained nested event). */
         ((uint64_t *)p)[0] = 0x07u | (tsc << 8);
@@ -72,20 +84,24 @@ static inline void emit(struct str_tls *t, uint32_t word, uint64_t tsc, uint64_t
         ((uint64_t *)p)[1] = arg >> 56;
         p += 16;
     }
-    t->last_tsc = tsc;
-    atomic_store_explicit(&t->pos, p, memory_order_release);
+    c->last_tsc = tsc;
+    atomic_store_explicit(&c->pos, p, memory_order_release);
 }
 
-static void __attribute__((noinline)) nested(struct str_tls *t, uint32_t word, uint64_t tsc,
-                                             uint64_t arg)
+static inline int side_pending(struct stp_cursor *c)
 {
-    struct str_thread *th = t->th;
+    return c->side_r != atomic_load_explicit(&c->side_w, memory_order_relaxed);
+}
+
+static void nested(struct stp_cursor *c, uint32_t word, uint64_t tsc, uint64_t arg)
+{
+    struct str_thread *th = str_tls.th;
     if (!th) {
-        t->dropped++;
+        str_tls.dropped++;
         return;
     }
-    uint32_t w = atomic_fetch_add_explicit(&t->side_w, 1, memory_order_relaxed);
-    if (w - t->side_r >= STR_SIDE_N)
+    uint32_t w = atomic_fetch_add_explicit(&c->side_w, 1, memory_order_relaxed);
+    if (w - c->side_r >= STR_SIDE_N)
         return; /* full: the slot stays unwritten and the drain counts it */
     struct str_side_entry *e = &th->side[w % STR_SIDE_N];
     e->tsc = tsc;
@@ -95,52 +111,57 @@ static void __attribute__((noinline)) nested(struct str_tls *t, uint32_t word, u
     atomic_store_explicit(&e->seq, w + 1, memory_order_relaxed);
 }
 
-void str_drain_side(struct str_tls *t)
+/* Moves side-ring entries into the chunk. Outermost level only (nest == 1). */
+void str_drain_side(void)
 {
-    struct str_thread *th = t->th;
+    struct stp_cursor *c = &stp_cursor;
     for (;;) {
-        uint32_t r = t->side_r;
-        if (r == atomic_load_explicit(&t->side_w, memory_order_relaxed))
+        uint32_t r = c->side_r;
+        if (r == atomic_load_explicit(&c->side_w, memory_order_relaxed))
             return;
+        struct str_thread *th = str_tls.th;
         if (!th) {
-            t->dropped++;
+            str_tls.dropped++;
         } else {
             struct str_side_entry *e = &th->side[r % STR_SIDE_N];
             if (atomic_load_explicit(&e->seq, memory_order_relaxed) == r + 1)
-                emit(t, e->word, e->tsc, e->arg);
+                emit(c, e->word, e->tsc, e->arg);
             else
                 th->lost_nested++;
         }
-        t->side_r = r + 1;
+        c->side_r = r + 1;
     }
 }
 
-static inline int side_pending(struct str_tls *t)
+static void event(uint32_t word, uint64_t arg)
 {
-    return t->side_r != atomic_load_explicit(&t->side_w, memory_order_relaxed);
-}
-
-static inline void event(uint32_t word, uint64_t arg)
-{
-    struct str_tls *t = &str_tls;
-    uint32_t n = t->nest;
-    t->nest = n + 1;
+    struct stp_cursor *c = &stp_cursor;
+    uint32_t n = c->nest;
+    c->nest = n + 1;
     atomic_signal_fence(memory_order_seq_cst);
     uint64_t tsc = rdtsc();
-    if (__builtin_expect(n != 0, 0)) {
-        nested(t, word, tsc, arg);
+    if (n != 0) {
+        nested(c, word, tsc, arg);
     } else {
-        if (__builtin_expect(side_pending(t), 0))
-            str_drain_side(t);
-        emit(t, word, tsc, arg);
+        if (side_pending(c))
+            str_drain_side();
+        emit(c, word, tsc, arg);
         atomic_signal_fence(memory_order_seq_cst);
-        if (__builtin_expect(side_pending(t), 0))
-            str_drain_side(t);
+        if (side_pending(c))
+            str_drain_side();
     }
     atomic_signal_fence(memory_order_seq_cst);
-    t->nest = n;
+    c->nest = n;
 }
 
 void stp_event(uint32_t id, uint32_t action) { event((id << 4) | (action << 1), 0); }
 
 void stp_event_arg(uint32_t id, uint64_t arg) { event((id << 4) | (3u << 1), arg); }
+
+/* The fast path recorded its event and found side-ring entries queued meanwhile (nest is 1). */
+void stp_event_finish(void)
+{
+    str_drain_side();
+    atomic_signal_fence(memory_order_seq_cst);
+    stp_cursor.nest = 0;
+}

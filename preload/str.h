@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "stp.h"
+
 #define STR_HIDDEN __attribute__((visibility("hidden")))
 
 /* ---- configuration and messages (log.c) ---- */
@@ -57,25 +59,22 @@ struct str_chunk {
     int final;               /* last chunk of an exiting thread: the flusher frees the thread */
 };
 
-/* Hot per-thread state, in initial-exec TLS. Only the owning thread writes pos/last_tsc/nest/
- * side_r; the flush thread may store 0 into `end` (a rotation request) and reads `pos`. */
+/* Per-thread state in initial-exec TLS: the recording cursor the trampolines write through
+ * (struct stp_cursor, patcher/stp.h: pos, end, last_tsc, nest, side ring indices), and the
+ * runtime's own fields below. Only the owning thread writes them, except that the flush thread may
+ * store 0 into the cursor's `end` (a rotation request) and reads its `pos`. */
 struct str_tls {
-    _Atomic uintptr_t pos; /* next free byte of the current chunk; 0 = no chunk */
-    _Atomic uintptr_t end; /* end of the current chunk; 0 = take the slow path */
-    uint64_t last_tsc;     /* TSC of the last record carrying one */
-    uint32_t nest;         /* hot-path nesting depth (signal handlers) */
-    uint32_t side_r;       /* side ring read index */
-    _Atomic uint32_t side_w; /* side ring write index (nested writers) */
     uint32_t dead;         /* thread has exited (TLS destructors may still run code) */
     uint64_t dropped;      /* events that found no buffer (disabled, dead, fork child) */
     struct str_thread *th;
 };
 
+STR_HIDDEN extern __thread struct stp_cursor stp_cursor __attribute__((tls_model("initial-exec")));
 STR_HIDDEN extern __thread struct str_tls str_tls __attribute__((tls_model("initial-exec")));
 
 struct str_thread {
     struct str_thread *next; /* registry, under the registry lock */
-    struct str_tls *tls;     /* owner's TLS, valid while registered */
+    struct stp_cursor *cursor; /* owner's TLS cursor, valid while registered */
     size_t map_size;
     int32_t tid;
     uint32_t nchunks;
@@ -87,19 +86,16 @@ struct str_thread {
 };
 
 /* ---- buffers.c ---- */
-/* Slow path of the hot path: called (through stp_call_preserving_fpu) when the current chunk has
- * no room for `need` more bytes, is missing, or a rotation was requested. `tsc` becomes the
- * block's NewCPUId time. On return pos/end describe a chunk with room, or pos is 0 (drop). */
-struct str_refill {
-    struct str_tls *t;
-    uint64_t tsc;
-};
-STR_HIDDEN void str_refill(void *refill);
+/* Slow path of the hot path: called (through stp_call_preserving_fpu, with a pointer to the
+ * event's TSC, which becomes the new block's NewCPUId time) when the current chunk has no room,
+ * is missing, or a rotation was requested. On return the cursor's pos/end describe a chunk with
+ * room, or pos is 0 (drop). */
+STR_HIDDEN void str_refill(void *tsc);
 STR_HIDDEN int str_buffers_start(int fd);
 STR_HIDDEN void str_buffers_finish(void);
 STR_HIDDEN void str_buffers_disable(void);
 STR_HIDDEN void str_thread_exit(void *th);
-STR_HIDDEN void str_drain_side(struct str_tls *t);
+STR_HIDDEN void str_drain_side(void);
 STR_HIDDEN uint64_t str_rdtsc(void);
 
 #endif
