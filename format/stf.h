@@ -1,0 +1,291 @@
+/* stf: the XRay flight-data-recorder (FDR) trace format, as sledtrace writes and reads it.
+ *
+ * Depends on libc only; shared by the runtime (writer side: the inline encoders below, which the
+ * hot path uses, so they must stay inline, allocation-free and libc-free) and the tools (the
+ * reader, declared in the second half).
+ *
+ * File  := Header(32) Block*
+ * Block := BufferExtents(n) NewBuffer(tid) Walltime(sec,usec) Pid(pid) NewCPUId(cpu,tsc) Body
+ *          where n counts every byte of the block after the BufferExtents record.
+ * Body  := ( Function(8) | TSCWrap | NewCPUId | CallArgument | CustomEvent payload
+ *          | TypedEvent payload )*
+ * A function record's u32 delta is relative to the TSC of the previous record that carried one
+ * (NewCPUId, TSCWrap, Function, event markers). All integers are little-endian.
+ */
+#ifndef SLEDTRACE_STF_H
+#define SLEDTRACE_STF_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define STF_EXPORT __attribute__((visibility("default")))
+
+enum {
+    STF_HEADER_SIZE = 32,
+    STF_META_SIZE = 16,
+    STF_FUNC_SIZE = 8,
+    STF_VERSION = 5,
+    STF_TYPE_FDR = 1,
+    STF_BIT_CONSTANT_TSC = 1u << 0,
+    STF_BIT_NONSTOP_TSC = 1u << 1,
+    STF_MAX_FUNC_ID = (1u << 28) - 1,
+};
+
+/* Metadata record kinds (byte 0 = (kind << 1) | 1). */
+enum stf_meta_kind {
+    STF_M_NEW_BUFFER = 0,
+    STF_M_END_OF_BUFFER = 1,
+    STF_M_NEW_CPU = 2,
+    STF_M_TSC_WRAP = 3,
+    STF_M_WALLTIME = 4,
+    STF_M_CUSTOM_EVENT = 5,
+    STF_M_CALL_ARG = 6,
+    STF_M_BUFFER_EXTENTS = 7,
+    STF_M_TYPED_EVENT = 8,
+    STF_M_PID = 9,
+};
+
+/* Function record actions (bits 1..3 of the first u32). */
+enum stf_action {
+    STF_ENTER = 0,
+    STF_EXIT = 1,
+    STF_TAIL_EXIT = 2,
+    STF_ENTER_ARGS = 3,
+};
+
+struct stf_header {
+    uint16_t version;
+    uint16_t type;
+    uint32_t bits;       /* STF_BIT_* */
+    uint64_t cycle_freq; /* TSC ticks per second */
+    uint64_t buffer_size;
+};
+
+/* ---- writer side: inline encoders (hot-path safe) ---------------------------------------- */
+
+static inline void stf_put16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
+static inline void stf_put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+static inline void stf_put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
+
+static inline void stf_encode_header(uint8_t out[STF_HEADER_SIZE], const struct stf_header *h)
+{
+    memset(out, 0, STF_HEADER_SIZE);
+    stf_put16(out, h->version);
+    stf_put16(out + 2, h->type);
+    stf_put32(out + 4, h->bits);
+    stf_put64(out + 8, h->cycle_freq);
+    stf_put64(out + 16, h->buffer_size);
+}
+
+/* First u32 of a function record. */
+static inline uint32_t stf_func_word(uint32_t id, enum stf_action a)
+{
+    return (id << 4) | ((uint32_t)a << 1);
+}
+
+/* Function record as one little-endian u64: low half the id/action word, high half the delta. */
+static inline uint64_t stf_func_record(uint32_t word, uint32_t delta)
+{
+    return (uint64_t)word | ((uint64_t)delta << 32);
+}
+
+static inline void stf_meta_begin(uint8_t p[STF_META_SIZE], enum stf_meta_kind k)
+{
+    memset(p, 0, STF_META_SIZE);
+    p[0] = (uint8_t)(((unsigned)k << 1) | 1u);
+}
+
+static inline void stf_meta_u64(uint8_t p[STF_META_SIZE], enum stf_meta_kind k, uint64_t v)
+{
+    stf_meta_begin(p, k);
+    stf_put64(p + 1, v);
+}
+
+static inline void stf_meta_new_buffer(uint8_t p[STF_META_SIZE], int32_t tid)
+{
+    stf_meta_begin(p, STF_M_NEW_BUFFER);
+    stf_put32(p + 1, (uint32_t)tid);
+}
+
+static inline void stf_meta_pid(uint8_t p[STF_META_SIZE], int32_t pid)
+{
+    stf_meta_begin(p, STF_M_PID);
+    stf_put32(p + 1, (uint32_t)pid);
+}
+
+static inline void stf_meta_walltime(uint8_t p[STF_META_SIZE], int64_t sec, uint32_t usec)
+{
+    stf_meta_begin(p, STF_M_WALLTIME);
+    stf_put64(p + 1, (uint64_t)sec);
+    stf_put32(p + 9, usec);
+}
+
+static inline void stf_meta_new_cpu(uint8_t p[STF_META_SIZE], uint16_t cpu, uint64_t tsc)
+{
+    stf_meta_begin(p, STF_M_NEW_CPU);
+    stf_put16(p + 1, cpu);
+    stf_put64(p + 3, tsc);
+}
+
+/* CustomEventMarker (v5): payload size and TSC delta; `size` payload bytes follow. */
+static inline void stf_meta_custom_event(uint8_t p[STF_META_SIZE], int32_t size, int32_t delta)
+{
+    stf_meta_begin(p, STF_M_CUSTOM_EVENT);
+    stf_put32(p + 1, (uint32_t)size);
+    stf_put32(p + 5, (uint32_t)delta);
+}
+
+/* TypedEventMarker (v5): payload size, TSC delta, event type; `size` payload bytes follow. */
+static inline void stf_meta_typed_event(uint8_t p[STF_META_SIZE], int32_t size, int32_t delta,
+                                        uint16_t type)
+{
+    stf_meta_begin(p, STF_M_TYPED_EVENT);
+    stf_put32(p + 1, (uint32_t)size);
+    stf_put32(p + 5, (uint32_t)delta);
+    stf_put16(p + 9, type);
+}
+
+/* ---- reader side ------------------------------------------------------------------------- */
+/* Implemented in format/reader.c and format/syms.c; used by the tools, never by the runtime.
+ * Hidden visibility (static library): nothing here is exported from the runtime .so.
+ *
+ * Every function returning int returns STF_OK (0), STF_END (1, no more records) or a negative
+ * STF_ERR_* code; stf_strerror() names the code, stf_reader_error() gives the precise message and
+ * byte offset of a reader failure. */
+
+enum stf_status {
+    STF_OK = 0,
+    STF_END = 1,
+    STF_ERR_IO = -1, /* open/read failed (errno preserved in the message) */
+    STF_ERR_NOMEM = -2,
+    STF_ERR_HEADER = -3,    /* short, or not an FDR header */
+    STF_ERR_VERSION = -4,   /* FDR version outside 1..5 */
+    STF_ERR_FORMAT = -5,    /* grammar violation / undecodable record */
+    STF_ERR_TRUNCATED = -6, /* file ends inside a record or block */
+    STF_ERR_ARG = -7,       /* invalid argument (NULL pointer, bad flag) */
+    STF_ERR_SYMS = -8,      /* malformed symbols sidecar */
+};
+
+const char *stf_strerror(int code);
+
+/* Decode a 32-byte file header. Checks type == 1 (FDR) and 1 <= version <= 5. */
+int stf_header_decode(const uint8_t *buf, size_t len, struct stf_header *out);
+
+/* Item kinds: the metadata kinds keep their stf_meta_kind numbers; function records are
+ * STF_K_FUNCTION. */
+enum { STF_K_FUNCTION = 16 };
+
+/* Returns "NewBuffer", "Function", ... ("?" for unknown kinds). */
+const char *stf_kind_name(int kind);
+/* Returns "enter", "exit", "tail-exit", "enter-args" ("?" otherwise). */
+const char *stf_action_name(int action);
+
+/* One decoded record. The block-state fields (block, tid, pid, cpu, tsc) describe the state after
+ * this record was applied. Fields that a kind does not carry are zero. */
+struct stf_item {
+    int kind;        /* enum stf_meta_kind or STF_K_FUNCTION */
+    uint64_t offset; /* byte offset of the record in the file */
+    uint32_t size;   /* bytes the record occupies, payload included */
+    uint64_t block;  /* 0-based index of the enclosing block in file order */
+    int32_t tid;     /* current thread (NewBuffer) */
+    int32_t pid;     /* current process (Pid record; 0 before one / in v1-v2) */
+    uint16_t cpu;    /* current CPU (NewCPUId) */
+    uint64_t tsc;    /* absolute TSC: function records, NewCPUId, TSCWrap, events */
+
+    /* Function records. */
+    uint32_t func_id; /* 28-bit id */
+    uint8_t action;   /* enum stf_action */
+    uint32_t delta;   /* raw delta as stored */
+
+    /* Metadata payloads. */
+    uint64_t value;         /* BufferExtents: byte count; CallArgument: argument */
+    int64_t wall_sec;       /* WalltimeMarker */
+    uint32_t wall_usec;     /* WalltimeMarker (second field, microseconds as compiler-rt writes) */
+    int32_t event_size;     /* Custom/Typed event payload size */
+    int32_t event_delta;    /* v5 custom/typed: TSC delta (signed) */
+    uint16_t event_type;    /* TypedEventMarker */
+    const uint8_t *payload; /* event payload; valid until the next stf_reader_next() call */
+    size_t payload_len;
+};
+
+/* Reader flags. Lenient (the default) is what analysis tools use: a torn last block is reported
+ * once as a warning and its incomplete tail skipped; an undecodable block is skipped (warning) from
+ * the bad record to its end; order violations are delivered with a warning; zero bytes between or
+ * after blocks are skipped. Strict (dump --verify) stops at the first violation of the grammar
+ * with STF_ERR_FORMAT / STF_ERR_TRUNCATED; stf_reader_error() then names offset and rule. */
+enum { STF_READ_LENIENT = 0, STF_READ_STRICT = 1 };
+
+struct stf_reader;
+
+/* Warning callback (lenient mode): offset of the offending bytes and a one-line message. */
+typedef void (*stf_warn_fn)(void *ctx, uint64_t offset, const char *msg);
+
+/* Open a trace by path (the reader owns the descriptor) or over an existing descriptor (not
+ * closed by stf_reader_close). Reads and validates the header. On failure *out is still set (if
+ * allocation succeeded) so that stf_reader_error() can describe the problem; close it after. */
+int stf_reader_open(struct stf_reader **out, const char *path, int flags);
+int stf_reader_open_fd(struct stf_reader **out, int fd, int flags);
+void stf_reader_close(struct stf_reader *r);
+
+void stf_reader_set_warn(struct stf_reader *r, stf_warn_fn fn, void *ctx);
+const struct stf_header *stf_reader_header(const struct stf_reader *r);
+
+/* Next record: STF_OK (item filled), STF_END, or a negative error (sticky). */
+int stf_reader_next(struct stf_reader *r, struct stf_item *item);
+
+/* Message for the last error ("" if none); *offset (if non-NULL) gets its byte offset. */
+const char *stf_reader_error(const struct stf_reader *r, uint64_t *offset);
+
+struct stf_reader_stats {
+    uint64_t records;   /* items returned */
+    uint64_t blocks;    /* non-empty blocks entered */
+    uint64_t warnings;  /* lenient-mode warnings issued */
+    uint64_t bytes;     /* bytes consumed so far */
+    uint64_t file_size; /* 0 if not a regular file */
+};
+void stf_reader_stats(const struct stf_reader *r, struct stf_reader_stats *out);
+
+/* ---- symbols sidecar (format/syms.c) ----------------------------------------------------- */
+/* Text file written next to the trace:
+ *     sledtrace-syms<TAB>1
+ *     o<TAB>objid<TAB>0xbias<TAB>path
+ *     f<TAB>objid<TAB>fid<TAB>0xaddress<TAB>name
+ * Lookups are keyed on (objid, fid). Unknown line types are ignored. */
+
+struct stf_syms;
+
+/* Path of the sidecar for a trace path: ".fdr" suffix replaced by ".syms", else ".syms"
+ * appended. Returns a malloc'd string or NULL. */
+char *stf_syms_path_for(const char *trace_path);
+
+/* Load a sidecar. STF_ERR_IO if it cannot be opened (errno kept; ENOENT = missing),
+ * STF_ERR_SYMS if malformed: err receives "FILE:LINE: reason". */
+int stf_syms_load(struct stf_syms **out, const char *path, char *err, size_t errlen);
+void stf_syms_free(struct stf_syms *s);
+
+/* Name for (objid, fid), or NULL if unknown or empty. s may be NULL. */
+const char *stf_syms_lookup(const struct stf_syms *s, uint32_t objid, uint32_t fid);
+/* Address recorded for (objid, fid); 0 if unknown. */
+uint64_t stf_syms_address(const struct stf_syms *s, uint32_t objid, uint32_t fid);
+size_t stf_syms_count(const struct stf_syms *s);
+
+/* Map a trace function id to (objid, fid). Today every id belongs to object 0; when shared
+ * objects are traced this becomes (id >> 24, id & 0xffffff). */
+static inline void stf_split_id(uint32_t id, uint32_t *objid, uint32_t *fid)
+{
+    *objid = 0;
+    *fid = id;
+}
+
+/* Name for a trace function id: the symbol, or "#<id>" formatted into buf. */
+const char *stf_syms_name(const struct stf_syms *s, uint32_t id, char *buf, size_t buflen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,350 @@
+/* Symbols sidecar (`sledtrace.PROG.PID.syms`) parser and lookup.
+ *
+ * Design
+ *  - The file is read line by line (getline), so memory is proportional to the symbols kept, not
+ *    to line lengths seen. Fields are split on single TABs; the last field (path or name) takes
+ *    the rest of the line, so it may contain anything but a newline.
+ *  - Function entries live in one array; an open-addressing hash table keyed on (objid, fid)
+ *    indexes it. Names are individually allocated strings (an empty name is stored as NULL and
+ *    looked up as unknown).
+ *  - The first line must be `sledtrace-syms<TAB>1`. Lines of unknown type are ignored so that
+ *    later runtimes can add record types; a malformed known line is an error "FILE:LINE: reason".
+ */
+#include "stf.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+struct sym {
+    uint32_t objid, fid;
+    uint64_t addr;
+    char *name; /* NULL if empty */
+};
+
+struct obj {
+    uint32_t objid;
+    uint64_t bias;
+    char *path;
+};
+
+struct stf_syms {
+    struct sym *syms;
+    size_t nsyms, capsyms;
+    struct obj *objs;
+    size_t nobjs, capobjs;
+    uint32_t *table; /* index + 1 into syms; 0 = empty */
+    size_t tcap;     /* power of two */
+};
+
+static uint64_t key_hash(uint32_t objid, uint32_t fid)
+{
+    uint64_t k = ((uint64_t)objid << 32) | fid;
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdULL;
+    k ^= k >> 33;
+    return k;
+}
+
+static long find_slot(const struct stf_syms *s, uint32_t objid, uint32_t fid)
+{
+    if (!s || s->tcap == 0) return -1;
+    size_t mask = s->tcap - 1;
+    for (size_t i = (size_t)key_hash(objid, fid) & mask;; i = (i + 1) & mask) {
+        uint32_t v = s->table[i];
+        if (v == 0) return (long)i;
+        const struct sym *e = &s->syms[v - 1];
+        if (e->objid == objid && e->fid == fid) return (long)i;
+    }
+}
+
+static int rehash(struct stf_syms *s, size_t ncap)
+{
+    uint32_t *t = calloc(ncap, sizeof *t);
+    if (!t) return -1;
+    free(s->table);
+    s->table = t;
+    s->tcap = ncap;
+    for (size_t i = 0; i < s->nsyms; i++) {
+        long slot = find_slot(s, s->syms[i].objid, s->syms[i].fid);
+        s->table[slot] = (uint32_t)(i + 1);
+    }
+    return 0;
+}
+
+/* Parse a decimal u32 field exactly. */
+static bool parse_u32(const char *str, uint32_t *out)
+{
+    if (*str < '0' || *str > '9') return false;
+    uint64_t v = 0;
+    for (; *str; str++) {
+        if (*str < '0' || *str > '9') return false;
+        v = v * 10 + (uint64_t)(*str - '0');
+        if (v > UINT32_MAX) return false;
+    }
+    *out = (uint32_t)v;
+    return true;
+}
+
+/* Parse "0x" followed by 1..16 hex digits. */
+static bool parse_hex(const char *str, uint64_t *out)
+{
+    if (str[0] != '0' || (str[1] != 'x' && str[1] != 'X') || !str[2]) return false;
+    uint64_t v = 0;
+    int n = 0;
+    for (str += 2; *str; str++, n++) {
+        int d;
+        if (*str >= '0' && *str <= '9')
+            d = *str - '0';
+        else if (*str >= 'a' && *str <= 'f')
+            d = *str - 'a' + 10;
+        else if (*str >= 'A' && *str <= 'F')
+            d = *str - 'A' + 10;
+        else
+            return false;
+        if (n >= 16) return false;
+        v = (v << 4) | (uint64_t)d;
+    }
+    *out = v;
+    return true;
+}
+
+/* Split line into exactly n fields on TABs; the last field keeps any further TABs. */
+static bool split(char *line, char **f, int n)
+{
+    for (int i = 0; i < n - 1; i++) {
+        f[i] = line;
+        char *t = strchr(line, '\t');
+        if (!t) return false;
+        *t = '\0';
+        line = t + 1;
+    }
+    f[n - 1] = line;
+    return true;
+}
+
+static int add_sym(struct stf_syms *s, uint32_t objid, uint32_t fid, uint64_t addr,
+                   const char *name, const char **why)
+{
+    if (s->nsyms + 1 > s->tcap / 2) {
+        if (rehash(s, s->tcap ? s->tcap * 2 : 256) != 0) return STF_ERR_NOMEM;
+    }
+    long slot = find_slot(s, objid, fid);
+    if (s->table[slot] != 0) {
+        *why = "duplicate function id";
+        return STF_ERR_SYMS;
+    }
+    if (s->nsyms == s->capsyms) {
+        size_t nc = s->capsyms ? s->capsyms * 2 : 256;
+        struct sym *ns = realloc(s->syms, nc * sizeof *ns);
+        if (!ns) return STF_ERR_NOMEM;
+        s->syms = ns;
+        s->capsyms = nc;
+    }
+    if (s->nsyms >= UINT32_MAX - 1) {
+        *why = "too many functions";
+        return STF_ERR_SYMS;
+    }
+    struct sym *e = &s->syms[s->nsyms];
+    e->objid = objid;
+    e->fid = fid;
+    e->addr = addr;
+    e->name = NULL;
+    if (*name) {
+        e->name = strdup(name);
+        if (!e->name) return STF_ERR_NOMEM;
+    }
+    s->table[slot] = (uint32_t)(++s->nsyms);
+    return STF_OK;
+}
+
+static int add_obj(struct stf_syms *s, uint32_t objid, uint64_t bias, const char *path)
+{
+    if (s->nobjs == s->capobjs) {
+        size_t nc = s->capobjs ? s->capobjs * 2 : 8;
+        struct obj *no = realloc(s->objs, nc * sizeof *no);
+        if (!no) return STF_ERR_NOMEM;
+        s->objs = no;
+        s->capobjs = nc;
+    }
+    struct obj *o = &s->objs[s->nobjs];
+    o->path = strdup(path);
+    if (!o->path) return STF_ERR_NOMEM;
+    o->objid = objid;
+    o->bias = bias;
+    s->nobjs++;
+    return STF_OK;
+}
+
+static int parse_line(struct stf_syms *s, char *line, unsigned long lineno, const char **why)
+{
+    char *f[5];
+    if (lineno == 1) {
+        if (!split(line, f, 2) || strcmp(f[0], "sledtrace-syms") != 0) {
+            *why = "not a sledtrace symbols file (expected \"sledtrace-syms<TAB>1\")";
+            return STF_ERR_SYMS;
+        }
+        if (strcmp(f[1], "1") != 0) {
+            *why = "unsupported symbols file version";
+            return STF_ERR_SYMS;
+        }
+        return STF_OK;
+    }
+    if (line[0] == 'o' && line[1] == '\t') {
+        uint32_t objid;
+        uint64_t bias;
+        if (!split(line, f, 4)) {
+            *why = "object line needs 4 fields";
+            return STF_ERR_SYMS;
+        }
+        if (!parse_u32(f[1], &objid)) {
+            *why = "bad object id";
+            return STF_ERR_SYMS;
+        }
+        if (!parse_hex(f[2], &bias)) {
+            *why = "bad load bias (expected 0x hex)";
+            return STF_ERR_SYMS;
+        }
+        return add_obj(s, objid, bias, f[3]);
+    }
+    if (line[0] == 'f' && line[1] == '\t') {
+        uint32_t objid, fid;
+        uint64_t addr;
+        if (!split(line, f, 5)) {
+            *why = "function line needs 5 fields";
+            return STF_ERR_SYMS;
+        }
+        if (!parse_u32(f[1], &objid)) {
+            *why = "bad object id";
+            return STF_ERR_SYMS;
+        }
+        if (!parse_u32(f[2], &fid)) {
+            *why = "bad function id";
+            return STF_ERR_SYMS;
+        }
+        if (!parse_hex(f[3], &addr)) {
+            *why = "bad address (expected 0x hex)";
+            return STF_ERR_SYMS;
+        }
+        return add_sym(s, objid, fid, addr, f[4], why);
+    }
+    return STF_OK; /* unknown line type (or blank): ignored */
+}
+
+int stf_syms_load(struct stf_syms **out, const char *path, char *err, size_t errlen)
+{
+    if (err && errlen) err[0] = '\0';
+    if (!out || !path) return STF_ERR_ARG;
+    *out = NULL;
+    FILE *fp = fopen(path, "re");
+    if (!fp) {
+        int e = errno;
+        if (err && errlen) snprintf(err, errlen, "%s: %s", path, strerror(e));
+        errno = e;
+        return STF_ERR_IO;
+    }
+    struct stf_syms *s = calloc(1, sizeof *s);
+    if (!s) {
+        fclose(fp);
+        return STF_ERR_NOMEM;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    unsigned long lineno = 0;
+    int rc = STF_OK;
+    const char *why = "";
+    while ((n = getline(&line, &cap, fp)) >= 0) {
+        lineno++;
+        if (n > 0 && line[n - 1] == '\n') line[--n] = '\0';
+        if ((size_t)n != strlen(line)) {
+            why = "NUL byte in line";
+            rc = STF_ERR_SYMS;
+            break;
+        }
+        rc = parse_line(s, line, lineno, &why);
+        if (rc != STF_OK) break;
+    }
+    if (rc == STF_OK && ferror(fp)) {
+        int e = errno;
+        if (err && errlen) snprintf(err, errlen, "%s: %s", path, strerror(e));
+        rc = STF_ERR_IO;
+    } else if (rc == STF_OK && lineno == 0) {
+        why = "empty file";
+        lineno = 1;
+        rc = STF_ERR_SYMS;
+    }
+    if (rc == STF_ERR_SYMS && err && errlen)
+        snprintf(err, errlen, "%s:%lu: %s", path, lineno, why);
+    else if (rc == STF_ERR_NOMEM && err && errlen)
+        snprintf(err, errlen, "%s: out of memory", path);
+    free(line);
+    fclose(fp);
+    if (rc != STF_OK) {
+        stf_syms_free(s);
+        return rc;
+    }
+    *out = s;
+    return STF_OK;
+}
+
+void stf_syms_free(struct stf_syms *s)
+{
+    if (!s) return;
+    for (size_t i = 0; i < s->nsyms; i++)
+        free(s->syms[i].name);
+    for (size_t i = 0; i < s->nobjs; i++)
+        free(s->objs[i].path);
+    free(s->syms);
+    free(s->objs);
+    free(s->table);
+    free(s);
+}
+
+static const struct sym *find(const struct stf_syms *s, uint32_t objid, uint32_t fid)
+{
+    long slot = find_slot(s, objid, fid);
+    if (slot < 0 || s->table[slot] == 0) return NULL;
+    return &s->syms[s->table[slot] - 1];
+}
+
+const char *stf_syms_lookup(const struct stf_syms *s, uint32_t objid, uint32_t fid)
+{
+    const struct sym *e = find(s, objid, fid);
+    return e ? e->name : NULL;
+}
+
+uint64_t stf_syms_address(const struct stf_syms *s, uint32_t objid, uint32_t fid)
+{
+    const struct sym *e = find(s, objid, fid);
+    return e ? e->addr : 0;
+}
+
+size_t stf_syms_count(const struct stf_syms *s)
+{
+    return s ? s->nsyms : 0;
+}
+
+const char *stf_syms_name(const struct stf_syms *s, uint32_t id, char *buf, size_t buflen)
+{
+    uint32_t objid, fid;
+    stf_split_id(id, &objid, &fid);
+    const char *n = stf_syms_lookup(s, objid, fid);
+    if (n) return n;
+    if (buf && buflen) snprintf(buf, buflen, "#%" PRIu32, id);
+    return buf;
+}
+
+char *stf_syms_path_for(const char *trace_path)
+{
+    if (!trace_path) return NULL;
+    size_t n = strlen(trace_path);
+    size_t keep = (n >= 4 && strcmp(trace_path + n - 4, ".fdr") == 0) ? n - 4 : n;
+    char *p = malloc(keep + sizeof ".syms");
+    if (!p) return NULL;
+    memcpy(p, trace_path, keep);
+    memcpy(p + keep, ".syms", sizeof ".syms");
+    return p;
+}
