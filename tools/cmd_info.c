@@ -1,0 +1,207 @@
+/* sledtrace info: header, per-thread summary, record counts by kind, time span, drops, and the
+ * cost of decoding (wall time, peak RSS). One streaming pass; memory grows with the number of
+ * threads only. */
+#include "common.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+static void help(FILE *out)
+{
+    fputs("usage: sledtrace info TRACE\n"
+          "\n"
+          "Summarize a trace: header fields, threads (blocks, records, first/last TSC and time\n"
+          "since the first record), records by kind, time span, dropped records, file size,\n"
+          "and the time and peak memory the decoding took.\n",
+          out);
+}
+
+struct thr {
+    int32_t pid, tid;
+    uint64_t blocks, records;
+    uint64_t first_tsc, last_tsc;
+    bool have_tsc;
+};
+
+/* Add a finished block's counts to its (pid, tid) entry. */
+static int credit(struct u64map *map, struct thr **thr, size_t *n, size_t *cap, const struct thr *b)
+{
+    uint64_t key = ((uint64_t)(uint32_t)b->pid << 32) | (uint32_t)b->tid;
+    bool added;
+    long idx = u64map_get(map, key, &added);
+    if (idx < 0) return -1;
+    if (added) {
+        if (*n == *cap) {
+            size_t nc = *cap ? *cap * 2 : 16;
+            struct thr *nt = realloc(*thr, nc * sizeof *nt);
+            if (!nt) return -1;
+            *thr = nt;
+            *cap = nc;
+        }
+        memset(&(*thr)[*n], 0, sizeof **thr);
+        (*thr)[*n].pid = b->pid;
+        (*thr)[*n].tid = b->tid;
+        (*n)++;
+    }
+    struct thr *t = &(*thr)[idx];
+    t->blocks++;
+    t->records += b->records;
+    if (b->have_tsc) {
+        if (!t->have_tsc || b->first_tsc < t->first_tsc) t->first_tsc = b->first_tsc;
+        if (!t->have_tsc || b->last_tsc > t->last_tsc) t->last_tsc = b->last_tsc;
+        t->have_tsc = true;
+    }
+    return 0;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int cmd_info(int argc, char **argv)
+{
+    const char *path = NULL;
+    if (tool_wants_help(argc, argv)) {
+        help(stdout);
+        return EXIT_OK;
+    }
+    for (int i = 1; i < argc; i++) {
+        if (argv[i][0] == '-' && argv[i][1]) {
+            tool_err("info: unknown option '%s'", argv[i]);
+            return EXIT_USAGE;
+        }
+        if (path) {
+            tool_err("info: more than one trace given");
+            return EXIT_USAGE;
+        }
+        path = argv[i];
+    }
+    if (!path) {
+        help(stderr);
+        return EXIT_USAGE;
+    }
+
+    double t0 = now_s();
+    struct stf_reader *r = tool_open_trace(path, STF_READ_LENIENT);
+    if (!r) return EXIT_BAD_TRACE;
+    const struct stf_header *h = stf_reader_header(r);
+
+    uint64_t by_kind[STF_K_FUNCTION + 1] = {0};
+    uint64_t by_action[4] = {0};
+    uint64_t first_tsc = 0, last_tsc = 0;
+    bool have_tsc = false;
+    /* Hook: FDR has no loss marker yet; count them here when the runtime emits one. */
+    uint64_t drops = 0;
+    struct u64map map = {0};
+    struct thr *thr = NULL;
+    size_t nthr = 0, capthr = 0;
+    struct thr blk = {0}; /* the block being read; credited to its thread when it ends */
+    uint64_t blk_index = 0;
+    bool blk_active = false;
+    int status = EXIT_OK;
+
+    struct stf_item it;
+    int rc;
+    for (;;) {
+        rc = stf_reader_next(r, &it);
+        if (blk_active && (rc != STF_OK || it.block != blk_index)) {
+            if (credit(&map, &thr, &nthr, &capthr, &blk) != 0) {
+                tool_err("out of memory");
+                status = EXIT_BAD_TRACE;
+                break;
+            }
+            blk_active = false;
+        }
+        if (rc != STF_OK) break;
+        if (it.kind >= 0 && it.kind <= STF_K_FUNCTION) by_kind[it.kind]++;
+        if (!blk_active) {
+            memset(&blk, 0, sizeof blk);
+            blk_active = true;
+            blk_index = it.block;
+        }
+        blk.records++;
+        if (it.kind != STF_M_BUFFER_EXTENTS) {
+            blk.pid = it.pid;
+            blk.tid = it.tid;
+        }
+        if (it.kind == STF_K_FUNCTION) {
+            if (it.action < 4) by_action[it.action]++;
+            if (!blk.have_tsc || it.tsc < blk.first_tsc) blk.first_tsc = it.tsc;
+            if (!blk.have_tsc || it.tsc > blk.last_tsc) blk.last_tsc = it.tsc;
+            blk.have_tsc = true;
+            if (!have_tsc || it.tsc < first_tsc) first_tsc = it.tsc;
+            if (!have_tsc || it.tsc > last_tsc) last_tsc = it.tsc;
+            have_tsc = true;
+        }
+    }
+    if (rc < 0 && status == EXIT_OK) status = tool_reader_fail(r, path, rc);
+    struct stf_reader_stats st;
+    stf_reader_stats(r, &st);
+    double dt = now_s() - t0;
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+
+    if (status == EXIT_OK) {
+        uint64_t freq = h->cycle_freq;
+        printf("file:          %s\n", path);
+        printf("file size:     %" PRIu64 " bytes\n", st.file_size ? st.file_size : st.bytes);
+        printf("format:        FDR version %u (type %u)\n", (unsigned)h->version,
+               (unsigned)h->type);
+        printf("tsc:           constant=%s nonstop=%s (bits 0x%" PRIx32 ")\n",
+               (h->bits & STF_BIT_CONSTANT_TSC) ? "yes" : "no",
+               (h->bits & STF_BIT_NONSTOP_TSC) ? "yes" : "no", h->bits);
+        printf("cycle freq:    %" PRIu64 " Hz%s\n", freq,
+               freq ? "" : " (unknown: TSC shown as ns)");
+        printf("buffer size:   %" PRIu64 " bytes\n", h->buffer_size);
+        printf("blocks:        %" PRIu64 "\n", st.blocks);
+        printf("records:       %" PRIu64 "\n", st.records);
+        for (int k = 0; k <= STF_K_FUNCTION; k++) {
+            if (!by_kind[k]) continue;
+            printf("  %-13s %" PRIu64 "\n", stf_kind_name(k), by_kind[k]);
+        }
+        printf("functions:     enter=%" PRIu64 " exit=%" PRIu64 " tail-exit=%" PRIu64
+               " enter-args=%" PRIu64 "\n",
+               by_action[STF_ENTER], by_action[STF_EXIT], by_action[STF_TAIL_EXIT],
+               by_action[STF_ENTER_ARGS]);
+        if (have_tsc) {
+            printf("first tsc:     %" PRIu64 "\n", first_tsc);
+            printf("last tsc:      %" PRIu64 "\n", last_tsc);
+            printf("duration:      %.9f s\n", tool_ticks_to_s(last_tsc - first_tsc, freq));
+        } else {
+            printf("first tsc:     -\nlast tsc:      -\nduration:      0 s\n");
+        }
+        printf("drops:         %" PRIu64 "\n", drops);
+        printf("warnings:      %" PRIu64 "\n", st.warnings);
+        printf("threads:       %zu\n", nthr);
+        if (nthr)
+            printf("  %10s %10s %8s %12s %20s %20s %14s %14s\n", "tid", "pid", "blocks", "records",
+                   "first_tsc", "last_tsc", "start_s", "end_s");
+        for (size_t i = 0; i < nthr; i++) {
+            const struct thr *t = &thr[i];
+            if (t->have_tsc)
+                printf("  %10" PRId32 " %10" PRId32 " %8" PRIu64 " %12" PRIu64 " %20" PRIu64
+                       " %20" PRIu64 " %14.9f %14.9f\n",
+                       t->tid, t->pid, t->blocks, t->records, t->first_tsc, t->last_tsc,
+                       tool_ticks_to_s(t->first_tsc - first_tsc, freq),
+                       tool_ticks_to_s(t->last_tsc - first_tsc, freq));
+            else
+                printf("  %10" PRId32 " %10" PRId32 " %8" PRIu64 " %12" PRIu64 " %20s %20s %14s "
+                       "%14s\n",
+                       t->tid, t->pid, t->blocks, t->records, "-", "-", "-", "-");
+        }
+        printf("decode time:   %.6f s\n", dt);
+        printf("peak memory:   %ld KiB\n", ru.ru_maxrss);
+    }
+    tool_warn_summary(path);
+    free(thr);
+    u64map_free(&map);
+    stf_reader_close(r);
+    return status;
+}

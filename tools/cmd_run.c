@@ -1,0 +1,264 @@
+/* sledtrace run: start a program with the tracing runtime preloaded.
+ *
+ * Sets LD_PRELOAD (the runtime first, then any existing entries), SLEDTRACE_OUTPUT (absolute
+ * output directory, so a chdir in the program does not matter) and, when given,
+ * SLEDTRACE_LOG / SLEDTRACE_FLUSH_MS; fork + execvp; waits while ignoring SIGINT/SIGQUIT (the
+ * terminal delivers them to the program); then reports on stderr where the trace went
+ * (DIR/sledtrace.*.<pid>.fdr) and exits with the program's status, or 128 + signal number if a
+ * signal killed it (not re-raised). exec failures exit 127 (126: permission), like shells.
+ *
+ * The runtime is --preload LIB, else found relative to this executable: ../preload/ (build
+ * tree), ../lib/sledtrace/, ../lib/ (installed). */
+#include "common.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void help(FILE *out)
+{
+    fputs("usage: sledtrace run [OPTIONS] -- PROG [ARGS...]\n"
+          "\n"
+          "Run PROG (built with clang -fxray-instrument) with the sledtrace runtime preloaded,\n"
+          "then print where the trace was written. Exits with PROG's status (128+N if killed\n"
+          "by signal N).\n"
+          "\n"
+          "  -o, --output DIR  directory for sledtrace.PROG.PID.fdr/.syms (default: .)\n"
+          "  --log LEVEL       runtime log level (SLEDTRACE_LOG)\n"
+          "  --flush-ms N      runtime flush interval in ms (SLEDTRACE_FLUSH_MS)\n"
+          "  --preload LIB     runtime library to preload (default: found next to sledtrace)\n",
+          out);
+}
+
+/* mkdir -p: every missing component of `path`, mode 0777 minus the umask. */
+static int make_dirs(const char *path)
+{
+    char *buf = strdup(path);
+    if (!buf)
+        return -1;
+    int rc = 0;
+    for (char *p = buf + 1;; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        char c = *p;
+        *p = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            rc = -1;
+        *p = c;
+        if (c == '\0' || rc != 0)
+            break;
+    }
+    free(buf);
+    return rc;
+}
+
+static char *find_runtime(void)
+{
+    static const char *const rel[] = {
+        "/../preload/libsledtrace.so",
+        "/../lib/sledtrace/libsledtrace.so",
+        "/../lib/libsledtrace.so",
+    };
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return NULL;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash) return NULL;
+    *slash = '\0';
+    for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+        char cand[PATH_MAX + 64];
+        snprintf(cand, sizeof cand, "%s%s", exe, rel[i]);
+        if (access(cand, R_OK) == 0) return realpath(cand, NULL);
+    }
+    return NULL;
+}
+
+static void report_traces(const char *dir, pid_t pid)
+{
+    char suffix[32];
+    snprintf(suffix, sizeof suffix, ".%ld.fdr", (long)pid);
+    size_t sl = strlen(suffix);
+    int found = 0;
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            size_t n = strlen(e->d_name);
+            if (n > sl + 10 && strncmp(e->d_name, "sledtrace.", 10) == 0 &&
+                strcmp(e->d_name + n - sl, suffix) == 0) {
+                fprintf(stderr, "sledtrace: trace written to %s/%s\n", dir, e->d_name);
+                found++;
+            }
+        }
+        closedir(d);
+    }
+    if (!found) fprintf(stderr, "sledtrace: no trace found in %s for pid %ld\n", dir, (long)pid);
+}
+
+int cmd_run(int argc, char **argv)
+{
+    const char *out = ".", *log = NULL, *flush = NULL, *preload = NULL;
+    int i = 1;
+    for (; i < argc; i++) {
+        const char *o = argv[i];
+        if (strcmp(o, "--") == 0) {
+            i++;
+            break;
+        }
+        if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
+            help(stdout);
+            return EXIT_OK;
+        }
+        if (o[0] != '-') break; /* PROG without "--" */
+        const char **dst = NULL;
+        const char *v = NULL;
+        if (strcmp(o, "-o") == 0 || strcmp(o, "--output") == 0)
+            dst = &out;
+        else if (strcmp(o, "--log") == 0)
+            dst = &log;
+        else if (strcmp(o, "--flush-ms") == 0)
+            dst = &flush;
+        else if (strcmp(o, "--preload") == 0)
+            dst = &preload;
+        else if (strncmp(o, "--output=", 9) == 0)
+            dst = &out, v = o + 9;
+        else if (strncmp(o, "--log=", 6) == 0)
+            dst = &log, v = o + 6;
+        else if (strncmp(o, "--flush-ms=", 11) == 0)
+            dst = &flush, v = o + 11;
+        else if (strncmp(o, "--preload=", 10) == 0)
+            dst = &preload, v = o + 10;
+        else {
+            tool_err("run: unknown option '%s'", o);
+            return EXIT_USAGE;
+        }
+        if (!v) {
+            if (i + 1 >= argc) {
+                tool_err("run: %s needs a value", o);
+                return EXIT_USAGE;
+            }
+            v = argv[++i];
+        }
+        *dst = v;
+    }
+    if (i >= argc) {
+        tool_err("run: no program given (usage: sledtrace run [OPTIONS] -- PROG [ARGS...])");
+        return EXIT_USAGE;
+    }
+    char **prog = argv + i;
+    uint64_t ms;
+    if (flush && !tool_parse_u64(flush, &ms)) {
+        tool_err("run: --flush-ms needs a non-negative integer, not '%s'", flush);
+        return EXIT_USAGE;
+    }
+    if (!*out) {
+        tool_err("run: empty output directory");
+        return EXIT_USAGE;
+    }
+
+    /* Like the runtime, create the output directory if it is missing. */
+    if (make_dirs(out) != 0) {
+        tool_err("%s: cannot create directory: %s", out, strerror(errno));
+        return EXIT_USAGE;
+    }
+    char *dir = realpath(out, NULL);
+    struct stat sb;
+    if (!dir || stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        tool_err("%s: %s", out, dir ? strerror(ENOTDIR) : strerror(errno));
+        free(dir);
+        return EXIT_USAGE;
+    }
+    char *lib = NULL;
+    if (preload) {
+        lib = realpath(preload, NULL);
+        if (!lib || access(lib, R_OK) != 0) {
+            tool_err("%s: %s", preload, strerror(errno));
+            free(lib);
+            free(dir);
+            return EXIT_USAGE;
+        }
+    } else {
+        lib = find_runtime();
+        if (!lib) {
+            tool_err("cannot find libsledtrace.so next to this executable "
+                     "(looked in ../preload, ../lib/sledtrace, ../lib); use --preload LIB");
+            free(dir);
+            return EXIT_USAGE;
+        }
+    }
+
+    const char *old = getenv("LD_PRELOAD");
+    size_t pl = strlen(lib) + (old ? strlen(old) + 1 : 0) + 1;
+    char *ldp = malloc(pl);
+    if (!ldp) {
+        tool_err("out of memory");
+        free(lib);
+        free(dir);
+        return EXIT_BAD_TRACE;
+    }
+    if (old && *old)
+        snprintf(ldp, pl, "%s:%s", lib, old);
+    else
+        snprintf(ldp, pl, "%s", lib);
+
+    struct sigaction ign = {.sa_handler = SIG_IGN}, oldint, oldquit;
+    sigemptyset(&ign.sa_mask);
+    sigaction(SIGINT, &ign, &oldint);
+    sigaction(SIGQUIT, &ign, &oldquit);
+
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        tool_err("fork: %s", strerror(errno));
+        free(ldp);
+        free(lib);
+        free(dir);
+        return EXIT_BAD_TRACE;
+    }
+    if (pid == 0) {
+        sigaction(SIGINT, &oldint, NULL);
+        sigaction(SIGQUIT, &oldquit, NULL);
+        if (setenv("LD_PRELOAD", ldp, 1) != 0 || setenv("SLEDTRACE_OUTPUT", dir, 1) != 0 ||
+            (log && setenv("SLEDTRACE_LOG", log, 1) != 0) ||
+            (flush && setenv("SLEDTRACE_FLUSH_MS", flush, 1) != 0)) {
+            tool_err("setenv: %s", strerror(errno));
+            _exit(127);
+        }
+        execvp(prog[0], prog);
+        int e = errno;
+        tool_err("%s: %s", prog[0], strerror(e));
+        _exit(e == EACCES || e == ENOEXEC ? 126 : 127);
+    }
+
+    int st = 0;
+    pid_t w;
+    while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR) {
+    }
+    sigaction(SIGINT, &oldint, NULL);
+    sigaction(SIGQUIT, &oldquit, NULL);
+    int code;
+    if (w < 0) {
+        tool_err("waitpid: %s", strerror(errno));
+        code = EXIT_BAD_TRACE;
+    } else if (WIFSIGNALED(st)) {
+        int sig = WTERMSIG(st);
+        report_traces(dir, pid);
+        tool_err("%s: killed by signal %d (%s)", prog[0], sig, strsignal(sig));
+        code = 128 + sig;
+    } else {
+        report_traces(dir, pid);
+        code = WIFEXITED(st) ? WEXITSTATUS(st) : EXIT_BAD_TRACE;
+    }
+    free(ldp);
+    free(lib);
+    free(dir);
+    return code;
+}

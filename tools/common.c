@@ -1,0 +1,194 @@
+/* Shared helpers for the sledtrace subcommands (see common.h). Errors are one line on stderr,
+ * "sledtrace: FILE: offset N: reason", so that scripts can match them. */
+#include "common.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_WARNINGS_SHOWN = 10 };
+
+static uint64_t warnings_seen;
+
+void tool_err(const char *fmt, ...)
+{
+    va_list ap;
+    fputs("sledtrace: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+bool tool_wants_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0) return false;
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return true;
+    }
+    return false;
+}
+
+static void warn_cb(void *ctx, uint64_t off, const char *msg)
+{
+    const char *path = ctx;
+    warnings_seen++;
+    if (warnings_seen <= MAX_WARNINGS_SHOWN)
+        tool_err("%s: warning: offset %" PRIu64 ": %s", path, off, msg);
+}
+
+void tool_warn_summary(const char *path)
+{
+    if (warnings_seen > MAX_WARNINGS_SHOWN)
+        tool_err("%s: warning: %" PRIu64 " more warnings not shown", path,
+                 warnings_seen - MAX_WARNINGS_SHOWN);
+}
+
+int tool_reader_fail(struct stf_reader *r, const char *path, int rc)
+{
+    uint64_t off = 0;
+    const char *msg = stf_reader_error(r, &off);
+    if (!r || !*msg)
+        tool_err("%s: %s", path, stf_strerror(rc));
+    else if (rc == STF_ERR_IO || rc == STF_ERR_NOMEM)
+        tool_err("%s: %s", path, msg);
+    else
+        tool_err("%s: offset %" PRIu64 ": %s", path, off, msg);
+    return EXIT_BAD_TRACE;
+}
+
+struct stf_reader *tool_open_trace(const char *path, int flags)
+{
+    struct stf_reader *r = NULL;
+    int rc = stf_reader_open(&r, path, flags);
+    if (rc != STF_OK) {
+        tool_reader_fail(r, path, rc);
+        stf_reader_close(r);
+        return NULL;
+    }
+    stf_reader_set_warn(r, warn_cb, (void *)path);
+    return r;
+}
+
+struct stf_syms *tool_load_syms(const char *trace_path, const char *syms_opt, bool *ok)
+{
+    char err[512];
+    struct stf_syms *s = NULL;
+    *ok = true;
+    if (syms_opt) {
+        int rc = stf_syms_load(&s, syms_opt, err, sizeof err);
+        if (rc != STF_OK) {
+            tool_err("%s", err[0] ? err : stf_strerror(rc));
+            *ok = false;
+        }
+        return s;
+    }
+    char *path = stf_syms_path_for(trace_path);
+    if (!path) {
+        tool_err("out of memory");
+        *ok = false;
+        return NULL;
+    }
+    int rc = stf_syms_load(&s, path, err, sizeof err);
+    if (rc == STF_ERR_IO && errno == ENOENT) {
+        tool_err("%s: warning: no symbols file; functions are shown as #id", path);
+    } else if (rc != STF_OK) {
+        tool_err("%s", err[0] ? err : stf_strerror(rc));
+        *ok = false;
+    }
+    free(path);
+    return s;
+}
+
+void tool_fmt_ns(char *buf, size_t len, uint64_t ns)
+{
+    if (ns < 1000)
+        snprintf(buf, len, "%" PRIu64 "ns", ns);
+    else if (ns < 1000000)
+        snprintf(buf, len, "%.3fus", (double)ns / 1e3);
+    else if (ns < 1000000000)
+        snprintf(buf, len, "%.3fms", (double)ns / 1e6);
+    else
+        snprintf(buf, len, "%.6fs", (double)ns / 1e9);
+}
+
+uint64_t tool_ticks_to_ns(uint64_t ticks, uint64_t freq)
+{
+    if (freq == 0 || freq == 1000000000) return ticks;
+    long double v = (long double)ticks * 1e9L / (long double)freq + 0.5L;
+    if (v >= 18446744073709551615.0L) return UINT64_MAX;
+    return (uint64_t)v;
+}
+
+double tool_ticks_to_s(uint64_t ticks, uint64_t freq)
+{
+    return freq ? (double)((long double)ticks / (long double)freq) : (double)ticks / 1e9;
+}
+
+bool tool_parse_u64(const char *s, uint64_t *out)
+{
+    if (!s || *s < '0' || *s > '9') return false;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end) return false;
+    *out = v;
+    return true;
+}
+
+static uint64_t mix(uint64_t k)
+{
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdULL;
+    k ^= k >> 33;
+    k *= 0xc4ceb9fe1a85ec53ULL;
+    k ^= k >> 33;
+    return k;
+}
+
+long u64map_get(struct u64map *m, uint64_t key, bool *added)
+{
+    if (added) *added = false;
+    if (m->n + 1 > m->cap / 2) {
+        size_t ncap = m->cap ? m->cap * 2 : 64;
+        uint64_t *nk = calloc(ncap, sizeof *nk);
+        uint32_t *nv = calloc(ncap, sizeof *nv);
+        if (!nk || !nv) {
+            free(nk);
+            free(nv);
+            return -1;
+        }
+        for (size_t i = 0; i < m->cap; i++) {
+            if (!m->vals[i]) continue;
+            size_t j = (size_t)mix(m->keys[i]) & (ncap - 1);
+            while (nv[j])
+                j = (j + 1) & (ncap - 1);
+            nk[j] = m->keys[i];
+            nv[j] = m->vals[i];
+        }
+        free(m->keys);
+        free(m->vals);
+        m->keys = nk;
+        m->vals = nv;
+        m->cap = ncap;
+    }
+    size_t j = (size_t)mix(key) & (m->cap - 1);
+    while (m->vals[j]) {
+        if (m->keys[j] == key) return (long)m->vals[j] - 1;
+        j = (j + 1) & (m->cap - 1);
+    }
+    m->keys[j] = key;
+    m->vals[j] = (uint32_t)(++m->n);
+    if (added) *added = true;
+    return (long)m->n - 1;
+}
+
+void u64map_free(struct u64map *m)
+{
+    free(m->keys);
+    free(m->vals);
+    memset(m, 0, sizeof *m);
+}

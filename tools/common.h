@@ -1,0 +1,59 @@
+/* Shared helpers for the sledtrace subcommands: exit codes, error/warning printing, trace and
+ * symbols opening, duration formatting, and a small u64-keyed hash map. */
+#ifndef SLEDTRACE_TOOLS_COMMON_H
+#define SLEDTRACE_TOOLS_COMMON_H
+
+#include "stf.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Exit codes shared by all subcommands (run passes the program's status through instead). */
+enum {
+    EXIT_OK = 0,
+    EXIT_BAD_TRACE = 1, /* unreadable / malformed trace or sidecar, verify failure */
+    EXIT_USAGE = 2,     /* bad command line */
+};
+
+__attribute__((format(printf, 1, 2))) void tool_err(const char *fmt, ...);
+
+/* "--help"/"-h" among argv[1..]? */
+bool tool_wants_help(int argc, char **argv);
+
+/* Open a trace; on failure prints "sledtrace: FILE: offset N: reason" and returns NULL. In
+ * lenient mode warnings are printed to stderr (first 10, then a count at tool_warn_summary). */
+struct stf_reader *tool_open_trace(const char *path, int flags);
+/* Print the reader's error for path. Always returns EXIT_BAD_TRACE. */
+int tool_reader_fail(struct stf_reader *r, const char *path, int rc);
+void tool_warn_summary(const char *path);
+
+/* Symbols: explicit --syms FILE must load; the default sidecar may be missing (one warning).
+ * Sets *ok = false (after printing the error) when the file is malformed/unreadable. */
+struct stf_syms *tool_load_syms(const char *trace_path, const char *syms_opt, bool *ok);
+
+/* Format a duration in nanoseconds: "512ns", "12.345us", "3.210ms", "1.500000s". */
+void tool_fmt_ns(char *buf, size_t len, uint64_t ns);
+/* ticks -> nanoseconds at the given frequency (frequency 0: ticks are taken as ns). */
+uint64_t tool_ticks_to_ns(uint64_t ticks, uint64_t freq);
+double tool_ticks_to_s(uint64_t ticks, uint64_t freq);
+
+/* Parse a non-negative decimal integer option value; false if invalid. */
+bool tool_parse_u64(const char *s, uint64_t *out);
+
+/* Open-addressing map from a u64 key to a dense index (insertion order). */
+struct u64map {
+    uint64_t *keys;
+    uint32_t *vals; /* index + 1; 0 = empty */
+    size_t cap, n;
+};
+/* Index for key, inserting index map->n if absent (*added = true). -1 on allocation failure. */
+long u64map_get(struct u64map *m, uint64_t key, bool *added);
+void u64map_free(struct u64map *m);
+
+int cmd_info(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
+int cmd_account(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+
+#endif

@@ -1,0 +1,49 @@
+/* sledtrace: command-line front end. Dispatches to one subcommand per file (cmd_*.c). */
+#include "common.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#ifndef SLEDTRACE_VERSION
+#define SLEDTRACE_VERSION "unknown"
+#endif
+
+static void usage(FILE *out)
+{
+    fputs("usage: sledtrace COMMAND [ARGS]\n"
+          "\n"
+          "commands:\n"
+          "  run [-o DIR] [--log LEVEL] [--flush-ms N] [--preload LIB] -- PROG [ARGS]\n"
+          "                                  run PROG with the tracing runtime preloaded\n"
+          "  info TRACE                      summarize a trace\n"
+          "  dump TRACE [--verify]           print every record / check the format strictly\n"
+          "  account TRACE [--format text|csv] [--sort KEY] [--top N] [--syms FILE]\n"
+          "                                  per-function call statistics\n"
+          "\n"
+          "'sledtrace COMMAND --help' describes each command. Exit status: 0 success,\n"
+          "1 unreadable or malformed input, 2 usage error (run: the program's status).\n",
+          out);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        usage(stdout);
+        return EXIT_OK;
+    }
+    if (strcmp(cmd, "--version") == 0) {
+        printf("sledtrace %s\n", SLEDTRACE_VERSION);
+        return EXIT_OK;
+    }
+    if (strcmp(cmd, "run") == 0) return cmd_run(argc - 1, argv + 1);
+    if (strcmp(cmd, "info") == 0) return cmd_info(argc - 1, argv + 1);
+    if (strcmp(cmd, "dump") == 0) return cmd_dump(argc - 1, argv + 1);
+    if (strcmp(cmd, "account") == 0) return cmd_account(argc - 1, argv + 1);
+    tool_err("unknown command '%s' (try 'sledtrace --help')", cmd);
+    return EXIT_USAGE;
+}
