@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Install what sledtrace needs on Debian 12 (only the missing packages), then
+# configure and build it with meson into build/. Safe to run any number of times,
+# with no stdin and with CI=true. Installing packages needs root; when everything
+# is already installed, no root is needed.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+
+# libclang-rt-14-dev holds compiler-rt's XRay runtime; clang only recommends it, and recommends
+# are not installed here.
+PACKAGES=(meson ninja-build pkg-config libelf-dev libcapstone-dev libcriterion-dev clang llvm
+    libclang-rt-14-dev)
+BUILD_DIR=build
+
+log() { printf 'setup: %s\n' "$*" >&2; }
+
+missing_packages() {
+    local pkg status
+    for pkg in "${PACKAGES[@]}"; do
+        status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+        if [[ "$status" != "install ok installed" ]]; then
+            printf '%s\n' "$pkg"
+        fi
+    done
+}
+
+# True when apt has no package lists yet (fresh container) or they are older than a day.
+apt_lists_stale() {
+    local lists=/var/lib/apt/lists
+    if ! compgen -G "$lists/*_Packages*" >/dev/null; then
+        return 0
+    fi
+    [[ -n "$(find "$lists" -maxdepth 1 -name '*_Packages*' -mmin +1440 -print -quit)" ]]
+}
+
+install_packages() {
+    local -a missing
+    mapfile -t missing < <(missing_packages)
+    if ((${#missing[@]} == 0)); then
+        log "all packages present"
+        return 0
+    fi
+    log "missing packages: ${missing[*]}"
+    if ((EUID != 0)); then
+        log "error: installing packages needs root (run as root, or install: ${missing[*]})"
+        exit 1
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    local updated=0
+    if apt_lists_stale; then
+        apt-get update </dev/null
+        updated=1
+    fi
+    if ! apt-get install -y --no-install-recommends "${missing[@]}" </dev/null; then
+        if ((updated)); then
+            exit 1
+        fi
+        # The package lists may be outdated: refresh them once and retry.
+        apt-get update </dev/null
+        apt-get install -y --no-install-recommends "${missing[@]}" </dev/null
+    fi
+}
+
+configure_and_build() {
+    if [[ -f "$BUILD_DIR/meson-private/coredata.dat" ]]; then
+        # Already configured: meson compile regenerates by itself when a meson.build
+        # changed. Only reconfigure when the configuration is no longer usable.
+        if ! meson introspect --buildoptions "$BUILD_DIR" >/dev/null 2>&1; then
+            log "reconfiguring $BUILD_DIR"
+            meson setup --reconfigure "$BUILD_DIR" ||
+                meson setup --wipe "$BUILD_DIR"
+        fi
+    else
+        log "configuring $BUILD_DIR"
+        meson setup "$BUILD_DIR"
+    fi
+    meson compile -C "$BUILD_DIR"
+}
+
+install_packages
+configure_and_build
