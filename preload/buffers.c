@@ -22,17 +22,21 @@
  *
  * Exit. str_buffers_finish() (called once, from the exit path) stops the flush thread, then writes
  * what is queued and, for every registered thread, the committed part of its current chunk, then
- * rewrites the header with the TSC frequency calibrated over the whole run.
+ * rewrites the header with the TSC frequency calibrated over the whole run. When the main thread
+ * has called pthread_exit and every other thread has exited, the flush thread does the same
+ * itself and ends, so that glibc's last-thread exit(0) is not held up by it.
  */
 #include "str.h"
 #include "stp.h"
 #include "stf.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -201,6 +205,38 @@ static void request_rotation(void)
     pthread_mutex_unlock(&registry_lock);
 }
 
+/* True when the flush thread is the only one left: the main thread called pthread_exit (it stays
+ * a zombie, still counted in Threads:) and every other thread has exited. glibc would then call
+ * exit(0) as the last thread ends; it can only do so once this thread ends too. */
+static int only_thread_left(void)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    const char *paren = strrchr(buf, ')');
+    if (!paren || paren[1] != ' ' || paren[2] != 'Z')
+        return 0;
+    fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    const char *t = strstr(buf, "\nThreads:");
+    return t && strtol(t + 9, NULL, 10) <= 2;
+}
+
+static void final_flush(void);
+
 static void *flush_main(void *arg)
 {
     (void)arg;
@@ -217,6 +253,16 @@ static void *flush_main(void *arg)
         if (ns_of(&now) >= deadline) {
             request_rotation();
             deadline = ns_of(&now) + period;
+            int expect = ST_ACTIVE;
+            if (only_thread_left() &&
+                atomic_compare_exchange_strong_explicit(&state, &expect, ST_STOPPING,
+                                                        memory_order_seq_cst,
+                                                        memory_order_seq_cst)) {
+                /* Everything the exited threads recorded is queued: write it, then end, so that
+                 * glibc's last-thread exit(0) runs as it would have without us. */
+                final_flush();
+                return NULL;
+            }
         }
         uint64_t left = deadline - ns_of(&now);
         if (left > period)
@@ -454,13 +500,20 @@ void str_buffers_finish(void)
     if (!atomic_compare_exchange_strong_explicit(&state, &expect, ST_STOPPING,
                                                  memory_order_seq_cst, memory_order_seq_cst))
         return;
-    struct str_tls *t = &str_tls;
     stp_cursor.nest++;
     str_drain_side();
     stp_cursor.nest--;
     wake_flusher();
     futex(&wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL);
     pthread_join(flusher, NULL);
+    final_flush();
+}
+
+/* Writes everything left and finalises the file. The flush thread is not running (or is the
+ * caller); the state is ST_STOPPING. */
+static void final_flush(void)
+{
+    struct str_tls *t = &str_tls;
     write_queue();
     flush_partial();
     write_queue();
