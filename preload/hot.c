@@ -23,8 +23,12 @@
  *    the trace right where they happened, with their own timestamps (a TSCWrap re-bases time if
  *    one is earlier than the record before it). Entries queued after the outermost level's last
  *    check are drained first thing by the thread's next event. A ring slot found unwritten when
- *    drained (ring overflow) is counted in lost_nested. Events arriving before the thread has a
- *    chunk, after it exited, or while tracing is off are counted in `dropped`.
+ *    drained (ring overflow) is counted in lost_nested; both counts are reported at exit. Events
+ *    arriving before the thread has a chunk, after it exited, or while tracing is off are counted
+ *    in `dropped`.
+ *    LIMIT: the ring holds STR_SIDE_N events. It overflows only if the outermost level stays
+ *    inside the tracer while that many nested events arrive: a lossless wait for the flush
+ *    thread, or a stall on a slow page (thread memory is populated up front to avoid those).
  *  - Memory ordering: `pos` is stored with release by the owner, pairing with the acquire load in
  *    the final flush (buffers.c), which writes out only bytes below it. `end` may be zeroed by the
  *    flush thread (relaxed: a request to rotate; a lost race costs one period).

@@ -36,7 +36,7 @@ STR_HIDDEN void str_config_load(void);
 STR_HIDDEN void str_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- per-thread state ---- */
-enum { STR_SIDE_N = 256, STR_BLOCK_HEAD = 80 };
+enum { STR_SIDE_N = 1024, STR_BLOCK_HEAD = 80 };
 
 /* One event recorded by a signal handler that interrupted the hot path (see hot.c). */
 struct str_side_entry {
