@@ -68,9 +68,18 @@ struct stf_header {
 
 /* ---- writer side: inline encoders (hot-path safe) ---------------------------------------- */
 
-static inline void stf_put16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
-static inline void stf_put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
-static inline void stf_put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
+static inline void stf_put16(uint8_t *p, uint16_t v)
+{
+    memcpy(p, &v, 2);
+}
+static inline void stf_put32(uint8_t *p, uint32_t v)
+{
+    memcpy(p, &v, 4);
+}
+static inline void stf_put64(uint8_t *p, uint64_t v)
+{
+    memcpy(p, &v, 8);
+}
 
 static inline void stf_encode_header(uint8_t out[STF_HEADER_SIZE], const struct stf_header *h)
 {

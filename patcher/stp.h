@@ -58,14 +58,14 @@ enum stp_status {
 /* Error codes returned by the functions below (0 = success). */
 enum stp_error {
     STP_E_OK = 0,
-    STP_E_OPEN = -1,      /* cannot open the ELF file (errno kept in stp_object_errno) */
-    STP_E_ELF = -2,       /* libelf could not parse the file */
-    STP_E_NO_MAP = -3,    /* the object has no xray_instr_map section */
-    STP_E_BAD_MAP = -4,   /* the section size is not a multiple of 32, or it has no data */
-    STP_E_NOMEM = -5,     /* out of memory */
-    STP_E_CAPSTONE = -6,  /* Capstone could not be opened */
-    STP_E_STUB = -7,      /* no stub page within reach */
-    STP_E_PROTECT = -8,   /* mprotect failed */
+    STP_E_OPEN = -1,     /* cannot open the ELF file (errno is left as open set it) */
+    STP_E_ELF = -2,      /* libelf could not parse the file */
+    STP_E_NO_MAP = -3,   /* the object has no xray_instr_map section */
+    STP_E_BAD_MAP = -4,  /* the section size is not a multiple of 32, or it has no data */
+    STP_E_NOMEM = -5,    /* out of memory */
+    STP_E_CAPSTONE = -6, /* Capstone could not be opened */
+    STP_E_STUB = -7,     /* no stub page within reach */
+    STP_E_PROTECT = -8,  /* mprotect failed */
 };
 
 struct stp_object;

@@ -29,7 +29,6 @@ struct stp_seg {
 struct stp_object {
     char *path;
     uintptr_t bias;
-    int err; /* errno of a failed open */
     int has_xray_runtime;
     struct stp_sled *sleds;
     size_t nsleds;

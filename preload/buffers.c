@@ -106,8 +106,7 @@ static void write_all(const void *buf, size_t len)
     }
     while (len > 0) {
         ssize_t n = write(trace_fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
+        if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {
             write_error = n < 0 ? errno : EIO;
             bytes_lost += len;
@@ -122,8 +121,7 @@ static void write_all(const void *buf, size_t len)
 /* Writes a block: its BufferExtents record, then base[16..used). */
 static void write_block(uint8_t *base, size_t used)
 {
-    if (used <= STR_BLOCK_HEAD)
-        return;
+    if (used <= STR_BLOCK_HEAD) return;
     stf_meta_u64(base, STF_M_BUFFER_EXTENTS, used - STF_META_SIZE);
     write_all(base, used);
     chunks_written++;
@@ -216,23 +214,18 @@ static int only_thread_left(void)
     char path[64], buf[512];
     snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
+    if (fd < 0) return 0;
     ssize_t n = read(fd, buf, sizeof buf - 1);
     close(fd);
-    if (n <= 0)
-        return 0;
+    if (n <= 0) return 0;
     buf[n] = '\0';
     const char *paren = strrchr(buf, ')');
-    if (!paren || paren[1] != ' ' || paren[2] != 'Z')
-        return 0;
+    if (!paren || paren[1] != ' ' || paren[2] != 'Z') return 0;
     fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
+    if (fd < 0) return 0;
     n = read(fd, buf, sizeof buf - 1);
     close(fd);
-    if (n <= 0)
-        return 0;
+    if (n <= 0) return 0;
     buf[n] = '\0';
     const char *t = strstr(buf, "\nThreads:");
     return t && strtol(t + 9, NULL, 10) <= 2;
@@ -258,9 +251,8 @@ static void *flush_main(void *arg)
             deadline = ns_of(&now) + period;
             int expect = ST_ACTIVE;
             if (only_thread_left() &&
-                atomic_compare_exchange_strong_explicit(&state, &expect, ST_STOPPING,
-                                                        memory_order_seq_cst,
-                                                        memory_order_seq_cst)) {
+                atomic_compare_exchange_strong_explicit(
+                    &state, &expect, ST_STOPPING, memory_order_seq_cst, memory_order_seq_cst)) {
                 /* Everything the exited threads recorded is queued: write it, then end, so that
                  * glibc's last-thread exit(0) runs as it would have without us. */
                 final_flush();
@@ -268,8 +260,7 @@ static void *flush_main(void *arg)
             }
         }
         uint64_t left = deadline - ns_of(&now);
-        if (left > period)
-            left = period;
+        if (left > period) left = period;
         struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
         atomic_store_explicit(&flusher_sleeping, 1, memory_order_seq_cst);
         if (atomic_load_explicit(&queue_head, memory_order_seq_cst) == NULL &&
@@ -311,10 +302,9 @@ static struct str_thread *new_thread(void)
     /* Populated up front: a page fault inside the recording path keeps the thread at nest 1 for
      * as long as it lasts (on these VMs, long enough for dozens of signal handlers to queue
      * their events in the side ring); inside mmap it is one uninterrupted cost at start-up. */
-    void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
-                   -1, 0);
-    if (m == MAP_FAILED)
-        return NULL;
+    void *m =
+        mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (m == MAP_FAILED) return NULL;
     struct str_thread *th = m;
     th->map_size = size;
     th->cursor = &stp_cursor;
@@ -348,13 +338,11 @@ static void hand_over(struct str_thread *th, int final)
     uintptr_t pos = atomic_load_explicit(&stp_cursor.pos, memory_order_relaxed);
     c->used = pos ? pos - (uintptr_t)c->base : 0;
     c->final = final;
-    if (!final && c->used <= STR_BLOCK_HEAD)
-        return;
+    if (!final && c->used <= STR_BLOCK_HEAD) return;
     atomic_store_explicit(&c->state, STR_QUEUED, memory_order_relaxed);
     uint32_t q = atomic_fetch_add_explicit(&th->queued, 1, memory_order_relaxed) + 1;
     push(c);
-    if (final || q * 2 >= th->nchunks)
-        wake_flusher();
+    if (final || q * 2 >= th->nchunks) wake_flusher();
 }
 
 /* Waits (lossless) until the next chunk is free; 0 if tracing stopped meanwhile. */
@@ -364,8 +352,7 @@ static int next_chunk(struct str_thread *th)
     struct str_chunk *c = &th->chunks[next];
     int woke = 0;
     while (atomic_load_explicit(&c->state, memory_order_acquire) != STR_FREE) {
-        if (atomic_load_explicit(&state, memory_order_relaxed) != ST_ACTIVE)
-            return 0;
+        if (atomic_load_explicit(&state, memory_order_relaxed) != ST_ACTIVE) return 0;
         if (!woke) {
             wake_flusher();
             woke = 1;
@@ -384,12 +371,10 @@ void str_refill(void *arg)
     struct str_tls *t = &str_tls;
     int saved = errno;
     struct str_thread *th = t->th;
-    if (atomic_load_explicit(&state, memory_order_relaxed) != ST_ACTIVE || t->dead)
-        goto drop;
+    if (atomic_load_explicit(&state, memory_order_relaxed) != ST_ACTIVE || t->dead) goto drop;
     if (!th) {
         th = new_thread();
-        if (!th)
-            goto drop;
+        if (!th) goto drop;
         t->th = th;
         start_block(cur, th, tsc);
         errno = saved;
@@ -398,8 +383,7 @@ void str_refill(void *arg)
     uintptr_t pos = atomic_load_explicit(&cur->pos, memory_order_relaxed);
     if (pos > (uintptr_t)th->chunks[th->cur].base + STR_BLOCK_HEAD) {
         hand_over(th, 0);
-        if (!next_chunk(th))
-            goto drop;
+        if (!next_chunk(th)) goto drop;
     }
     start_block(cur, th, tsc);
     errno = saved;
@@ -419,8 +403,7 @@ void str_thread_exit(void *arg)
     struct str_tls *t = &str_tls;
     struct stp_cursor *cur = &stp_cursor;
     int saved = errno;
-    if (!th || t->th != th)
-        return;
+    if (!th || t->th != th) return;
     cur->nest++;
     str_drain_side();
     pthread_mutex_lock(&registry_lock);
@@ -450,8 +433,7 @@ static uint32_t tsc_bits(void)
 {
     unsigned a, b, c, d;
     __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000000u), "c"(0));
-    if (a < 0x80000007u)
-        return 0;
+    if (a < 0x80000007u) return 0;
     __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000007u), "c"(0));
     return (d & (1u << 8)) ? (STF_BIT_CONSTANT_TSC | STF_BIT_NONSTOP_TSC) : 0;
 }
@@ -459,14 +441,12 @@ static uint32_t tsc_bits(void)
 int str_buffers_start(int fd)
 {
     trace_fd = fd;
-    if (fstat(fd, &trace_st) != 0)
-        return -1;
+    if (fstat(fd, &trace_st) != 0) return -1;
     pid = (int32_t)getpid();
     header_bits = tsc_bits();
     clock_gettime(CLOCK_MONOTONIC_RAW, &raw0);
     tsc0 = str_rdtsc();
-    if (pthread_key_create(&exit_key, str_thread_exit) != 0)
-        return -1;
+    if (pthread_key_create(&exit_key, str_thread_exit) != 0) return -1;
     /* A provisional header (frequency unknown yet) moves the file offset past itself; blocks are
      * appended after it and the header is rewritten in place with pwrite. */
     uint8_t h[STF_HEADER_SIZE];
@@ -487,7 +467,10 @@ int str_buffers_start(int fd)
     return 0;
 }
 
-void str_buffers_disable(void) { atomic_store_explicit(&state, ST_OFF, memory_order_seq_cst); }
+void str_buffers_disable(void)
+{
+    atomic_store_explicit(&state, ST_OFF, memory_order_seq_cst);
+}
 
 /* Writes the committed part of every registered thread's current chunk; adds up their losses. */
 static void flush_partial(uint64_t *lost_nested)
@@ -507,8 +490,8 @@ static void flush_partial(uint64_t *lost_nested)
 void str_buffers_finish(void)
 {
     int expect = ST_ACTIVE;
-    if (!atomic_compare_exchange_strong_explicit(&state, &expect, ST_STOPPING,
-                                                 memory_order_seq_cst, memory_order_seq_cst))
+    if (!atomic_compare_exchange_strong_explicit(&state, &expect, ST_STOPPING, memory_order_seq_cst,
+                                                 memory_order_seq_cst))
         return;
     stp_cursor.nest++;
     str_drain_side();
@@ -532,8 +515,9 @@ static void final_flush(void)
     atomic_store_explicit(&state, ST_DONE, memory_order_seq_cst);
     uint64_t freq = calibrate(20);
     write_header(freq);
-    str_log(STR_INFO, "trace: %llu bytes in %llu blocks, TSC %llu Hz", (unsigned long long)bytes_written,
-            (unsigned long long)chunks_written, (unsigned long long)freq);
+    str_log(STR_INFO, "trace: %llu bytes in %llu blocks, TSC %llu Hz",
+            (unsigned long long)bytes_written, (unsigned long long)chunks_written,
+            (unsigned long long)freq);
     if (write_error)
         str_log(STR_ERROR, "trace incomplete: %llu bytes not written: %s",
                 (unsigned long long)bytes_lost, strerror(write_error));

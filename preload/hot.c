@@ -12,23 +12,22 @@
  *    stp_call_preserving_fpu(), which saves the whole extended state around it.
  *  - errno is never written here; the slow path saves and restores it.
  *  - Signal safety. A handler that runs instrumented code may interrupt this path at any
- *    instruction. The cursor's `nest` counts how deep we are: it is incremented on entry and restored on
- *    exit, so an interrupting handler always leaves it as it found it, even if it lands between
- *    the load and the store of the increment. Only the outermost level (nest 0 -> 1) touches the
- *    chunk (pos, end, last_tsc, the block being written) and only it takes the slow path. A
- *    nested level (nest >= 1 when it arrives) appends {tsc, word} to the thread's side ring: it
- *    reserves a slot with one atomic fetch_add (a single instruction, so handlers nested in
- *    handlers get distinct slots) and publishes it by storing seq = slot + 1. The outermost level
- *    drains the ring into the chunk before and after its own record, so nested events land in
- *    the trace right where they happened, with their own timestamps (a TSCWrap re-bases time if
- *    one is earlier than the record before it). Entries queued after the outermost level's last
- *    check are drained first thing by the thread's next event. A ring slot found unwritten when
- *    drained (ring overflow) is counted in lost_nested; both counts are reported at exit. Events
- *    arriving before the thread has a chunk, after it exited, or while tracing is off are counted
- *    in `dropped`.
- *    LIMIT: the ring holds STR_SIDE_N events. It overflows only if the outermost level stays
- *    inside the tracer while that many nested events arrive: a lossless wait for the flush
- *    thread, or a stall on a slow page (thread memory is populated up front to avoid those).
+ *    instruction. The cursor's `nest` counts how deep we are: it is incremented on entry and
+ * restored on exit, so an interrupting handler always leaves it as it found it, even if it lands
+ * between the load and the store of the increment. Only the outermost level (nest 0 -> 1) touches
+ * the chunk (pos, end, last_tsc, the block being written) and only it takes the slow path. A nested
+ * level (nest >= 1 when it arrives) appends {tsc, word} to the thread's side ring: it reserves a
+ * slot with one atomic fetch_add (a single instruction, so handlers nested in handlers get distinct
+ * slots) and publishes it by storing seq = slot + 1. The outermost level drains the ring into the
+ * chunk before and after its own record, so nested events land in the trace right where they
+ * happened, with their own timestamps (a TSCWrap re-bases time if one is earlier than the record
+ * before it). Entries queued after the outermost level's last check are drained first thing by the
+ * thread's next event. A ring slot found unwritten when drained (ring overflow) is counted in
+ * lost_nested; both counts are reported at exit. Events arriving before the thread has a chunk,
+ * after it exited, or while tracing is off are counted in `dropped`. LIMIT: the ring holds
+ * STR_SIDE_N events. It overflows only if the outermost level stays inside the tracer while that
+ * many nested events arrive: a lossless wait for the flush thread, or a stall on a slow page
+ * (thread memory is populated up front to avoid those).
  *  - Memory ordering: `pos` is stored with release by the owner, pairing with the acquire load in
  *    the final flush (buffers.c), which writes out only bytes below it. `end` may be zeroed by the
  *    flush thread (relaxed: a request to rotate; a lost race costs one period).
@@ -49,9 +48,15 @@ _Static_assert(offsetof(struct stp_cursor, nest) == STP_CUR_NEST, "cursor layout
 _Static_assert(offsetof(struct stp_cursor, side_r) == STP_CUR_SIDE_R, "cursor layout");
 _Static_assert(offsetof(struct stp_cursor, side_w) == STP_CUR_SIDE_W, "cursor layout");
 
-static inline uint64_t rdtsc(void) { return __builtin_ia32_rdtsc(); }
+static inline uint64_t rdtsc(void)
+{
+    return __builtin_ia32_rdtsc();
+}
 
-uint64_t str_rdtsc(void) { return rdtsc(); }
+uint64_t str_rdtsc(void)
+{
+    return rdtsc();
+}
 
 /* Makes room for `need` bytes; returns the write position or 0 (drop). */
 static inline uintptr_t room(struct stp_cursor *c, size_t need, uint64_t tsc)
@@ -121,8 +126,7 @@ void str_drain_side(void)
     struct stp_cursor *c = &stp_cursor;
     for (;;) {
         uint32_t r = c->side_r;
-        if (r == atomic_load_explicit(&c->side_w, memory_order_relaxed))
-            return;
+        if (r == atomic_load_explicit(&c->side_w, memory_order_relaxed)) return;
         struct str_thread *th = str_tls.th;
         if (!th) {
             str_tls.dropped++;
@@ -147,20 +151,24 @@ static void event(uint32_t word, uint64_t arg)
     if (n != 0) {
         nested(c, word, tsc, arg);
     } else {
-        if (side_pending(c))
-            str_drain_side();
+        if (side_pending(c)) str_drain_side();
         emit(c, word, tsc, arg);
         atomic_signal_fence(memory_order_seq_cst);
-        if (side_pending(c))
-            str_drain_side();
+        if (side_pending(c)) str_drain_side();
     }
     atomic_signal_fence(memory_order_seq_cst);
     c->nest = n;
 }
 
-void stp_event(uint32_t id, uint32_t action) { event((id << 4) | (action << 1), 0); }
+void stp_event(uint32_t id, uint32_t action)
+{
+    event((id << 4) | (action << 1), 0);
+}
 
-void stp_event_arg(uint32_t id, uint64_t arg) { event((id << 4) | (3u << 1), arg); }
+void stp_event_arg(uint32_t id, uint64_t arg)
+{
+    event((id << 4) | (3u << 1), arg);
+}
 
 /* The fast path recorded its event and found side-ring entries queued meanwhile (nest is 1). */
 void stp_event_finish(void)

@@ -43,16 +43,13 @@ static int make_dir(const char *path)
 {
     char buf[PATH_MAX];
     size_t len = strlen(path);
-    if (len == 0 || len >= sizeof buf)
-        return -1;
+    if (len == 0 || len >= sizeof buf) return -1;
     memcpy(buf, path, len + 1);
     for (size_t i = 1; i <= len; i++) {
-        if (buf[i] != '/' && buf[i] != '\0')
-            continue;
+        if (buf[i] != '/' && buf[i] != '\0') continue;
         char c = buf[i];
         buf[i] = '\0';
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-            return -1;
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
         buf[i] = c;
     }
     struct stat st;
@@ -63,8 +60,7 @@ static int make_dir(const char *path)
 static int create_file(const char *path)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return -1;
+    if (fd < 0) return -1;
     struct rlimit rl;
     int min = 3;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > 256)
@@ -87,8 +83,7 @@ static const char *base_name(const char *p)
 static int write_syms(const char *path, const char *exe)
 {
     int fd = create_file(path);
-    if (fd < 0)
-        return -1;
+    if (fd < 0) return -1;
     FILE *f = fdopen(fd, "w");
     if (!f) {
         close(fd);
@@ -119,8 +114,7 @@ static void log_counts(void)
             str_log(STR_INFO, "%zu sleds left untouched: %s", c,
                     stp_status_name((enum stp_status)s));
     }
-    if (ok < total)
-        str_log(STR_DEBUG, "first refusals:");
+    if (ok < total) str_log(STR_DEBUG, "first refusals:");
     size_t shown = 0;
     for (size_t i = 0; i < total && shown < 10; i++) {
         uintptr_t addr;
@@ -136,13 +130,15 @@ static void log_counts(void)
     }
 }
 
-static void child_after_fork(void) { str_buffers_disable(); }
+static void child_after_fork(void)
+{
+    str_buffers_disable();
+}
 
 static void start(void)
 {
     str_config_load();
-    if (str_cfg.disable)
-        return;
+    if (str_cfg.disable) return;
 
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -155,7 +151,8 @@ static void start(void)
     dl_iterate_phdr(find_main, &bias);
     int rc = stp_object_open("/proc/self/exe", bias, &main_obj);
     if (rc != 0) {
-        str_log(STR_WARN, "%s: %s; running untraced", exe, stp_strerror(rc));
+        str_log(STR_WARN, "%s: %s%s%s; running untraced", exe, stp_strerror(rc),
+                rc == STP_E_OPEN ? ": " : "", rc == STP_E_OPEN ? strerror(errno) : "");
         main_obj = NULL;
         return;
     }
@@ -204,8 +201,7 @@ static void start(void)
     t.fn[STP_TAIL] = stp_tramp_tail;
     t.fn[STP_LOG_ARGS_ENTER] = stp_tramp_log_args;
     rc = stp_object_patch(main_obj, &t);
-    if (rc != 0)
-        str_log(STR_WARN, "%s: %s; some sleds left untouched", exe, stp_strerror(rc));
+    if (rc != 0) str_log(STR_WARN, "%s: %s; some sleds left untouched", exe, stp_strerror(rc));
     log_counts();
     str_log(STR_INFO, "tracing to %s", path);
 }

@@ -54,9 +54,9 @@ struct str_chunk {
     struct str_chunk *next; /* flush queue link */
     struct str_thread *owner;
     uint8_t *base;
-    size_t used;             /* bytes, set by the owner before queueing */
-    _Atomic int state;       /* enum str_chunk_state */
-    int final;               /* last chunk of an exiting thread: the flusher frees the thread */
+    size_t used;       /* bytes, set by the owner before queueing */
+    _Atomic int state; /* enum str_chunk_state */
+    int final;         /* last chunk of an exiting thread: the flusher frees the thread */
 };
 
 /* Per-thread state in initial-exec TLS: the recording cursor the trampolines write through
@@ -64,8 +64,8 @@ struct str_chunk {
  * runtime's own fields below. Only the owning thread writes them, except that the flush thread may
  * store 0 into the cursor's `end` (a rotation request) and reads its `pos`. */
 struct str_tls {
-    uint32_t dead;         /* thread has exited (TLS destructors may still run code) */
-    uint64_t dropped;      /* events that found no buffer (disabled, dead, fork child) */
+    uint32_t dead;    /* thread has exited (TLS destructors may still run code) */
+    uint64_t dropped; /* events that found no buffer (disabled, dead, fork child) */
     struct str_thread *th;
 };
 
@@ -73,14 +73,14 @@ STR_HIDDEN extern __thread struct stp_cursor stp_cursor __attribute__((tls_model
 STR_HIDDEN extern __thread struct str_tls str_tls __attribute__((tls_model("initial-exec")));
 
 struct str_thread {
-    struct str_thread *next; /* registry, under the registry lock */
+    struct str_thread *next;   /* registry, under the registry lock */
     struct stp_cursor *cursor; /* owner's TLS cursor, valid while registered */
     size_t map_size;
     int32_t tid;
     uint32_t nchunks;
-    uint32_t cur;                /* index of the FILLING chunk */
-    _Atomic uint32_t queued;     /* chunks QUEUED and not yet written */
-    uint64_t lost_nested;        /* side ring overflows */
+    uint32_t cur;            /* index of the FILLING chunk */
+    _Atomic uint32_t queued; /* chunks QUEUED and not yet written */
+    uint64_t lost_nested;    /* side ring overflows */
     struct str_side_entry side[STR_SIDE_N];
     struct str_chunk chunks[];
 };
