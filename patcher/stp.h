@@ -17,16 +17,6 @@
 #ifndef SLEDTRACE_STP_H
 #define SLEDTRACE_STP_H
 
-/* Layout of struct stp_cursor, shared with trampolines.S (checked by static asserts in C). */
-#define STP_CUR_POS 0
-#define STP_CUR_END 8
-#define STP_CUR_LAST 16
-#define STP_CUR_NEST 24
-#define STP_CUR_SIDE_R 28
-#define STP_CUR_SIDE_W 32
-
-#ifndef __ASSEMBLER__
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -131,28 +121,9 @@ void stp_tramp_log_args(void);
 void stp_call_preserving_fpu(void (*fn)(void *), void *arg);
 void stp_fpu_init(void);
 
-/* The per-thread recording cursor, defined by the user of this library as an initial-exec TLS
- * variable named `stp_cursor`. The entry, tail and exit trampolines append a function record
- * themselves (their fast path) when nest == 0, side_r == side_w, pos + 8 <= end and the TSC delta
- * since last_tsc fits in 32 bits: they store the record at pos, then last_tsc, then pos + 8
- * (x86 stores are ordered: that last store is the release), with nest = 1 around it. Otherwise
- * they save every caller-saved register and call stp_event(). If side_w moved while they wrote,
- * they call stp_event_finish() with nest still 1; it must drain and set nest to 0. */
-struct stp_cursor {
-    _Atomic uintptr_t pos;   /* next free byte; 0 only together with end == 0 */
-    _Atomic uintptr_t end;   /* end of the writable area; 0 forces the slow path */
-    uint64_t last_tsc;       /* TSC of the last record carrying one */
-    uint32_t nest;           /* hot-path nesting depth (signal handlers) */
-    uint32_t side_r;         /* side ring: read index (outermost level only) */
-    _Atomic uint32_t side_w; /* side ring: write index (nested levels) */
-    uint32_t reserved;
-};
-
-/* Defined by the user of this library: the general event handler the trampolines call.
+/* Defined by the user of this library: the event handler the trampolines call.
  * action: 0 enter, 1 exit, 2 tail exit, 3 enter with argument `arg`. */
 void stp_event(uint32_t id, uint32_t action);
 void stp_event_arg(uint32_t id, uint64_t arg);
-void stp_event_finish(void);
 
-#endif /* __ASSEMBLER__ */
 #endif

@@ -273,7 +273,7 @@ static void *flush_main(void *arg)
 
 /* ---- chunks, called by traced threads ---- */
 
-static void start_block(struct stp_cursor *cur, struct str_thread *th, uint64_t tsc)
+static void start_block(struct str_cursor *cur, struct str_thread *th, uint64_t tsc)
 {
     struct str_chunk *c = &th->chunks[th->cur];
     uint8_t *p = c->base;
@@ -288,7 +288,7 @@ static void start_block(struct stp_cursor *cur, struct str_thread *th, uint64_t 
     stf_meta_new_cpu(p + 64, (uint16_t)(aux & 0xfff), tsc);
     cur->last_tsc = tsc;
     atomic_store_explicit(&c->state, STR_FILLING, memory_order_relaxed);
-    /* pos before end: pos == 0 must imply end == 0 (see struct stp_cursor). */
+    /* pos before end: pos == 0 must imply end == 0 (see struct str_cursor in str.h). */
     atomic_store_explicit(&cur->pos, (uintptr_t)p + STR_BLOCK_HEAD, memory_order_release);
     atomic_signal_fence(memory_order_seq_cst);
     atomic_store_explicit(&cur->end, (uintptr_t)p + str_cfg.chunk_size, memory_order_relaxed);
@@ -307,7 +307,7 @@ static struct str_thread *new_thread(void)
     if (m == MAP_FAILED) return NULL;
     struct str_thread *th = m;
     th->map_size = size;
-    th->cursor = &stp_cursor;
+    th->cursor = &str_cursor;
     th->tid = (int32_t)syscall(SYS_gettid);
     th->nchunks = str_cfg.nchunks;
     for (unsigned i = 0; i < th->nchunks; i++) {
@@ -335,7 +335,7 @@ static void push(struct str_chunk *c)
 static void hand_over(struct str_thread *th, int final)
 {
     struct str_chunk *c = &th->chunks[th->cur];
-    uintptr_t pos = atomic_load_explicit(&stp_cursor.pos, memory_order_relaxed);
+    uintptr_t pos = atomic_load_explicit(&str_cursor.pos, memory_order_relaxed);
     c->used = pos ? pos - (uintptr_t)c->base : 0;
     c->final = final;
     if (!final && c->used <= STR_BLOCK_HEAD) return;
@@ -367,7 +367,7 @@ static int next_chunk(struct str_thread *th)
 void str_refill(void *arg)
 {
     uint64_t tsc = *(uint64_t *)arg;
-    struct stp_cursor *cur = &stp_cursor;
+    struct str_cursor *cur = &str_cursor;
     struct str_tls *t = &str_tls;
     int saved = errno;
     struct str_thread *th = t->th;
@@ -401,7 +401,7 @@ void str_thread_exit(void *arg)
 {
     struct str_thread *th = arg;
     struct str_tls *t = &str_tls;
-    struct stp_cursor *cur = &stp_cursor;
+    struct str_cursor *cur = &str_cursor;
     int saved = errno;
     if (!th || t->th != th) return;
     cur->nest++;
@@ -493,9 +493,9 @@ void str_buffers_finish(void)
     if (!atomic_compare_exchange_strong_explicit(&state, &expect, ST_STOPPING, memory_order_seq_cst,
                                                  memory_order_seq_cst))
         return;
-    stp_cursor.nest++;
+    str_cursor.nest++;
     str_drain_side();
-    stp_cursor.nest--;
+    str_cursor.nest--;
     wake_flusher();
     futex(&wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL);
     pthread_join(flusher, NULL);

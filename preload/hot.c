@@ -2,10 +2,10 @@
  *
  * CONTRACT (keep it true; the benchmark and the signal tests depend on it)
  *  - Per event: no lock, no syscall, no malloc, no libc call, no call to anything instrumented.
- *    Thread state is initial-exec TLS (the cursor stp_cursor and str_tls). Timestamps come from
- *    rdtsc. The common event never even reaches this file: the trampolines' assembly fast path
- *    (patcher/trampolines.S) appends it through the cursor under the same protocol; this file is
- *    the general path for everything else (nesting, side ring, TSCWrap, a full chunk, arguments).
+ *    Thread state is initial-exec TLS (str_cursor and str_tls). Timestamps come from rdtsc.
+ *    stp_event's fast path keeps no value alive across a call, so it spills no callee-saved
+ *    register: everything unusual (nesting, a pending side ring, a full chunk, a TSCWrap) leaves
+ *    it by a tail call to event_slow, which restores `nest` itself.
  *  - This file is compiled with -mgeneral-regs-only, so it never touches SSE/AVX/x87 state and
  *    the trampolines need not save it. Anything else (the slow path: a new chunk every
  *    chunk_size/8 events, thread set-up, waiting for a free chunk) is reached only through
@@ -38,15 +38,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-__thread struct stp_cursor stp_cursor __attribute__((tls_model("initial-exec")));
+__thread struct str_cursor str_cursor __attribute__((tls_model("initial-exec")));
 __thread struct str_tls str_tls __attribute__((tls_model("initial-exec")));
-
-_Static_assert(offsetof(struct stp_cursor, pos) == STP_CUR_POS, "cursor layout");
-_Static_assert(offsetof(struct stp_cursor, end) == STP_CUR_END, "cursor layout");
-_Static_assert(offsetof(struct stp_cursor, last_tsc) == STP_CUR_LAST, "cursor layout");
-_Static_assert(offsetof(struct stp_cursor, nest) == STP_CUR_NEST, "cursor layout");
-_Static_assert(offsetof(struct stp_cursor, side_r) == STP_CUR_SIDE_R, "cursor layout");
-_Static_assert(offsetof(struct stp_cursor, side_w) == STP_CUR_SIDE_W, "cursor layout");
 
 static inline uint64_t rdtsc(void)
 {
@@ -59,7 +52,7 @@ uint64_t str_rdtsc(void)
 }
 
 /* Makes room for `need` bytes; returns the write position or 0 (drop). */
-static inline uintptr_t room(struct stp_cursor *c, size_t need, uint64_t tsc)
+static inline uintptr_t room(struct str_cursor *c, size_t need, uint64_t tsc)
 {
     uintptr_t p = atomic_load_explicit(&c->pos, memory_order_relaxed);
     if (__builtin_expect(p + need > atomic_load_explicit(&c->end, memory_order_relaxed), 0)) {
@@ -70,7 +63,7 @@ static inline uintptr_t room(struct stp_cursor *c, size_t need, uint64_t tsc)
 }
 
 /* Appends one function record (and `arg` as a CallArgument when word says enter-with-args). */
-static void emit(struct stp_cursor *c, uint32_t word, uint64_t tsc, uint64_t arg)
+static void emit(struct str_cursor *c, uint32_t word, uint64_t tsc, uint64_t arg)
 {
     int with_arg = ((word >> 1) & 7) == 3;
     uintptr_t p = room(c, 16 + 8 + (with_arg ? 16 : 0), tsc);
@@ -97,12 +90,12 @@ static void emit(struct stp_cursor *c, uint32_t word, uint64_t tsc, uint64_t arg
     atomic_store_explicit(&c->pos, p, memory_order_release);
 }
 
-static inline int side_pending(struct stp_cursor *c)
+static inline int side_pending(struct str_cursor *c)
 {
     return c->side_r != atomic_load_explicit(&c->side_w, memory_order_relaxed);
 }
 
-static void nested(struct stp_cursor *c, uint32_t word, uint64_t tsc, uint64_t arg)
+static void nested(struct str_cursor *c, uint32_t word, uint64_t tsc, uint64_t arg)
 {
     struct str_thread *th = str_tls.th;
     if (!th) {
@@ -123,7 +116,7 @@ static void nested(struct stp_cursor *c, uint32_t word, uint64_t tsc, uint64_t a
 /* Moves side-ring entries into the chunk. Outermost level only (nest == 1). */
 void str_drain_side(void)
 {
-    struct stp_cursor *c = &stp_cursor;
+    struct str_cursor *c = &str_cursor;
     for (;;) {
         uint32_t r = c->side_r;
         if (r == atomic_load_explicit(&c->side_w, memory_order_relaxed)) return;
@@ -141,13 +134,11 @@ void str_drain_side(void)
     }
 }
 
-static void event(uint32_t word, uint64_t arg)
+/* Everything the fast path leaves out. Restores `nest` itself, so that the fast path reaches it
+ * by a tail call. */
+static void __attribute__((noinline))
+event_slow(struct str_cursor *c, uint32_t n, uint32_t word, uint64_t tsc, uint64_t arg)
 {
-    struct stp_cursor *c = &stp_cursor;
-    uint32_t n = c->nest;
-    c->nest = n + 1;
-    atomic_signal_fence(memory_order_seq_cst);
-    uint64_t tsc = rdtsc();
     if (n != 0) {
         nested(c, word, tsc, arg);
     } else {
@@ -160,20 +151,50 @@ static void event(uint32_t word, uint64_t arg)
     c->nest = n;
 }
 
+static void __attribute__((noinline)) finish_slow(struct str_cursor *c, uint32_t n)
+{
+    str_drain_side();
+    atomic_signal_fence(memory_order_seq_cst);
+    c->nest = n;
+}
+
+/* Leaves the fast path through a tail call (the callee restores `nest`). */
+#define EXIT_VIA(call)                                                                             \
+    do {                                                                                           \
+        call;                                                                                      \
+        return;                                                                                    \
+    } while (0)
+
+/* The fast path: one function record appended to the current chunk. The slow path keeps
+ * pos == 0 implying end == 0, so the room check alone proves there is a chunk. */
 void stp_event(uint32_t id, uint32_t action)
 {
-    event((id << 4) | (action << 1), 0);
+    struct str_cursor *c = &str_cursor;
+    uint32_t n = c->nest;
+    c->nest = n + 1;
+    atomic_signal_fence(memory_order_seq_cst);
+    uint64_t tsc = rdtsc();
+    uint32_t word = (id << 4) | (action << 1);
+    if (__builtin_expect(n != 0 || side_pending(c), 0)) EXIT_VIA(event_slow(c, n, word, tsc, 0));
+    uintptr_t p = atomic_load_explicit(&c->pos, memory_order_relaxed);
+    uint64_t delta = tsc - c->last_tsc;
+    if (__builtin_expect(
+            p + 8 > atomic_load_explicit(&c->end, memory_order_relaxed) || delta > UINT32_MAX, 0))
+        EXIT_VIA(event_slow(c, n, word, tsc, 0));
+    *(uint64_t *)p = (uint64_t)word | (delta << 32);
+    c->last_tsc = tsc;
+    atomic_store_explicit(&c->pos, p + 8, memory_order_release);
+    atomic_signal_fence(memory_order_seq_cst);
+    if (__builtin_expect(side_pending(c), 0)) EXIT_VIA(finish_slow(c, n));
+    atomic_signal_fence(memory_order_seq_cst);
+    c->nest = n;
 }
 
 void stp_event_arg(uint32_t id, uint64_t arg)
 {
-    event((id << 4) | (3u << 1), arg);
-}
-
-/* The fast path recorded its event and found side-ring entries queued meanwhile (nest is 1). */
-void stp_event_finish(void)
-{
-    str_drain_side();
+    struct str_cursor *c = &str_cursor;
+    uint32_t n = c->nest;
+    c->nest = n + 1;
     atomic_signal_fence(memory_order_seq_cst);
-    stp_cursor.nest = 0;
+    event_slow(c, n, (id << 4) | (3u << 1), rdtsc(), arg);
 }

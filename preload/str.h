@@ -15,8 +15,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "stp.h"
-
 #define STR_HIDDEN __attribute__((visibility("hidden")))
 
 /* ---- configuration and messages (log.c) ---- */
@@ -59,22 +57,30 @@ struct str_chunk {
     int final;         /* last chunk of an exiting thread: the flusher frees the thread */
 };
 
-/* Per-thread state in initial-exec TLS: the recording cursor the trampolines write through
- * (struct stp_cursor, patcher/stp.h: pos, end, last_tsc, nest, side ring indices), and the
- * runtime's own fields below. Only the owning thread writes them, except that the flush thread may
- * store 0 into the cursor's `end` (a rotation request) and reads its `pos`. */
+/* Per-thread state in initial-exec TLS: the recording cursor (hot, read and written on every
+ * event) and the rest. Only the owning thread writes them, except that the flush thread may store
+ * 0 into the cursor's `end` (a rotation request) and reads its `pos`. */
+struct str_cursor {
+    _Atomic uintptr_t pos;   /* next free byte; 0 only together with end == 0 */
+    _Atomic uintptr_t end;   /* end of the writable area; 0 forces the slow path */
+    uint64_t last_tsc;       /* TSC of the last record carrying one */
+    uint32_t nest;           /* hot-path nesting depth (signal handlers) */
+    uint32_t side_r;         /* side ring: read index (outermost level only) */
+    _Atomic uint32_t side_w; /* side ring: write index (nested levels) */
+};
+
 struct str_tls {
     uint32_t dead;    /* thread has exited (TLS destructors may still run code) */
     uint64_t dropped; /* events that found no buffer (disabled, dead, fork child) */
     struct str_thread *th;
 };
 
-STR_HIDDEN extern __thread struct stp_cursor stp_cursor __attribute__((tls_model("initial-exec")));
+STR_HIDDEN extern __thread struct str_cursor str_cursor __attribute__((tls_model("initial-exec")));
 STR_HIDDEN extern __thread struct str_tls str_tls __attribute__((tls_model("initial-exec")));
 
 struct str_thread {
     struct str_thread *next;   /* registry, under the registry lock */
-    struct stp_cursor *cursor; /* owner's TLS cursor, valid while registered */
+    struct str_cursor *cursor; /* owner's TLS cursor, valid while registered */
     size_t map_size;
     int32_t tid;
     uint32_t nchunks;
