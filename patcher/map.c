@@ -56,7 +56,8 @@ void stp_number_functions(const uint8_t *entries, size_t n, uintptr_t map_addr, 
          * does not depend on it. Unknown versions keep their raw field. */
         if (resolve_entry(entries + 32 * i, map_addr + 32 * i, 0, &sled, &func) != 0)
             func = (uint64_t)get_i64(entries + 32 * i + 8);
-        if (i == 0 || func != prev) id++;
+        if (i == 0 || func != prev)
+            id++;
         prev = func;
         ids[i] = id;
     }
@@ -71,7 +72,8 @@ struct sym {
 static int sym_cmp(const void *a, const void *b)
 {
     const struct sym *x = a, *y = b;
-    if (x->addr != y->addr) return x->addr < y->addr ? -1 : 1;
+    if (x->addr != y->addr)
+        return x->addr < y->addr ? -1 : 1;
     return y->global - x->global; /* globals first */
 }
 
@@ -80,18 +82,22 @@ static int read_symbols(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct stp_object
                         struct sym **out, size_t *nout)
 {
     Elf_Data *d = elf_getdata(scn, NULL);
-    if (!d || sh->sh_entsize == 0) return 0;
+    if (!d || sh->sh_entsize == 0)
+        return 0;
     size_t n = sh->sh_size / sh->sh_entsize, k = 0, pool_len = 0;
     struct sym *syms = calloc(n ? n : 1, sizeof *syms);
-    if (!syms) return STP_E_NOMEM;
+    if (!syms)
+        return STP_E_NOMEM;
     for (size_t i = 0; i < n; i++) {
         GElf_Sym s;
-        if (!gelf_getsym(d, (int)i, &s)) continue;
+        if (!gelf_getsym(d, (int)i, &s))
+            continue;
         int type = GELF_ST_TYPE(s.st_info);
         if ((type != STT_FUNC && type != STT_GNU_IFUNC) || s.st_value == 0 || s.st_shndx == 0)
             continue;
         const char *name = elf_strptr(elf, sh->sh_link, s.st_name);
-        if (!name || !*name) continue;
+        if (!name || !*name)
+            continue;
         size_t len = strlen(name) + 1;
         if (pool_len + len > obj->names_cap) {
             size_t cap = obj->names_cap ? obj->names_cap * 2 : 4096;
@@ -111,7 +117,8 @@ static int read_symbols(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct stp_object
         syms[k].global = GELF_ST_BIND(s.st_info) != STB_LOCAL;
         k++;
         pool_len += len;
-        if (strcmp(name, "__xray_init") == 0) obj->has_xray_runtime = 1;
+        if (strcmp(name, "__xray_init") == 0)
+            obj->has_xray_runtime = 1;
     }
     qsort(syms, k, sizeof *syms, sym_cmp);
     *out = syms;
@@ -135,11 +142,13 @@ static const struct sym *find_sym(const struct sym *s, size_t n, uint64_t addr)
 static int load(struct stp_object *obj, Elf *elf)
 {
     size_t shstrndx;
-    if (elf_kind(elf) != ELF_K_ELF || elf_getshdrstrndx(elf, &shstrndx) != 0) return STP_E_ELF;
+    if (elf_kind(elf) != ELF_K_ELF || elf_getshdrstrndx(elf, &shstrndx) != 0)
+        return STP_E_ELF;
 
     /* Executable segments. */
     size_t nph;
-    if (elf_getphdrnum(elf, &nph) != 0) return STP_E_ELF;
+    if (elf_getphdrnum(elf, &nph) != 0)
+        return STP_E_ELF;
     for (size_t i = 0; i < nph && obj->nsegs < STP_MAX_SEGS; i++) {
         GElf_Phdr ph;
         if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
@@ -153,7 +162,8 @@ static int load(struct stp_object *obj, Elf *elf)
     Elf_Scn *scn = NULL, *map = NULL, *symtab = NULL, *dynsym = NULL;
     GElf_Shdr map_sh, symtab_sh, dynsym_sh, sh;
     while ((scn = elf_nextscn(elf, scn)) != NULL) {
-        if (!gelf_getshdr(scn, &sh)) continue;
+        if (!gelf_getshdr(scn, &sh))
+            continue;
         const char *name = elf_strptr(elf, shstrndx, sh.sh_name);
         if (name && strcmp(name, "xray_instr_map") == 0) {
             map = scn;
@@ -166,10 +176,13 @@ static int load(struct stp_object *obj, Elf *elf)
             dynsym_sh = sh;
         }
     }
-    if (!map) return STP_E_NO_MAP;
-    if (map_sh.sh_size % 32 != 0 || map_sh.sh_type == SHT_NOBITS) return STP_E_BAD_MAP;
+    if (!map)
+        return STP_E_NO_MAP;
+    if (map_sh.sh_size % 32 != 0 || map_sh.sh_type == SHT_NOBITS)
+        return STP_E_BAD_MAP;
     Elf_Data *d = elf_rawdata(map, NULL);
-    if (!d || d->d_size != map_sh.sh_size) return STP_E_BAD_MAP;
+    if (!d || d->d_size != map_sh.sh_size)
+        return STP_E_BAD_MAP;
 
     size_t n = map_sh.sh_size / 32;
     const uint8_t *raw = d->d_buf;
@@ -216,7 +229,8 @@ static int load(struct stp_object *obj, Elf *elf)
         rc = read_symbols(elf, symtab, &symtab_sh, obj, &syms, &nsyms);
     else if (dynsym)
         rc = read_symbols(elf, dynsym, &dynsym_sh, obj, &syms, &nsyms);
-    if (rc != 0) return rc;
+    if (rc != 0)
+        return rc;
     for (size_t i = 0; i < obj->nfuncs; i++) {
         const struct sym *s = find_sym(syms, nsyms, obj->funcs[i].addr - obj->bias);
         obj->funcs[i].name_off = s ? s->name_off : SIZE_MAX;
@@ -229,7 +243,8 @@ int stp_object_open(const char *path, uintptr_t bias, struct stp_object **out)
 {
     *out = NULL;
     struct stp_object *obj = calloc(1, sizeof *obj);
-    if (!obj) return STP_E_NOMEM;
+    if (!obj)
+        return STP_E_NOMEM;
     obj->bias = bias;
     obj->path = strdup(path);
     if (!obj->path) {
@@ -246,7 +261,8 @@ int stp_object_open(const char *path, uintptr_t bias, struct stp_object **out)
     elf_version(EV_CURRENT);
     Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
     int rc = elf ? load(obj, elf) : STP_E_ELF;
-    if (elf) elf_end(elf);
+    if (elf)
+        elf_end(elf);
     close(fd);
     if (rc != 0) {
         stp_object_close(obj);
@@ -258,7 +274,8 @@ int stp_object_open(const char *path, uintptr_t bias, struct stp_object **out)
 
 void stp_object_close(struct stp_object *obj)
 {
-    if (!obj) return;
+    if (!obj)
+        return;
     free(obj->path);
     free(obj->sleds);
     free(obj->funcs);

@@ -36,18 +36,21 @@ static size_t read_maps(struct mapping **out)
 {
     *out = NULL;
     FILE *f = fopen("/proc/self/maps", "re");
-    if (!f) return 0;
+    if (!f)
+        return 0;
     size_t n = 0, cap = 0;
     struct mapping *m = NULL;
     char line[512];
     while (fgets(line, sizeof line, f)) {
         unsigned long long s, e;
         char perms[8];
-        if (sscanf(line, "%llx-%llx %7s", &s, &e, perms) != 3) continue;
+        if (sscanf(line, "%llx-%llx %7s", &s, &e, perms) != 3)
+            continue;
         if (n == cap) {
             cap = cap ? cap * 2 : 64;
             struct mapping *p = realloc(m, cap * sizeof *m);
-            if (!p) break;
+            if (!p)
+                break;
             m = p;
         }
         m[n].start = s;
@@ -64,7 +67,8 @@ static size_t read_maps(struct mapping **out)
 static int prot_of(const struct mapping *m, size_t n, uint64_t page, int fallback)
 {
     for (size_t i = 0; i < n; i++)
-        if (page >= m[i].start && page < m[i].end) return m[i].prot;
+        if (page >= m[i].start && page < m[i].end)
+            return m[i].prot;
     return fallback;
 }
 
@@ -84,11 +88,14 @@ static void *map_stub_page(uint64_t lo, uint64_t hi, uint64_t page)
         uint64_t cand[2] = {up + step, down - step};
         for (int k = 0; k < 2; k++) {
             uint64_t a = cand[k];
-            if (a < min || a > max || a < page) continue;
+            if (a < min || a > max || a < page)
+                continue;
             void *p = mmap((void *)(uintptr_t)a, page, PROT_READ | PROT_WRITE,
                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-            if (p == MAP_FAILED) continue;
-            if ((uint64_t)(uintptr_t)p == a) return p;
+            if (p == MAP_FAILED)
+                continue;
+            if ((uint64_t)(uintptr_t)p == a)
+                return p;
             munmap(p, page); /* an old kernel ignored the hint */
         }
     }
@@ -129,15 +136,19 @@ int stp_object_patch(struct stp_object *obj, const struct stp_targets *t)
 {
     uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
     struct stp_sled **todo = malloc((obj->nsleds ? obj->nsleds : 1) * sizeof *todo);
-    if (!todo) return STP_E_NOMEM;
+    if (!todo)
+        return STP_E_NOMEM;
     size_t n = 0;
     uint64_t lo = UINT64_MAX, hi = 0;
     for (size_t i = 0; i < obj->nsleds; i++) {
         struct stp_sled *s = &obj->sleds[i];
-        if (s->status != STP_OK || s->kind >= STP_NKINDS || !t->fn[s->kind]) continue;
+        if (s->status != STP_OK || s->kind >= STP_NKINDS || !t->fn[s->kind])
+            continue;
         todo[n++] = s;
-        if (s->addr < lo) lo = s->addr;
-        if (s->addr + STP_SLED_SIZE > hi) hi = s->addr + STP_SLED_SIZE;
+        if (s->addr < lo)
+            lo = s->addr;
+        if (s->addr + STP_SLED_SIZE > hi)
+            hi = s->addr + STP_SLED_SIZE;
     }
     if (n == 0) {
         free(todo);
@@ -182,9 +193,12 @@ int stp_object_patch(struct stp_object *obj, const struct stp_targets *t)
         while (j < n) {
             uint64_t a = todo[j]->addr & ~(page - 1);
             uint64_t b = (todo[j]->addr + STP_SLED_SIZE - 1) & ~(page - 1);
-            if (a > last + page) break;
-            if (b > last && prot_of(maps, nmaps, b, prot) != prot) break;
-            if (b > last) last = b;
+            if (a > last + page)
+                break;
+            if (b > last && prot_of(maps, nmaps, b, prot) != prot)
+                break;
+            if (b > last)
+                last = b;
             j++;
         }
         void *start = (void *)(uintptr_t)first;

@@ -55,7 +55,8 @@ static void check_function(csh cs, cs_insn *insn, const uint8_t *code, size_t le
     uint64_t addr = func_addr;
     for (size_t i = 0; i < n; i++) {
         struct stp_sled *s = sleds[i];
-        if (s->status != STP_OK) continue;
+        if (s->status != STP_OK)
+            continue;
         if (s->kind > STP_LOG_ARGS_ENTER) {
             s->status = STP_UNSUPPORTED_KIND;
             continue;
@@ -70,10 +71,12 @@ static void check_function(csh cs, cs_insn *insn, const uint8_t *code, size_t le
         }
         struct shape shape;
         s->status = check_bytes(code + (s->addr - func_addr), s->kind, s->fid, &shape);
-        if (s->status != STP_OK) continue;
+        if (s->status != STP_OK)
+            continue;
         /* Sweep forward to the sled (the sweep position never moves backwards). */
         while (addr < s->addr) {
-            if (!cs_disasm_iter(cs, &p, &left, &addr, insn)) break;
+            if (!cs_disasm_iter(cs, &p, &left, &addr, insn))
+                break;
         }
         if (addr != s->addr) {
             s->status = addr < s->addr ? STP_UNDECODABLE : STP_NOT_ON_BOUNDARY;
@@ -95,7 +98,8 @@ static int sled_addr_cmp(const void *a, const void *b)
 
 static int open_capstone(csh *cs, cs_insn **insn)
 {
-    if (cs_open(CS_ARCH_X86, CS_MODE_64, cs) != CS_ERR_OK) return STP_E_CAPSTONE;
+    if (cs_open(CS_ARCH_X86, CS_MODE_64, cs) != CS_ERR_OK)
+        return STP_E_CAPSTONE;
     cs_option(*cs, CS_OPT_DETAIL, CS_OPT_OFF);
     *insn = cs_malloc(*cs);
     if (!*insn) {
@@ -111,7 +115,8 @@ enum stp_status stp_check_sled(const uint8_t *code, size_t len, uint64_t func_ad
 {
     csh cs;
     cs_insn *insn;
-    if (open_capstone(&cs, &insn) != 0) return STP_UNDECODABLE;
+    if (open_capstone(&cs, &insn) != 0)
+        return STP_UNDECODABLE;
     struct stp_sled s = {.addr = sled_addr,
                          .fid = expect_id,
                          .kind = (uint8_t)kind,
@@ -127,7 +132,8 @@ enum stp_status stp_check_sled(const uint8_t *code, size_t len, uint64_t func_ad
 const struct stp_seg *stp_find_seg(const struct stp_object *obj, uint64_t addr, size_t len)
 {
     for (size_t i = 0; i < obj->nsegs; i++)
-        if (addr >= obj->segs[i].start && addr + len <= obj->segs[i].end) return &obj->segs[i];
+        if (addr >= obj->segs[i].start && addr + len <= obj->segs[i].end)
+            return &obj->segs[i];
     return NULL;
 }
 
@@ -136,7 +142,8 @@ int stp_object_verify(struct stp_object *obj)
     csh cs;
     cs_insn *insn;
     int rc = open_capstone(&cs, &insn);
-    if (rc != 0) return rc;
+    if (rc != 0)
+        return rc;
     struct stp_sled **order = NULL;
     size_t cap = 0;
     for (size_t f = 0; f < obj->nfuncs; f++) {
@@ -154,13 +161,15 @@ int stp_object_verify(struct stp_object *obj)
         for (uint32_t k = 0; k < fn->nsleds; k++) {
             struct stp_sled *s = &obj->sleds[fn->first_sled + k];
             order[k] = s;
-            if (s->status == STP_OK && s->addr + STP_SLED_SIZE > hi) hi = s->addr + STP_SLED_SIZE;
+            if (s->status == STP_OK && s->addr + STP_SLED_SIZE > hi)
+                hi = s->addr + STP_SLED_SIZE;
         }
         qsort(order, fn->nsleds, sizeof *order, sled_addr_cmp);
         /* The whole range swept must be mapped text of this object. */
         if (!stp_find_seg(obj, fn->addr, hi - fn->addr)) {
             for (uint32_t k = 0; k < fn->nsleds; k++)
-                if (order[k]->status == STP_OK) order[k]->status = STP_OUTSIDE_TEXT;
+                if (order[k]->status == STP_OK)
+                    order[k]->status = STP_OUTSIDE_TEXT;
             continue;
         }
         check_function(cs, insn, (const uint8_t *)(uintptr_t)fn->addr, hi - fn->addr, fn->addr,
@@ -179,8 +188,11 @@ __attribute__((visibility("hidden"))) uint32_t stp_xsave_size;
 void stp_fpu_init(void)
 {
     unsigned a, b, c, d;
-    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE)) return;
-    if (__get_cpuid_max(0, NULL) < 0xd) return;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE))
+        return;
+    if (__get_cpuid_max(0, NULL) < 0xd)
+        return;
     __cpuid_count(0xd, 0, a, b, c, d);
-    if (b >= 576) stp_xsave_size = b + 64; /* room to align down to 64 */
+    if (b >= 576)
+        stp_xsave_size = b + 64; /* room to align down to 64 */
 }
