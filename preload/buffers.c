@@ -44,7 +44,10 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { ST_OFF = 0, ST_ACTIVE = 1, ST_STOPPING = 2, ST_DONE = 3 };
+/* ST_FORKED: a fork child that has not recorded an event yet; its first event opens its own
+ * trace and starts its flush thread (lazily, so that fork + exec children that never trace leave
+ * no files behind). */
+enum { ST_OFF = 0, ST_ACTIVE = 1, ST_STOPPING = 2, ST_DONE = 3, ST_FORKED = 4 };
 
 static _Atomic int state = ST_OFF;
 static _Atomic(struct str_chunk *) queue_head;
@@ -55,6 +58,7 @@ static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct str_thread *registry;
 static pthread_key_t exit_key;
 static int trace_fd = -1;
+static char trace_path[4096], syms_path[4096];
 static struct stat trace_st;
 static uint64_t bytes_written, bytes_lost, chunks_written;
 /* Events lost by exited threads: side-ring overflows and events that found no buffer. Added to
@@ -106,7 +110,8 @@ static void write_all(const void *buf, size_t len)
     }
     while (len > 0) {
         ssize_t n = write(trace_fd, p, len);
-        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && errno == EINTR)
+            continue;
         if (n <= 0) {
             write_error = n < 0 ? errno : EIO;
             bytes_lost += len;
@@ -121,7 +126,8 @@ static void write_all(const void *buf, size_t len)
 /* Writes a block: its BufferExtents record, then base[16..used). */
 static void write_block(uint8_t *base, size_t used)
 {
-    if (used <= STR_BLOCK_HEAD) return;
+    if (used <= STR_BLOCK_HEAD)
+        return;
     stf_meta_u64(base, STF_M_BUFFER_EXTENTS, used - STF_META_SIZE);
     write_all(base, used);
     chunks_written++;
@@ -214,24 +220,30 @@ static int only_thread_left(void)
     char path[64], buf[512];
     snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
+    if (fd < 0)
+        return 0;
     ssize_t n = read(fd, buf, sizeof buf - 1);
     close(fd);
-    if (n <= 0) return 0;
+    if (n <= 0)
+        return 0;
     buf[n] = '\0';
     const char *paren = strrchr(buf, ')');
-    if (!paren || paren[1] != ' ' || paren[2] != 'Z') return 0;
+    if (!paren || paren[1] != ' ' || paren[2] != 'Z')
+        return 0;
     fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
+    if (fd < 0)
+        return 0;
     n = read(fd, buf, sizeof buf - 1);
     close(fd);
-    if (n <= 0) return 0;
+    if (n <= 0)
+        return 0;
     buf[n] = '\0';
     const char *t = strstr(buf, "\nThreads:");
     return t && strtol(t + 9, NULL, 10) <= 2;
 }
 
 static void final_flush(void);
+static int fork_activate(void);
 
 static void *flush_main(void *arg)
 {
@@ -260,7 +272,8 @@ static void *flush_main(void *arg)
             }
         }
         uint64_t left = deadline - ns_of(&now);
-        if (left > period) left = period;
+        if (left > period)
+            left = period;
         struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
         atomic_store_explicit(&flusher_sleeping, 1, memory_order_seq_cst);
         if (atomic_load_explicit(&queue_head, memory_order_seq_cst) == NULL &&
@@ -304,7 +317,8 @@ static struct str_thread *new_thread(void)
      * their events in the side ring); inside mmap it is one uninterrupted cost at start-up. */
     void *m =
         mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-    if (m == MAP_FAILED) return NULL;
+    if (m == MAP_FAILED)
+        return NULL;
     struct str_thread *th = m;
     th->map_size = size;
     th->cursor = &str_cursor;
@@ -338,11 +352,13 @@ static void hand_over(struct str_thread *th, int final)
     uintptr_t pos = atomic_load_explicit(&str_cursor.pos, memory_order_relaxed);
     c->used = pos ? pos - (uintptr_t)c->base : 0;
     c->final = final;
-    if (!final && c->used <= STR_BLOCK_HEAD) return;
+    if (!final && c->used <= STR_BLOCK_HEAD)
+        return;
     atomic_store_explicit(&c->state, STR_QUEUED, memory_order_relaxed);
     uint32_t q = atomic_fetch_add_explicit(&th->queued, 1, memory_order_relaxed) + 1;
     push(c);
-    if (final || q * 2 >= th->nchunks) wake_flusher();
+    if (final || q * 2 >= th->nchunks)
+        wake_flusher();
 }
 
 /* Waits (lossless) until the next chunk is free; 0 if tracing stopped meanwhile. */
@@ -352,7 +368,8 @@ static int next_chunk(struct str_thread *th)
     struct str_chunk *c = &th->chunks[next];
     int woke = 0;
     while (atomic_load_explicit(&c->state, memory_order_acquire) != STR_FREE) {
-        if (atomic_load_explicit(&state, memory_order_relaxed) != ST_ACTIVE) return 0;
+        if (atomic_load_explicit(&state, memory_order_relaxed) != ST_ACTIVE)
+            return 0;
         if (!woke) {
             wake_flusher();
             woke = 1;
@@ -371,10 +388,15 @@ void str_refill(void *arg)
     struct str_tls *t = &str_tls;
     int saved = errno;
     struct str_thread *th = t->th;
-    if (atomic_load_explicit(&state, memory_order_relaxed) != ST_ACTIVE || t->dead) goto drop;
+    int st = atomic_load_explicit(&state, memory_order_acquire);
+    if (st == ST_FORKED)
+        st = fork_activate();
+    if (st != ST_ACTIVE || t->dead)
+        goto drop;
     if (!th) {
         th = new_thread();
-        if (!th) goto drop;
+        if (!th)
+            goto drop;
         t->th = th;
         start_block(cur, th, tsc);
         errno = saved;
@@ -383,7 +405,8 @@ void str_refill(void *arg)
     uintptr_t pos = atomic_load_explicit(&cur->pos, memory_order_relaxed);
     if (pos > (uintptr_t)th->chunks[th->cur].base + STR_BLOCK_HEAD) {
         hand_over(th, 0);
-        if (!next_chunk(th)) goto drop;
+        if (!next_chunk(th))
+            goto drop;
     }
     start_block(cur, th, tsc);
     errno = saved;
@@ -403,7 +426,8 @@ void str_thread_exit(void *arg)
     struct str_tls *t = &str_tls;
     struct str_cursor *cur = &str_cursor;
     int saved = errno;
-    if (!th || t->th != th) return;
+    if (!th || t->th != th)
+        return;
     cur->nest++;
     str_drain_side();
     pthread_mutex_lock(&registry_lock);
@@ -433,28 +457,37 @@ static uint32_t tsc_bits(void)
 {
     unsigned a, b, c, d;
     __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000000u), "c"(0));
-    if (a < 0x80000007u) return 0;
+    if (a < 0x80000007u)
+        return 0;
     __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000007u), "c"(0));
     return (d & (1u << 8)) ? (STF_BIT_CONSTANT_TSC | STF_BIT_NONSTOP_TSC) : 0;
 }
 
-int str_buffers_start(int fd)
+/* Takes over a freshly created trace file: resets the counters and writes a provisional header
+ * (frequency unknown yet), which moves the file offset past itself; blocks are appended after it
+ * and the header is rewritten in place with pwrite at the end. */
+static int begin_file(int fd, const char *path, const char *spath)
 {
     trace_fd = fd;
-    if (fstat(fd, &trace_st) != 0) return -1;
+    if (fstat(fd, &trace_st) != 0)
+        return -1;
+    snprintf(trace_path, sizeof trace_path, "%s", path);
+    snprintf(syms_path, sizeof syms_path, "%s", spath);
     pid = (int32_t)getpid();
-    header_bits = tsc_bits();
-    clock_gettime(CLOCK_MONOTONIC_RAW, &raw0);
-    tsc0 = str_rdtsc();
-    if (pthread_key_create(&exit_key, str_thread_exit) != 0) return -1;
-    /* A provisional header (frequency unknown yet) moves the file offset past itself; blocks are
-     * appended after it and the header is rewritten in place with pwrite. */
+    bytes_written = bytes_lost = chunks_written = 0;
+    write_error = 0;
     uint8_t h[STF_HEADER_SIZE];
     struct stf_header hd = {STF_VERSION, STF_TYPE_FDR, header_bits, 0, str_cfg.chunk_size};
     stf_encode_header(h, &hd);
     write_all(h, sizeof h);
+    return 0;
+}
+
+/* Starts the flush thread and makes tracing active. The flush thread must never receive the
+ * program's signals: it is created with all of them blocked. */
+static int start_flusher(void)
+{
     atomic_store_explicit(&state, ST_ACTIVE, memory_order_seq_cst);
-    /* The flush thread must never receive the program's signals. */
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -467,9 +500,87 @@ int str_buffers_start(int fd)
     return 0;
 }
 
-void str_buffers_disable(void)
+int str_buffers_start(int fd, const char *path, const char *spath)
 {
-    atomic_store_explicit(&state, ST_OFF, memory_order_seq_cst);
+    header_bits = tsc_bits();
+    clock_gettime(CLOCK_MONOTONIC_RAW, &raw0);
+    tsc0 = str_rdtsc();
+    if (pthread_key_create(&exit_key, str_thread_exit) != 0 || begin_file(fd, path, spath) != 0)
+        return -1;
+    return start_flusher();
+}
+
+/* ---- fork ---- */
+
+/* Before fork: no thread may hold the registry lock across it. */
+void str_fork_prepare(void)
+{
+    pthread_mutex_lock(&registry_lock);
+}
+
+void str_fork_parent(void)
+{
+    pthread_mutex_unlock(&registry_lock);
+}
+
+/* In the child (one thread, a copy of the parent's memory). Everything buffered belongs to the
+ * parent: the queue is dropped, the other threads' memory unmapped, this thread's chunks all
+ * freed and its cursor emptied. The parent's trace descriptor is closed. The child's own trace
+ * starts at its first event (fork_activate). Calibration samples stay valid: same TSC. */
+void str_fork_child(void)
+{
+    pthread_mutex_init(&registry_lock, NULL);
+    int st = atomic_load_explicit(&state, memory_order_relaxed);
+    if (st != ST_ACTIVE && st != ST_FORKED) {
+        atomic_store_explicit(&state, ST_OFF, memory_order_relaxed);
+        return;
+    }
+    if (st == ST_ACTIVE)
+        close(trace_fd);
+    trace_fd = -1;
+    atomic_store_explicit(&queue_head, NULL, memory_order_relaxed);
+    atomic_store_explicit(&flusher_sleeping, 0, memory_order_relaxed);
+    atomic_store_explicit(&exited_lost_nested, 0, memory_order_relaxed);
+    atomic_store_explicit(&exited_dropped, 0, memory_order_relaxed);
+    struct str_thread *me = str_tls.th;
+    for (struct str_thread *th = registry, *next; th; th = next) {
+        next = th->next;
+        if (th != me)
+            free_thread(th);
+    }
+    registry = me;
+    struct str_cursor *c = &str_cursor;
+    atomic_store_explicit(&c->end, 0, memory_order_relaxed);
+    atomic_store_explicit(&c->pos, 0, memory_order_relaxed);
+    c->side_r = atomic_load_explicit(&c->side_w, memory_order_relaxed);
+    str_tls.dropped = 0;
+    if (me) {
+        me->next = NULL;
+        me->tid = (int32_t)syscall(SYS_gettid);
+        me->cur = 0;
+        me->lost_nested = 0;
+        atomic_store_explicit(&me->queued, 0, memory_order_relaxed);
+        for (unsigned i = 0; i < me->nchunks; i++)
+            atomic_store_explicit(&me->chunks[i].state, STR_FREE, memory_order_relaxed);
+    }
+    pid = (int32_t)getpid();
+    atomic_store_explicit(&state, ST_FORKED, memory_order_release);
+}
+
+/* First event of a fork child: open its own trace and start its flush thread. Returns the new
+ * state. Another thread racing with the one doing this drops its event. The release store of
+ * ST_ACTIVE (start_flusher, seq_cst) pairs with the acquire load in str_refill. */
+static int fork_activate(void)
+{
+    int expect = ST_FORKED;
+    if (!atomic_compare_exchange_strong_explicit(&state, &expect, ST_OFF, memory_order_acq_rel,
+                                                 memory_order_acquire))
+        return expect;
+    char path[sizeof trace_path], spath[sizeof syms_path];
+    int fd = str_open_outputs(path, sizeof path, spath, sizeof spath);
+    if (fd < 0 || begin_file(fd, path, spath) != 0 || start_flusher() != 0)
+        return ST_OFF;
+    return ST_ACTIVE;
 }
 
 /* Writes the committed part of every registered thread's current chunk; adds up their losses. */
@@ -489,6 +600,9 @@ static void flush_partial(uint64_t *lost_nested)
 
 void str_buffers_finish(void)
 {
+    /* A vfork child shares the parent's memory and must not touch its tracing state. */
+    if ((int32_t)getpid() != pid)
+        return;
     int expect = ST_ACTIVE;
     if (!atomic_compare_exchange_strong_explicit(&state, &expect, ST_STOPPING, memory_order_seq_cst,
                                                  memory_order_seq_cst))
@@ -513,6 +627,14 @@ static void final_flush(void)
     flush_partial(&lost_nested);
     write_queue();
     atomic_store_explicit(&state, ST_DONE, memory_order_seq_cst);
+    if (chunks_written == 0 && !write_error) {
+        /* Nothing was recorded: a header-only file is no trace (llvm-xray rejects it). */
+        close(trace_fd);
+        unlink(trace_path);
+        unlink(syms_path);
+        str_log(STR_INFO, "no events recorded; removed %s", trace_path);
+        return;
+    }
     uint64_t freq = calibrate(20);
     write_header(freq);
     str_log(STR_INFO, "trace: %llu bytes in %llu blocks, TSC %llu Hz",

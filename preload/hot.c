@@ -119,7 +119,8 @@ void str_drain_side(void)
     struct str_cursor *c = &str_cursor;
     for (;;) {
         uint32_t r = c->side_r;
-        if (r == atomic_load_explicit(&c->side_w, memory_order_relaxed)) return;
+        if (r == atomic_load_explicit(&c->side_w, memory_order_relaxed))
+            return;
         struct str_thread *th = str_tls.th;
         if (!th) {
             str_tls.dropped++;
@@ -142,10 +143,12 @@ event_slow(struct str_cursor *c, uint32_t n, uint32_t word, uint64_t tsc, uint64
     if (n != 0) {
         nested(c, word, tsc, arg);
     } else {
-        if (side_pending(c)) str_drain_side();
+        if (side_pending(c))
+            str_drain_side();
         emit(c, word, tsc, arg);
         atomic_signal_fence(memory_order_seq_cst);
-        if (side_pending(c)) str_drain_side();
+        if (side_pending(c))
+            str_drain_side();
     }
     atomic_signal_fence(memory_order_seq_cst);
     c->nest = n;
@@ -175,7 +178,8 @@ void stp_event(uint32_t id, uint32_t action)
     atomic_signal_fence(memory_order_seq_cst);
     uint64_t tsc = rdtsc();
     uint32_t word = (id << 4) | (action << 1);
-    if (__builtin_expect(n != 0 || side_pending(c), 0)) EXIT_VIA(event_slow(c, n, word, tsc, 0));
+    if (__builtin_expect(n != 0 || side_pending(c), 0))
+        EXIT_VIA(event_slow(c, n, word, tsc, 0));
     uintptr_t p = atomic_load_explicit(&c->pos, memory_order_relaxed);
     uint64_t delta = tsc - c->last_tsc;
     if (__builtin_expect(
@@ -185,7 +189,8 @@ void stp_event(uint32_t id, uint32_t action)
     c->last_tsc = tsc;
     atomic_store_explicit(&c->pos, p + 8, memory_order_release);
     atomic_signal_fence(memory_order_seq_cst);
-    if (__builtin_expect(side_pending(c), 0)) EXIT_VIA(finish_slow(c, n));
+    if (__builtin_expect(side_pending(c), 0))
+        EXIT_VIA(finish_slow(c, n));
     atomic_signal_fence(memory_order_seq_cst);
     c->nest = n;
 }

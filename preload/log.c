@@ -24,7 +24,8 @@ struct str_config str_cfg = {
 
 void str_log(int level, const char *fmt, ...)
 {
-    if (level > str_cfg.log_level) return;
+    if (level > str_cfg.log_level)
+        return;
     int saved = errno;
     static const char *const names[] = {"error", "warning", "info", "debug"};
     char buf[1024];
@@ -34,7 +35,8 @@ void str_log(int level, const char *fmt, ...)
     int m = vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
     va_end(ap);
     size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
-    if (len > sizeof buf - 2) len = sizeof buf - 2;
+    if (len > sizeof buf - 2)
+        len = sizeof buf - 2;
     buf[len++] = '\n';
     ssize_t w = write(STDERR_FILENO, buf, len);
     (void)w;
@@ -45,7 +47,8 @@ void str_log(int level, const char *fmt, ...)
 static void get_uint(const char *name, unsigned long lo, unsigned long hi, unsigned long *out)
 {
     const char *v = getenv(name);
-    if (!v) return;
+    if (!v)
+        return;
     char *end;
     errno = 0;
     unsigned long x = strtoul(v, &end, 10);
@@ -65,7 +68,8 @@ void str_config_load(void)
         static const char *const levels[] = {"error", "warn", "info", "debug"};
         int found = -1;
         for (int i = 0; i < 4; i++)
-            if (strcmp(v, levels[i]) == 0) found = i;
+            if (strcmp(v, levels[i]) == 0)
+                found = i;
         if (found < 0)
             str_log(STR_WARN, "SLEDTRACE_LOG=%s is not one of error|warn|info|debug; using warn",
                     v);

@@ -43,13 +43,16 @@ static int make_dir(const char *path)
 {
     char buf[PATH_MAX];
     size_t len = strlen(path);
-    if (len == 0 || len >= sizeof buf) return -1;
+    if (len == 0 || len >= sizeof buf)
+        return -1;
     memcpy(buf, path, len + 1);
     for (size_t i = 1; i <= len; i++) {
-        if (buf[i] != '/' && buf[i] != '\0') continue;
+        if (buf[i] != '/' && buf[i] != '\0')
+            continue;
         char c = buf[i];
         buf[i] = '\0';
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return -1;
         buf[i] = c;
     }
     struct stat st;
@@ -60,7 +63,8 @@ static int make_dir(const char *path)
 static int create_file(const char *path)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0) return -1;
+    if (fd < 0)
+        return -1;
     struct rlimit rl;
     int min = 3;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > 256)
@@ -83,7 +87,8 @@ static const char *base_name(const char *p)
 static int write_syms(const char *path, const char *exe)
 {
     int fd = create_file(path);
-    if (fd < 0) return -1;
+    if (fd < 0)
+        return -1;
     FILE *f = fdopen(fd, "w");
     if (!f) {
         close(fd);
@@ -114,7 +119,8 @@ static void log_counts(void)
             str_log(STR_INFO, "%zu sleds left untouched: %s", c,
                     stp_status_name((enum stp_status)s));
     }
-    if (ok < total) str_log(STR_DEBUG, "first refusals:");
+    if (ok < total)
+        str_log(STR_DEBUG, "first refusals:");
     size_t shown = 0;
     for (size_t i = 0; i < total && shown < 10; i++) {
         uintptr_t addr;
@@ -130,18 +136,54 @@ static void log_counts(void)
     }
 }
 
-static void child_after_fork(void)
+static char exe_path[PATH_MAX];
+
+int str_open_outputs(char *path, size_t plen, char *syms, size_t slen)
 {
-    str_buffers_disable();
+    if (make_dir(str_cfg.output) != 0) {
+        str_log(STR_WARN, "cannot create output directory %s (%s); running untraced",
+                str_cfg.output, strerror(errno));
+        return -1;
+    }
+    int pid = (int)getpid();
+    const char *prog = base_name(exe_path);
+    /* sledtrace.PROG.PID.fdr; if that exists (a program that exec'd itself keeps its pid, or
+     * something squats the name), sledtrace.PROG.PID.N.fdr for the first free N. Nothing that
+     * exists is ever opened. */
+    int fd = -1;
+    for (int n = 0; n < 100 && fd < 0; n++) {
+        char seq[16] = "";
+        if (n > 0)
+            snprintf(seq, sizeof seq, ".%d", n);
+        if (snprintf(path, plen, "%s/sledtrace.%s.%d%s.fdr", str_cfg.output, prog, pid, seq) >=
+                (int)plen ||
+            snprintf(syms, slen, "%s/sledtrace.%s.%d%s.syms", str_cfg.output, prog, pid, seq) >=
+                (int)slen) {
+            str_log(STR_WARN, "output path too long; running untraced");
+            return -1;
+        }
+        fd = create_file(path);
+        if (fd < 0 && errno != EEXIST)
+            break;
+    }
+    if (fd < 0) {
+        str_log(STR_WARN, "cannot create %s (%s); running untraced", path, strerror(errno));
+        return -1;
+    }
+    if (write_syms(syms, exe_path) != 0)
+        str_log(STR_WARN, "cannot write %s (%s); tools will print ids, not names", syms,
+                strerror(errno));
+    return fd;
 }
 
 static void start(void)
 {
     str_config_load();
-    if (str_cfg.disable) return;
+    if (str_cfg.disable)
+        return;
 
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    char *exe = exe_path;
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe_path - 1);
     if (n <= 0) {
         str_log(STR_WARN, "cannot read /proc/self/exe (%s); not tracing", strerror(errno));
         return;
@@ -164,36 +206,19 @@ static void start(void)
     if (stp_object_has_xray_runtime(main_obj))
         str_log(STR_INFO, "%s links compiler-rt's XRay runtime; sledtrace owns the sleds", exe);
 
-    if (make_dir(str_cfg.output) != 0) {
-        str_log(STR_WARN, "cannot create output directory %s (%s); running untraced",
-                str_cfg.output, strerror(errno));
-        return;
-    }
     char path[PATH_MAX], syms[PATH_MAX];
-    int pid = (int)getpid();
-    if (snprintf(path, sizeof path, "%s/sledtrace.%s.%d.fdr", str_cfg.output, base_name(exe),
-                 pid) >= (int)sizeof path ||
-        snprintf(syms, sizeof syms, "%s/sledtrace.%s.%d.syms", str_cfg.output, base_name(exe),
-                 pid) >= (int)sizeof syms) {
-        str_log(STR_WARN, "output path too long; running untraced");
+    int fd = str_open_outputs(path, sizeof path, syms, sizeof syms);
+    if (fd < 0)
         return;
-    }
-    int fd = create_file(path);
-    if (fd < 0) {
-        str_log(STR_WARN, "cannot create %s (%s); running untraced", path, strerror(errno));
-        return;
-    }
-    if (write_syms(syms, exe) != 0)
-        str_log(STR_WARN, "cannot write %s (%s); tools will print ids, not names", syms,
-                strerror(errno));
 
     stp_fpu_init();
-    if (str_buffers_start(fd) != 0) {
+    if (str_buffers_start(fd, path, syms) != 0) {
         str_log(STR_WARN, "cannot start the flush thread; running untraced");
         close(fd);
         return;
     }
-    pthread_atfork(NULL, NULL, child_after_fork);
+    pthread_atfork(str_fork_prepare, str_fork_parent, str_fork_child);
+    at_quick_exit(str_buffers_finish);
 
     struct stp_targets t = {{0}};
     t.fn[STP_ENTRY] = stp_tramp_entry;
@@ -201,7 +226,8 @@ static void start(void)
     t.fn[STP_TAIL] = stp_tramp_tail;
     t.fn[STP_LOG_ARGS_ENTER] = stp_tramp_log_args;
     rc = stp_object_patch(main_obj, &t);
-    if (rc != 0) str_log(STR_WARN, "%s: %s; some sleds left untouched", exe, stp_strerror(rc));
+    if (rc != 0)
+        str_log(STR_WARN, "%s: %s; some sleds left untouched", exe, stp_strerror(rc));
     log_counts();
     str_log(STR_INFO, "tracing to %s", path);
 }

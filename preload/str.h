@@ -97,9 +97,14 @@ struct str_thread {
  * is missing, or a rotation was requested. On return the cursor's pos/end describe a chunk with
  * room, or pos is 0 (drop). */
 STR_HIDDEN void str_refill(void *tsc);
-STR_HIDDEN int str_buffers_start(int fd);
+STR_HIDDEN int str_buffers_start(int fd, const char *trace_path, const char *syms_path);
+STR_HIDDEN void str_fork_prepare(void);
+STR_HIDDEN void str_fork_parent(void);
+STR_HIDDEN void str_fork_child(void);
+/* runtime.c: creates this process's trace and symbols files (names carry the current pid);
+ * returns the trace descriptor or -1 (after one message). */
+STR_HIDDEN int str_open_outputs(char *trace_path, size_t tlen, char *syms_path, size_t slen);
 STR_HIDDEN void str_buffers_finish(void);
-STR_HIDDEN void str_buffers_disable(void);
 STR_HIDDEN void str_thread_exit(void *th);
 STR_HIDDEN void str_drain_side(void);
 STR_HIDDEN uint64_t str_rdtsc(void);

@@ -4,8 +4,9 @@
  * output directory, so a chdir in the program does not matter) and, when given,
  * SLEDTRACE_LOG / SLEDTRACE_FLUSH_MS; fork + execvp; waits while ignoring SIGINT/SIGQUIT (the
  * terminal delivers them to the program); then reports on stderr where the trace went
- * (DIR/sledtrace.*.<pid>.fdr) and exits with the program's status, or 128 + signal number if a
- * signal killed it (not re-raised). exec failures exit 127 (126: permission), like shells.
+ * (DIR/sledtrace.*.<pid>.fdr, and .<pid>.<n>.fdr for images it exec'd) and exits with the program's
+ * status, or 128 + signal number if a signal killed it (not re-raised). exec failures exit 127
+ * (126: permission), like shells.
  *
  * The runtime is --preload LIB, else found relative to this executable: ../preload/ (build
  * tree), ../lib/sledtrace/, ../lib/ (installed). */
@@ -68,39 +69,62 @@ static char *find_runtime(void)
     };
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) return NULL;
+    if (n <= 0)
+        return NULL;
     exe[n] = '\0';
     char *slash = strrchr(exe, '/');
-    if (!slash) return NULL;
+    if (!slash)
+        return NULL;
     *slash = '\0';
     for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
         char cand[PATH_MAX + 64];
         snprintf(cand, sizeof cand, "%s%s", exe, rel[i]);
-        if (access(cand, R_OK) == 0) return realpath(cand, NULL);
+        if (access(cand, R_OK) == 0)
+            return realpath(cand, NULL);
     }
     return NULL;
 }
 
+/* Whether name[0..len) ends in ".PID". */
+static int ends_with_pid(const char *name, size_t len, pid_t pid)
+{
+    char want[32];
+    size_t wl = (size_t)snprintf(want, sizeof want, ".%ld", (long)pid);
+    return len >= wl && strncmp(name + len - wl, want, wl) == 0;
+}
+
+/* True for "sledtrace.PROG.PID.fdr" and "sledtrace.PROG.PID.N.fdr" (traces of the images the
+ * process exec'd: they keep its pid). */
+static int is_trace_of(const char *name, pid_t pid)
+{
+    size_t len = strlen(name);
+    if (strncmp(name, "sledtrace.", 10) != 0 || len < 14 || strcmp(name + len - 4, ".fdr") != 0)
+        return 0;
+    len -= 4;
+    if (ends_with_pid(name, len, pid))
+        return 1;
+    size_t k = len;
+    while (k > 0 && name[k - 1] >= '0' && name[k - 1] <= '9')
+        k--;
+    return k < len && k > 0 && name[k - 1] == '.' && ends_with_pid(name, k - 1, pid);
+}
+
 static void report_traces(const char *dir, pid_t pid)
 {
-    char suffix[32];
-    snprintf(suffix, sizeof suffix, ".%ld.fdr", (long)pid);
-    size_t sl = strlen(suffix);
     int found = 0;
     DIR *d = opendir(dir);
     if (d) {
         struct dirent *e;
         while ((e = readdir(d))) {
-            size_t n = strlen(e->d_name);
-            if (n > sl + 10 && strncmp(e->d_name, "sledtrace.", 10) == 0 &&
-                strcmp(e->d_name + n - sl, suffix) == 0) {
+            if (is_trace_of(e->d_name, pid)) {
                 fprintf(stderr, "sledtrace: trace written to %s/%s\n", dir, e->d_name);
                 found++;
             }
         }
         closedir(d);
     }
-    if (!found) fprintf(stderr, "sledtrace: no trace found in %s for pid %ld\n", dir, (long)pid);
+    if (!found)
+        fprintf(stderr, "sledtrace: no trace found in %s for pid %ld\n", dir, (long)pid);
 }
 
 int cmd_run(int argc, char **argv)
@@ -117,7 +141,8 @@ int cmd_run(int argc, char **argv)
             help(stdout);
             return EXIT_OK;
         }
-        if (o[0] != '-') break; /* PROG without "--" */
+        if (o[0] != '-')
+            break; /* PROG without "--" */
         const char **dst = NULL;
         const char *v = NULL;
         if (strcmp(o, "-o") == 0 || strcmp(o, "--output") == 0)
