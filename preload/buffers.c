@@ -8,16 +8,19 @@
  *
  * Wake-ups. The flush thread sleeps on a futex for at most SLEDTRACE_FLUSH_MS. A thread that
  * queues a chunk wakes it (one FUTEX_WAKE syscall, once per chunk at most, only while it sleeps)
- * when half of its pool is queued, or when it has to wait for a free chunk. Every period the flush
- * thread also asks every thread whose chunk holds records to hand it over at its next event (it
- * zeroes the thread's `end`, which sends the next event down the slow path).
+ * when half of its pool is queued, or when it has to wait for a free chunk.
+ *
+ * Periods. Every period the flush thread also writes what each thread has committed in its
+ * current chunk (flush_committed), without involving the thread: an idle or blocked thread's
+ * records reach the file within a period, and a SIGKILL loses at most one period. The rest of
+ * that chunk follows later as a continuation block (write_chunk).
  *
  * Memory ordering:
  *  - queue push: CAS with release on `queue_head`, pairs with the acquire exchange in take_queue();
  *    it publishes the chunk's bytes and `used`.
  *  - chunk state FREE: release store by the flush thread after writing, pairs with the acquire
  *    load in next_chunk() before the owner reuses the memory.
- *  - `pos`: release by the owner (hot.c), acquire in flush_partial() at exit.
+ *  - `pos`: release by the owner (hot.c), acquire in flush_committed() (every period, at exit).
  *  - `running` and `wake_seq`: seq_cst, for the sleep/wake handshake.
  *
  * Exit. str_buffers_finish() (called once, from the exit path) stops the flush thread, then writes
@@ -66,6 +69,7 @@ static uint64_t bytes_written, bytes_lost, chunks_written;
 static _Atomic uint64_t exited_lost_nested, exited_dropped;
 static int write_error;
 static uint64_t tsc0;
+static uint64_t freq_estimate; /* from the flush thread's start-up calibration */
 static struct timespec raw0;
 static uint32_t header_bits;
 static int32_t pid;
@@ -123,14 +127,86 @@ static void write_all(const void *buf, size_t len)
     }
 }
 
-/* Writes a block: its BufferExtents record, then base[16..used). */
-static void write_block(uint8_t *base, size_t used)
+/* TSC after the records in [p, end) of a chunk, starting from `tsc`: function records add their
+ * delta; TSCWrap and NewCPUId set it. Only what the runtime itself writes can be there. */
+static uint64_t tsc_after(const uint8_t *p, const uint8_t *end, uint64_t tsc)
 {
-    if (used <= STR_BLOCK_HEAD)
+    while (p < end) {
+        if (!(p[0] & 1)) {
+            uint32_t d;
+            memcpy(&d, p + 4, 4);
+            tsc += d;
+            p += STF_FUNC_SIZE;
+            continue;
+        }
+        unsigned kind = p[0] >> 1;
+        if (kind == STF_M_TSC_WRAP)
+            memcpy(&tsc, p + 1, 8);
+        else if (kind == STF_M_NEW_CPU)
+            memcpy(&tsc, p + 3, 8);
+        p += STF_META_SIZE;
+    }
+    return tsc;
+}
+
+/* Writes the bytes of chunk `c` (of thread `th`) below `upto` that are not in the file yet. The
+ * first piece is the chunk itself as a block (BufferExtents, its own NewBuffer, Walltime, Pid and
+ * NewCPUId, then records). A later piece gets a header of its own: NewBuffer, a Walltime derived
+ * from the chunk's by the TSC elapsed, Pid, and a NewCPUId carrying the TSC of the last record
+ * already written, so that its first delta applies. */
+static void write_chunk(struct str_thread *th, struct str_chunk *c, size_t upto)
+{
+    uint8_t *base = c->base;
+    if (upto <= STR_BLOCK_HEAD || upto <= c->flushed)
         return;
-    stf_meta_u64(base, STF_M_BUFFER_EXTENTS, used - STF_META_SIZE);
-    write_all(base, used);
+    uint64_t start_tsc;
+    memcpy(&start_tsc, base + 64 + 3, 8); /* the chunk's NewCPUId */
+    if (c->flushed == 0) {
+        stf_meta_u64(base, STF_M_BUFFER_EXTENTS, upto - STF_META_SIZE);
+        write_all(base, upto);
+        c->flushed_tsc = tsc_after(base + STR_BLOCK_HEAD, base + upto, start_tsc);
+    } else {
+        uint8_t h[STR_BLOCK_HEAD];
+        stf_meta_u64(h, STF_M_BUFFER_EXTENTS, STR_BLOCK_HEAD - STF_META_SIZE + upto - c->flushed);
+        stf_meta_new_buffer(h + 16, th->tid);
+        int64_t sec;
+        uint32_t usec;
+        memcpy(&sec, base + 32 + 1, 8);
+        memcpy(&usec, base + 32 + 9, 4);
+        uint64_t us = (uint64_t)sec * 1000000u + usec;
+        if (freq_estimate)
+            us += (c->flushed_tsc - start_tsc) / (freq_estimate / 1000000u);
+        stf_meta_walltime(h + 32, (int64_t)(us / 1000000u), (uint32_t)(us % 1000000u));
+        memcpy(h + 48, base + 48, STF_META_SIZE); /* Pid */
+        uint16_t cpu;
+        memcpy(&cpu, base + 64 + 1, 2);
+        stf_meta_new_cpu(h + 64, cpu, c->flushed_tsc);
+        write_all(h, sizeof h);
+        write_all(base + c->flushed, upto - c->flushed);
+        c->flushed_tsc = tsc_after(base + c->flushed, base + upto, c->flushed_tsc);
+    }
+    c->flushed = upto;
     chunks_written++;
+}
+
+/* Writes what every registered thread has committed in its current chunk, so that an idle or
+ * blocked thread's records reach the file within a period. The owner keeps appending meanwhile:
+ * only bytes below its published pos (acquire, pairing with the release in hot.c) are read. A
+ * thread that just moved to another chunk is caught next time. Adds up side-ring losses. */
+static void flush_committed(uint64_t *lost_nested)
+{
+    pthread_mutex_lock(&registry_lock);
+    for (struct str_thread *th = registry; th; th = th->next) {
+        if (lost_nested)
+            *lost_nested += th->lost_nested;
+        struct str_chunk *c = &th->chunks[atomic_load_explicit(&th->cur, memory_order_relaxed)];
+        uintptr_t pos = atomic_load_explicit(&th->cursor->pos, memory_order_acquire);
+        uintptr_t base = (uintptr_t)c->base;
+        if (atomic_load_explicit(&c->state, memory_order_relaxed) == STR_FILLING && pos > base &&
+            pos <= base + str_cfg.chunk_size)
+            write_chunk(th, c, pos - base);
+    }
+    pthread_mutex_unlock(&registry_lock);
 }
 
 static void free_thread(struct str_thread *th)
@@ -157,7 +233,8 @@ static void write_queue(void)
     for (struct str_chunk *c = take_queue(); c;) {
         struct str_chunk *next = c->next;
         struct str_thread *th = c->owner;
-        write_block(c->base, c->used);
+        write_chunk(th, c, c->used);
+        c->flushed = 0;
         if (c->final) {
             free_thread(th);
         } else {
@@ -200,18 +277,6 @@ static uint64_t calibrate(unsigned min_ms)
     return (uint64_t)((u128)(tsc - tsc0) * 1000000000u / ns);
 }
 
-/* Asks every thread whose chunk holds records to hand it over at its next event. */
-static void request_rotation(void)
-{
-    pthread_mutex_lock(&registry_lock);
-    /* Only pos is read here: the owner's chunk index is its own. A thread whose chunk turns out
-     * empty just restarts its block, once per period. */
-    for (struct str_thread *th = registry; th; th = th->next)
-        if (atomic_load_explicit(&th->cursor->pos, memory_order_relaxed) != 0)
-            atomic_store_explicit(&th->cursor->end, 0, memory_order_relaxed);
-    pthread_mutex_unlock(&registry_lock);
-}
-
 /* True when the flush thread is the only one left: the main thread called pthread_exit (it stays
  * a zombie, still counted in Threads:) and every other thread has exited. glibc would then call
  * exit(0) as the last thread ends; it can only do so once this thread ends too. */
@@ -248,7 +313,8 @@ static int fork_activate(void);
 static void *flush_main(void *arg)
 {
     (void)arg;
-    write_header(calibrate(5));
+    freq_estimate = calibrate(5);
+    write_header(freq_estimate);
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);
     uint64_t period = str_cfg.flush_ms * 1000000ull;
@@ -259,7 +325,7 @@ static void *flush_main(void *arg)
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
         if (ns_of(&now) >= deadline) {
-            request_rotation();
+            flush_committed(NULL);
             deadline = ns_of(&now) + period;
             int expect = ST_ACTIVE;
             if (only_thread_left() &&
@@ -288,7 +354,7 @@ static void *flush_main(void *arg)
 
 static void start_block(struct str_cursor *cur, struct str_thread *th, uint64_t tsc)
 {
-    struct str_chunk *c = &th->chunks[th->cur];
+    struct str_chunk *c = &th->chunks[atomic_load_explicit(&th->cur, memory_order_relaxed)];
     uint8_t *p = c->base;
     struct timespec wall;
     clock_gettime(CLOCK_REALTIME, &wall);
@@ -348,7 +414,7 @@ static void push(struct str_chunk *c)
 /* Hands the current chunk over if it holds records. */
 static void hand_over(struct str_thread *th, int final)
 {
-    struct str_chunk *c = &th->chunks[th->cur];
+    struct str_chunk *c = &th->chunks[atomic_load_explicit(&th->cur, memory_order_relaxed)];
     uintptr_t pos = atomic_load_explicit(&str_cursor.pos, memory_order_relaxed);
     c->used = pos ? pos - (uintptr_t)c->base : 0;
     c->final = final;
@@ -364,7 +430,7 @@ static void hand_over(struct str_thread *th, int final)
 /* Waits (lossless) until the next chunk is free; 0 if tracing stopped meanwhile. */
 static int next_chunk(struct str_thread *th)
 {
-    unsigned next = (th->cur + 1) % th->nchunks;
+    unsigned next = (atomic_load_explicit(&th->cur, memory_order_relaxed) + 1) % th->nchunks;
     struct str_chunk *c = &th->chunks[next];
     int woke = 0;
     while (atomic_load_explicit(&c->state, memory_order_acquire) != STR_FREE) {
@@ -377,7 +443,7 @@ static int next_chunk(struct str_thread *th)
         struct timespec ts = {0, 50000};
         nanosleep(&ts, NULL);
     }
-    th->cur = next;
+    atomic_store_explicit(&th->cur, next, memory_order_relaxed);
     return 1;
 }
 
@@ -403,7 +469,8 @@ void str_refill(void *arg)
         return;
     }
     uintptr_t pos = atomic_load_explicit(&cur->pos, memory_order_relaxed);
-    if (pos > (uintptr_t)th->chunks[th->cur].base + STR_BLOCK_HEAD) {
+    if (pos > (uintptr_t)th->chunks[atomic_load_explicit(&th->cur, memory_order_relaxed)].base +
+                  STR_BLOCK_HEAD) {
         hand_over(th, 0);
         if (!next_chunk(th))
             goto drop;
@@ -557,11 +624,13 @@ void str_fork_child(void)
     if (me) {
         me->next = NULL;
         me->tid = (int32_t)syscall(SYS_gettid);
-        me->cur = 0;
+        atomic_store_explicit(&me->cur, 0, memory_order_relaxed);
         me->lost_nested = 0;
         atomic_store_explicit(&me->queued, 0, memory_order_relaxed);
-        for (unsigned i = 0; i < me->nchunks; i++)
+        for (unsigned i = 0; i < me->nchunks; i++) {
             atomic_store_explicit(&me->chunks[i].state, STR_FREE, memory_order_relaxed);
+            me->chunks[i].flushed = 0;
+        }
     }
     pid = (int32_t)getpid();
     atomic_store_explicit(&state, ST_FORKED, memory_order_release);
@@ -581,21 +650,6 @@ static int fork_activate(void)
     if (fd < 0 || begin_file(fd, path, spath) != 0 || start_flusher() != 0)
         return ST_OFF;
     return ST_ACTIVE;
-}
-
-/* Writes the committed part of every registered thread's current chunk; adds up their losses. */
-static void flush_partial(uint64_t *lost_nested)
-{
-    pthread_mutex_lock(&registry_lock);
-    for (struct str_thread *th = registry; th; th = th->next) {
-        *lost_nested += th->lost_nested;
-        struct str_chunk *c = &th->chunks[th->cur];
-        uintptr_t pos = atomic_load_explicit(&th->cursor->pos, memory_order_acquire);
-        if (pos > (uintptr_t)c->base && pos <= (uintptr_t)c->base + str_cfg.chunk_size &&
-            atomic_load_explicit(&c->state, memory_order_relaxed) == STR_FILLING)
-            write_block(c->base, pos - (uintptr_t)c->base);
-    }
-    pthread_mutex_unlock(&registry_lock);
 }
 
 void str_buffers_finish(void)
@@ -624,7 +678,7 @@ static void final_flush(void)
     uint64_t lost_nested = atomic_load_explicit(&exited_lost_nested, memory_order_relaxed);
     uint64_t dropped = t->dropped + atomic_load_explicit(&exited_dropped, memory_order_relaxed);
     write_queue();
-    flush_partial(&lost_nested);
+    flush_committed(&lost_nested);
     write_queue();
     atomic_store_explicit(&state, ST_DONE, memory_order_seq_cst);
     if (chunks_written == 0 && !write_error) {

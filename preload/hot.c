@@ -29,8 +29,8 @@
  * many nested events arrive: a lossless wait for the flush thread, or a stall on a slow page
  * (thread memory is populated up front to avoid those).
  *  - Memory ordering: `pos` is stored with release by the owner, pairing with the acquire load in
- *    the final flush (buffers.c), which writes out only bytes below it. `end` may be zeroed by the
- *    flush thread (relaxed: a request to rotate; a lost race costs one period).
+ *    flush_committed (buffers.c), which writes out only bytes below it. Nothing else here is
+ *    shared with another thread.
  */
 #include "str.h"
 #include "stp.h"

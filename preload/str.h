@@ -55,11 +55,15 @@ struct str_chunk {
     size_t used;       /* bytes, set by the owner before queueing */
     _Atomic int state; /* enum str_chunk_state */
     int final;         /* last chunk of an exiting thread: the flusher frees the thread */
+    /* Flush thread only: how much of this chunk is already in the file (0: nothing, not even
+     * its header) and the TSC of the last record written, the base of a continuation block. */
+    size_t flushed;
+    uint64_t flushed_tsc;
 };
 
 /* Per-thread state in initial-exec TLS: the recording cursor (hot, read and written on every
- * event) and the rest. Only the owning thread writes them, except that the flush thread may store
- * 0 into the cursor's `end` (a rotation request) and reads its `pos`. */
+ * event) and the rest. Only the owning thread writes them; the flush thread reads the cursor's
+ * `pos`. */
 struct str_cursor {
     _Atomic uintptr_t pos;   /* next free byte; 0 only together with end == 0 */
     _Atomic uintptr_t end;   /* end of the writable area; 0 forces the slow path */
@@ -93,9 +97,8 @@ struct str_thread {
 
 /* ---- buffers.c ---- */
 /* Slow path of the hot path: called (through stp_call_preserving_fpu, with a pointer to the
- * event's TSC, which becomes the new block's NewCPUId time) when the current chunk has no room,
- * is missing, or a rotation was requested. On return the cursor's pos/end describe a chunk with
- * room, or pos is 0 (drop). */
+ * event's TSC, which becomes the new block's NewCPUId time) when the current chunk has no room
+ * or is missing. On return the cursor's pos/end describe a chunk with room, or pos is 0 (drop). */
 STR_HIDDEN void str_refill(void *tsc);
 STR_HIDDEN int str_buffers_start(int fd, const char *trace_path, const char *syms_path);
 STR_HIDDEN void str_fork_prepare(void);
