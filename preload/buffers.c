@@ -100,17 +100,20 @@ static int fd_still_ours(void)
            st.st_ino == trace_st.st_ino;
 }
 
-static void write_all(const void *buf, size_t len)
+/* Appends len bytes; returns 0, or -1 after the first failure (sticky: later writes are only
+ * counted as lost). bytes_written is the file size: the runtime only appends (and rewrites the
+ * header in place). */
+static int write_all(const void *buf, size_t len)
 {
     const uint8_t *p = buf;
     if (write_error) {
         bytes_lost += len;
-        return;
+        return -1;
     }
     if (!fd_still_ours()) {
         write_error = EBADF;
         bytes_lost += len;
-        return;
+        return -1;
     }
     while (len > 0) {
         ssize_t n = write(trace_fd, p, len);
@@ -119,12 +122,27 @@ static void write_all(const void *buf, size_t len)
         if (n <= 0) {
             write_error = n < 0 ? errno : EIO;
             bytes_lost += len;
-            return;
+            return -1;
         }
         p += n;
         len -= (size_t)n;
         bytes_written += (uint64_t)n;
     }
+    return 0;
+}
+
+/* Writes one block from two pieces. A block that cannot be written whole (disk full, file size
+ * limit) is cut off again, so the file always ends on a block boundary and stays readable. */
+static int write_block(const void *a, size_t alen, const void *b, size_t blen)
+{
+    uint64_t start = bytes_written;
+    if (write_all(a, alen) == 0 && (blen == 0 || write_all(b, blen) == 0))
+        return 0;
+    if (bytes_written > start && ftruncate(trace_fd, (off_t)start) == 0) {
+        bytes_lost += bytes_written - start;
+        bytes_written = start;
+    }
+    return -1;
 }
 
 /* TSC after the records in [p, end) of a chunk, starting from `tsc`: function records add their
@@ -163,7 +181,7 @@ static void write_chunk(struct str_thread *th, struct str_chunk *c, size_t upto)
     memcpy(&start_tsc, base + 64 + 3, 8); /* the chunk's NewCPUId */
     if (c->flushed == 0) {
         stf_meta_u64(base, STF_M_BUFFER_EXTENTS, upto - STF_META_SIZE);
-        write_all(base, upto);
+        write_block(base, upto, NULL, 0);
         c->flushed_tsc = tsc_after(base + STR_BLOCK_HEAD, base + upto, start_tsc);
     } else {
         uint8_t h[STR_BLOCK_HEAD];
@@ -181,8 +199,7 @@ static void write_chunk(struct str_thread *th, struct str_chunk *c, size_t upto)
         uint16_t cpu;
         memcpy(&cpu, base + 64 + 1, 2);
         stf_meta_new_cpu(h + 64, cpu, c->flushed_tsc);
-        write_all(h, sizeof h);
-        write_all(base + c->flushed, upto - c->flushed);
+        write_block(h, sizeof h, base + c->flushed, upto - c->flushed);
         c->flushed_tsc = tsc_after(base + c->flushed, base + upto, c->flushed_tsc);
     }
     c->flushed = upto;
@@ -308,6 +325,7 @@ static int only_thread_left(void)
 }
 
 static void final_flush(void);
+static void final_flush_writes(void);
 static int fork_activate(void);
 
 static void *flush_main(void *arg)
@@ -670,9 +688,48 @@ void str_buffers_finish(void)
     final_flush();
 }
 
+/* The final flush runs in one of the program's threads (exit, _exit, exec). A write past a file
+ * size limit must not kill the program with SIGXFSZ there: the signal is blocked around the
+ * writes, and one that they raised (none was pending before) is consumed. */
+struct xfsz_guard {
+    sigset_t old;
+    int was_pending;
+};
+
+static void xfsz_block(struct xfsz_guard *g)
+{
+    sigset_t s, pend;
+    sigemptyset(&s);
+    sigaddset(&s, SIGXFSZ);
+    pthread_sigmask(SIG_BLOCK, &s, &g->old);
+    sigpending(&pend);
+    g->was_pending = sigismember(&pend, SIGXFSZ);
+}
+
+static void xfsz_unblock(struct xfsz_guard *g)
+{
+    sigset_t s, pend;
+    sigemptyset(&s);
+    sigaddset(&s, SIGXFSZ);
+    sigpending(&pend);
+    if (!g->was_pending && sigismember(&pend, SIGXFSZ)) {
+        struct timespec zero = {0, 0};
+        sigtimedwait(&s, NULL, &zero);
+    }
+    pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+}
+
 /* Writes everything left and finalises the file. The flush thread is not running (or is the
  * caller); the state is ST_STOPPING. */
 static void final_flush(void)
+{
+    struct xfsz_guard g;
+    xfsz_block(&g);
+    final_flush_writes();
+    xfsz_unblock(&g);
+}
+
+static void final_flush_writes(void)
 {
     struct str_tls *t = &str_tls;
     uint64_t lost_nested = atomic_load_explicit(&exited_lost_nested, memory_order_relaxed);
