@@ -256,6 +256,8 @@ VARIANTS(errprog, .status = 7, .llvm = 1, .env = {"SLEDTRACE_BUFFER_KB=4"})
 
 THREAD_VARIANTS(threads2, "2", .status = 0)
 THREAD_VARIANTS(threads8, "8", .status = 0)
+/* 64 workers, all alive at once (threads.c releases them together from a barrier). */
+THREAD_VARIANTS(threads64, "64", .status = 0)
 
 /* Small chunks: every thread crosses many chunk boundaries and competes for the flusher. */
 Test(stress, threads8_small_buffers)
@@ -268,6 +270,13 @@ Test(stress, threads8_small_buffers_few_chunks)
 {
     check_program(BIN("threads-nopie-nort"),
                   &(struct opts){.arg = "8",
+                                 .env = {"SLEDTRACE_BUFFER_KB=4", "SLEDTRACE_BUFFERS=2"}});
+}
+
+Test(stress, threads64_small_buffers_few_chunks)
+{
+    check_program(BIN("threads-pie-rt"),
+                  &(struct opts){.arg = "64",
                                  .env = {"SLEDTRACE_BUFFER_KB=4", "SLEDTRACE_BUFFERS=2"}});
 }
 
