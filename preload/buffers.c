@@ -74,6 +74,31 @@ static struct timespec raw0;
 static uint32_t header_bits;
 static int32_t pid;
 
+/* One writer of the file at a time: the flush thread, the final flush, or the crash path.
+ * Taken with an acquire CAS, given back with a release store that pairs with the next taker's
+ * acquire (the file offset and the counters pass between them). The crash path waits for it a
+ * bounded time and never gives it back: the process is about to die. */
+static _Atomic int writer;
+
+static int writer_take_for(unsigned ms)
+{
+    for (unsigned waited = 0;; waited++) {
+        int expect = 0;
+        if (atomic_compare_exchange_weak_explicit(&writer, &expect, 1, memory_order_acquire,
+                                                  memory_order_relaxed))
+            return 1;
+        if (ms && waited >= ms * 10)
+            return 0;
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static void writer_give(void)
+{
+    atomic_store_explicit(&writer, 0, memory_order_release);
+}
+
 static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts)
 {
     return syscall(SYS_futex, addr, op, val, ts, NULL, 0);
@@ -210,9 +235,8 @@ static void write_chunk(struct str_thread *th, struct str_chunk *c, size_t upto)
  * blocked thread's records reach the file within a period. The owner keeps appending meanwhile:
  * only bytes below its published pos (acquire, pairing with the release in hot.c) are read. A
  * thread that just moved to another chunk is caught next time. Adds up side-ring losses. */
-static void flush_committed(uint64_t *lost_nested)
+static void flush_committed_locked(uint64_t *lost_nested)
 {
-    pthread_mutex_lock(&registry_lock);
     for (struct str_thread *th = registry; th; th = th->next) {
         if (lost_nested)
             *lost_nested += th->lost_nested;
@@ -223,6 +247,12 @@ static void flush_committed(uint64_t *lost_nested)
             pos <= base + str_cfg.chunk_size)
             write_chunk(th, c, pos - base);
     }
+}
+
+static void flush_committed(uint64_t *lost_nested)
+{
+    pthread_mutex_lock(&registry_lock);
+    flush_committed_locked(lost_nested);
     pthread_mutex_unlock(&registry_lock);
 }
 
@@ -290,6 +320,8 @@ static uint64_t calibrate(unsigned min_ms)
     uint64_t b = str_rdtsc();
     uint64_t tsc = a + (b - a) / 2;
     uint64_t ns = ns_of(&now) - ns_of(&raw0);
+    if (ns == 0 || tsc <= tsc0)
+        return freq_estimate;
     __extension__ typedef unsigned __int128 u128;
     return (uint64_t)((u128)(tsc - tsc0) * 1000000000u / ns);
 }
@@ -339,11 +371,19 @@ static void *flush_main(void *arg)
     uint64_t deadline = ns_of(&next) + period;
     while (atomic_load_explicit(&state, memory_order_seq_cst) == ST_ACTIVE) {
         uint32_t seq = atomic_load_explicit(&wake_seq, memory_order_seq_cst);
+        writer_take_for(0);
+        if (atomic_load_explicit(&state, memory_order_seq_cst) != ST_ACTIVE) {
+            writer_give();
+            break;
+        }
         write_queue();
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
-        if (ns_of(&now) >= deadline) {
+        int period_due = ns_of(&now) >= deadline;
+        if (period_due)
             flush_committed(NULL);
+        writer_give();
+        if (period_due) {
             deadline = ns_of(&now) + period;
             int expect = ST_ACTIVE;
             if (only_thread_left() &&
@@ -725,7 +765,36 @@ static void final_flush(void)
 {
     struct xfsz_guard g;
     xfsz_block(&g);
+    writer_take_for(0);
     final_flush_writes();
+    writer_give();
+    xfsz_unblock(&g);
+}
+
+/* A fatal signal is about to end the process (signals.c). Async-signal-safe: no lock is waited
+ * for (the registry is only tried: the crashing thread may hold it), no thread is joined, nothing
+ * is allocated or logged. Everything queued and every thread's committed records are written,
+ * and the header gets the frequency calibrated so far. */
+void str_crash_flush(void)
+{
+    if ((int32_t)getpid() != pid)
+        return;
+    int expect = ST_ACTIVE;
+    if (!atomic_compare_exchange_strong_explicit(&state, &expect, ST_STOPPING, memory_order_seq_cst,
+                                                 memory_order_seq_cst))
+        return;
+    if (!writer_take_for(1000))
+        return;
+    struct xfsz_guard g;
+    xfsz_block(&g);
+    write_queue();
+    if (pthread_mutex_trylock(&registry_lock) == 0) {
+        flush_committed_locked(NULL);
+        pthread_mutex_unlock(&registry_lock);
+    }
+    write_queue();
+    write_header(calibrate(0));
+    atomic_store_explicit(&state, ST_DONE, memory_order_seq_cst);
     xfsz_unblock(&g);
 }
 

@@ -33,6 +33,8 @@ static void finish_before(const char *what)
 {
     int saved = errno;
     str_buffers_finish();
+    if (strncmp(what, "exec", 4) == 0 || strcmp(what, "fexecve") == 0)
+        str_signals_before_exec();
     str_log(STR_DEBUG, "trace completed before %s", what);
     errno = saved;
 }

@@ -219,6 +219,7 @@ static void start(void)
     }
     pthread_atfork(str_fork_prepare, str_fork_parent, str_fork_child);
     at_quick_exit(str_buffers_finish);
+    str_signals_install();
 
     struct stp_targets t = {{0}};
     t.fn[STP_ENTRY] = stp_tramp_entry;

@@ -109,6 +109,10 @@ STR_HIDDEN void str_fork_child(void);
 STR_HIDDEN int str_open_outputs(char *trace_path, size_t tlen, char *syms_path, size_t slen);
 STR_HIDDEN void str_buffers_finish(void);
 STR_HIDDEN void str_thread_exit(void *th);
+STR_HIDDEN void str_crash_flush(void);
+/* signals.c */
+STR_HIDDEN void str_signals_install(void);
+STR_HIDDEN void str_signals_before_exec(void);
 STR_HIDDEN void str_drain_side(void);
 STR_HIDDEN uint64_t str_rdtsc(void);
 

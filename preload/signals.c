@@ -1,0 +1,143 @@
+/* Fatal signals: the trace is completed before the program dies of one.
+ *
+ * At start-up the runtime installs its own handler for SIGSEGV, SIGBUS, SIGFPE, SIGILL and
+ * SIGABRT (SA_SIGINFO | SA_ONSTACK, so that a program with an alternate stack for stack overflows
+ * keeps it). The program never sees this: sigaction and signal are interposed for those five
+ * signals and keep the program's own disposition in `app`, which they report and update exactly
+ * as the kernel would; other signals pass straight through. Before an exec the program's
+ * dispositions are put back for real (an ignored signal stays ignored across exec).
+ *
+ * When one of the signals arrives:
+ *  - the program has a handler: it is called as the kernel would have called it (its sa_mask
+ *    added, SA_RESETHAND honoured, the one- or three-argument form), and nothing else happens.
+ *    A program that recovers (a JIT's guard page) pays nothing; one that then dies by exit,
+ *    _exit or the default action gets its trace completed on that path.
+ *  - the disposition is the default, or ignored for a fault the kernel raised (which the kernel
+ *    would not ignore either): the trace is completed (str_crash_flush, async-signal-safe), the
+ *    real disposition is set to SIG_DFL, and the signal takes its course: a fault re-executes the
+ *    faulting instruction on return and dies of it with the same si_code and core behaviour; a
+ *    signal that was sent (kill, raise, abort) is raised again and is delivered when the handler
+ *    returns. Either way the program dies as it would have without sledtrace.
+ *  - ignored, and sent rather than raised by a fault: nothing happens, as without sledtrace.
+ *
+ * errno is preserved around everything. The `app` table is written by sigaction/signal calls and
+ * read by the handler; a program that changes a disposition while the same signal is being
+ * delivered on another thread has a race without sledtrace too.
+ */
+#include "str.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+
+#define STR_EXPORT __attribute__((visibility("default")))
+
+static const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+enum { NFATAL = sizeof fatal / sizeof fatal[0] };
+
+static struct sigaction app[NSIG];
+static int hooked[NSIG];
+
+typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+static sigaction_fn real_sigaction;
+
+static int real(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    if (!real_sigaction)
+        *(void **)&real_sigaction = dlsym(RTLD_NEXT, "sigaction");
+    return real_sigaction(sig, act, old);
+}
+
+static void on_fatal(int sig, siginfo_t *si, void *uc)
+{
+    int saved = errno;
+    struct sigaction a = app[sig];
+    int raised_by_fault = si && si->si_code > 0;
+    if (a.sa_handler != SIG_DFL && a.sa_handler != SIG_IGN) {
+        sigset_t old;
+        pthread_sigmask(SIG_BLOCK, &a.sa_mask, &old);
+        if (a.sa_flags & SA_RESETHAND) {
+            memset(&app[sig], 0, sizeof app[sig]);
+            app[sig].sa_handler = SIG_DFL;
+        }
+        errno = saved;
+        if (a.sa_flags & SA_SIGINFO)
+            a.sa_sigaction(sig, si, uc);
+        else
+            a.sa_handler(sig);
+        saved = errno;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        errno = saved;
+        return;
+    }
+    if (a.sa_handler == SIG_IGN && !raised_by_fault) {
+        errno = saved;
+        return;
+    }
+    str_crash_flush();
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    real(sig, &dfl, NULL);
+    if (!raised_by_fault)
+        raise(sig); /* pending until this handler returns, then the default action */
+    errno = saved;
+}
+
+void str_signals_install(void)
+{
+    for (int i = 0; i < NFATAL; i++) {
+        int sig = fatal[i];
+        struct sigaction ours;
+        memset(&ours, 0, sizeof ours);
+        ours.sa_sigaction = on_fatal;
+        ours.sa_flags = SA_SIGINFO | SA_ONSTACK;
+        sigemptyset(&ours.sa_mask);
+        if (real(sig, NULL, &app[sig]) == 0 && real(sig, &ours, NULL) == 0)
+            hooked[sig] = 1;
+        else
+            str_log(STR_WARN, "cannot watch signal %d (%s); a crash on it loses the trace's tail",
+                    sig, strerror(errno));
+    }
+}
+
+void str_signals_before_exec(void)
+{
+    for (int i = 0; i < NFATAL; i++)
+        if (hooked[fatal[i]])
+            real(fatal[i], &app[fatal[i]], NULL);
+}
+
+STR_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    if (sig <= 0 || sig >= NSIG || !hooked[sig])
+        return real(sig, act, old);
+    struct sigaction prev = app[sig];
+    if (act)
+        app[sig] = *act;
+    if (old)
+        *old = prev;
+    return 0;
+}
+
+typedef __sighandler_t (*signal_fn)(int, __sighandler_t);
+
+STR_EXPORT __sighandler_t signal(int sig, __sighandler_t handler)
+{
+    if (sig <= 0 || sig >= NSIG || !hooked[sig]) {
+        static signal_fn real_signal;
+        if (!real_signal)
+            *(void **)&real_signal = dlsym(RTLD_NEXT, "signal");
+        return real_signal(sig, handler);
+    }
+    /* What glibc's signal() asks for: BSD semantics, the signal itself blocked in its handler. */
+    __sighandler_t prev = app[sig].sa_handler;
+    memset(&app[sig], 0, sizeof app[sig]);
+    app[sig].sa_handler = handler;
+    sigemptyset(&app[sig].sa_mask);
+    sigaddset(&app[sig].sa_mask, sig);
+    app[sig].sa_flags = SA_RESTART;
+    return prev;
+}

@@ -1,0 +1,69 @@
+/* Crashes: the program dies exactly as it would without sledtrace (same wait status, core flag
+ * included, same stdout and stderr) and its trace holds every call it made (crash.c says how each
+ * case dies). Core files are disabled in both runs, so that the comparison does not depend on the
+ * machine's core settings. */
+#include <criterion/criterion.h>
+
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+#include "e2e.h"
+
+#define BIN(name) E2E_DIR "/" name
+
+static void no_core(void *ctx)
+{
+    (void)ctx;
+    struct rlimit rl = {0, 0};
+    setrlimit(RLIMIT_CORE, &rl);
+}
+
+static void check_crash(const char *bin, const char *how, int want_signal, int want_exit)
+{
+    char work[PATH_MAX], out[PATH_MAX], trace[PATH_MAX];
+    e2e_workdir(work, sizeof work);
+    snprintf(out, sizeof out, "%s/out", work);
+    struct e2e_spec base = {.prog = bin, .argv1 = how, .pre_exec = no_core};
+    struct e2e_spec traced = {
+        .prog = bin, .argv1 = how, .preload = 1, .outdir = out, .pre_exec = no_core};
+    struct e2e_run b, t;
+    e2e_run(work, &base, &b);
+    e2e_run(work, &traced, &t);
+    if (want_signal)
+        cr_assert(WIFSIGNALED(b.status) && WTERMSIG(b.status) == want_signal,
+                  "%s: untraced status %#x", how, b.status);
+    else
+        cr_assert(WIFEXITED(b.status) && WEXITSTATUS(b.status) == want_exit,
+                  "%s: untraced status %#x", how, b.status);
+    cr_assert_eq(t.status, b.status, "%s: wait status %#x under the preload, %#x without", how,
+                 t.status, b.status);
+    cr_assert_str_eq(t.out, b.out, "%s: stdout differs", how);
+    cr_assert_str_eq(t.err, b.err, "%s: stderr differs", how);
+
+    struct e2e_expect e;
+    e2e_parse_expect(t.out, &e);
+    struct e2e_trace tr;
+    e2e_trace_path(trace, sizeof trace, out, bin, t.pid, "fdr");
+    e2e_read_trace(trace, &tr);
+    e2e_check_trace(&tr, &e, how);
+    e2e_run_free(&b);
+    e2e_run_free(&t);
+    e2e_rmtree(work);
+}
+
+#define CRASH(how, sig, code)                                                                      \
+    Test(crash, how##_pie) { check_crash(BIN("crash-pie-nort"), #how, sig, code); }                \
+    Test(crash, how##_nopie_xray_runtime) { check_crash(BIN("crash-nopie-rt"), #how, sig, code); }
+
+CRASH(segv, SIGSEGV, 0)
+CRASH(bus, SIGBUS, 0)
+CRASH(fpe, SIGFPE, 0)
+CRASH(ill, SIGILL, 0)
+CRASH(abort, SIGABRT, 0)
+CRASH(assert, SIGABRT, 0)
+CRASH(raise, SIGSEGV, 0)
+CRASH(handler, 0, 3)
+CRASH(signal, 0, 3)
