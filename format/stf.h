@@ -159,6 +159,30 @@ static inline void stf_meta_typed_event(uint8_t p[STF_META_SIZE], int32_t size, 
     stf_put16(p + 9, type);
 }
 
+/* Loss marker: where the runtime dropped events (discard policy), it starts the thread's next
+ * block with a v5 CustomEventMarker whose payload is STF_LOSS_MAGIC, NUL-padded to 16 bytes,
+ * then the number of events lost there as a little-endian u64. llvm-xray reads it as an ordinary
+ * custom event; sledtrace's tools show it and never join call stacks across it. */
+#define STF_LOSS_MAGIC "sledtrace:lost"
+enum { STF_LOSS_PAYLOAD = 24, STF_LOSS_SIZE = STF_META_SIZE + STF_LOSS_PAYLOAD };
+
+static inline void stf_encode_loss(uint8_t p[STF_LOSS_SIZE], uint64_t lost)
+{
+    stf_meta_custom_event(p, STF_LOSS_PAYLOAD, 0);
+    memset(p + STF_META_SIZE, 0, 16);
+    memcpy(p + STF_META_SIZE, STF_LOSS_MAGIC, sizeof STF_LOSS_MAGIC - 1);
+    stf_put64(p + STF_META_SIZE + 16, lost);
+}
+
+/* If payload[0..len) is a loss marker's, stores the count and returns 1. */
+static inline int stf_decode_loss(const uint8_t *payload, size_t len, uint64_t *lost)
+{
+    if (len != STF_LOSS_PAYLOAD || memcmp(payload, STF_LOSS_MAGIC, sizeof STF_LOSS_MAGIC) != 0)
+        return 0;
+    memcpy(lost, payload + 16, 8);
+    return 1;
+}
+
 /* ---- reader side ------------------------------------------------------------------------- */
 /* Implemented in format/reader.c and format/syms.c; used by the tools, never by the runtime.
  * Hidden visibility (static library): nothing here is exported from the runtime .so.

@@ -66,7 +66,7 @@ static struct stat trace_st;
 static uint64_t bytes_written, bytes_lost, chunks_written;
 /* Events lost by exited threads: side-ring overflows and events that found no buffer. Added to
  * at thread exit, read at the final flush. */
-static _Atomic uint64_t exited_lost_nested, exited_dropped;
+static _Atomic uint64_t exited_lost_nested, exited_dropped, exited_discarded;
 static int write_error;
 static uint64_t tsc0;
 static uint64_t freq_estimate; /* from the flush thread's start-up calibration */
@@ -235,11 +235,37 @@ static void write_chunk(struct str_thread *th, struct str_chunk *c, size_t upto)
  * blocked thread's records reach the file within a period. The owner keeps appending meanwhile:
  * only bytes below its published pos (acquire, pairing with the release in hot.c) are read. A
  * thread that just moved to another chunk is caught next time. Adds up side-ring losses. */
-static void flush_committed_locked(uint64_t *lost_nested)
+/* At the end, a thread still inside a gap (discard policy) gets a block of its own holding just
+ * the loss marker, so the trace says where its records stop. */
+static void write_gap_block(struct str_thread *th)
+{
+    uint8_t b[STR_BLOCK_HEAD + STF_LOSS_SIZE];
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    stf_meta_u64(b, STF_M_BUFFER_EXTENTS, sizeof b - STF_META_SIZE);
+    stf_meta_new_buffer(b + 16, th->tid);
+    stf_meta_walltime(b + 32, wall.tv_sec, (uint32_t)(wall.tv_nsec / 1000));
+    stf_meta_pid(b + 48, pid);
+    stf_meta_new_cpu(b + 64, 0, str_rdtsc());
+    stf_encode_loss(b + STR_BLOCK_HEAD, th->gap);
+    write_block(b, sizeof b, NULL, 0);
+    chunks_written++;
+}
+
+/* Final flush only: losses to report. */
+struct losses {
+    uint64_t lost_nested, discarded;
+};
+
+static void flush_committed_locked(struct losses *final)
 {
     for (struct str_thread *th = registry; th; th = th->next) {
-        if (lost_nested)
-            *lost_nested += th->lost_nested;
+        if (final) {
+            final->lost_nested += th->lost_nested;
+            final->discarded += th->discarded + th->gap;
+            if (th->dropping && th->gap)
+                write_gap_block(th);
+        }
         struct str_chunk *c = &th->chunks[atomic_load_explicit(&th->cur, memory_order_relaxed)];
         uintptr_t pos = atomic_load_explicit(&th->cursor->pos, memory_order_acquire);
         uintptr_t base = (uintptr_t)c->base;
@@ -249,10 +275,10 @@ static void flush_committed_locked(uint64_t *lost_nested)
     }
 }
 
-static void flush_committed(uint64_t *lost_nested)
+static void flush_committed(struct losses *final)
 {
     pthread_mutex_lock(&registry_lock);
-    flush_committed_locked(lost_nested);
+    flush_committed_locked(final);
     pthread_mutex_unlock(&registry_lock);
 }
 
@@ -363,8 +389,7 @@ static int fork_activate(void);
 static void *flush_main(void *arg)
 {
     (void)arg;
-    freq_estimate = calibrate(5);
-    write_header(freq_estimate);
+    int calibrated = 0; /* the header's first frequency: once 5 ms have passed, never waited for */
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);
     uint64_t period = str_cfg.flush_ms * 1000000ull;
@@ -379,6 +404,15 @@ static void *flush_main(void *arg)
         write_queue();
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
+        if (!calibrated) {
+            struct timespec raw;
+            clock_gettime(CLOCK_MONOTONIC_RAW, &raw);
+            if (ns_of(&raw) - ns_of(&raw0) >= 5000000u) {
+                freq_estimate = calibrate(0);
+                write_header(freq_estimate);
+                calibrated = 1;
+            }
+        }
         int period_due = ns_of(&now) >= deadline;
         if (period_due)
             flush_committed(NULL);
@@ -398,6 +432,8 @@ static void *flush_main(void *arg)
         uint64_t left = deadline - ns_of(&now);
         if (left > period)
             left = period;
+        if (!calibrated && left > 5000000u)
+            left = 5000000u;
         struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
         atomic_store_explicit(&flusher_sleeping, 1, memory_order_seq_cst);
         if (atomic_load_explicit(&queue_head, memory_order_seq_cst) == NULL &&
@@ -486,7 +522,9 @@ static void hand_over(struct str_thread *th, int final)
 }
 
 /* Waits (lossless) until the next chunk is free; 0 if tracing stopped meanwhile. */
-static int next_chunk(struct str_thread *th)
+/* Moves to the thread's next chunk once it is free. Lossless: waits for it (waking the flush
+ * thread). Discard: does not wait. Returns 0 if it could not (not free, or tracing stopped). */
+static int next_chunk(struct str_thread *th, int wait)
 {
     unsigned next = (atomic_load_explicit(&th->cur, memory_order_relaxed) + 1) % th->nchunks;
     struct str_chunk *c = &th->chunks[next];
@@ -498,11 +536,24 @@ static int next_chunk(struct str_thread *th)
             wake_flusher();
             woke = 1;
         }
+        if (!wait)
+            return 0;
         struct timespec ts = {0, 50000};
         nanosleep(&ts, NULL);
     }
     atomic_store_explicit(&th->cur, next, memory_order_relaxed);
     return 1;
+}
+
+/* Discard policy: the thread has a chunk again; its block starts with the loss marker. */
+static void end_gap(struct str_cursor *cur, struct str_thread *th)
+{
+    uintptr_t pos = atomic_load_explicit(&cur->pos, memory_order_relaxed);
+    stf_encode_loss((uint8_t *)pos, th->gap);
+    th->discarded += th->gap;
+    th->gap = 0;
+    th->dropping = 0;
+    atomic_store_explicit(&cur->pos, pos + STF_LOSS_SIZE, memory_order_release);
 }
 
 void str_refill(void *arg)
@@ -526,12 +577,25 @@ void str_refill(void *arg)
         errno = saved;
         return;
     }
+    if (th->dropping) {
+        /* In a gap (discard policy): its chunk was handed over when the gap began. */
+        if (!next_chunk(th, 0))
+            goto drop;
+        start_block(cur, th, tsc);
+        end_gap(cur, th);
+        errno = saved;
+        return;
+    }
     uintptr_t pos = atomic_load_explicit(&cur->pos, memory_order_relaxed);
     if (pos > (uintptr_t)th->chunks[atomic_load_explicit(&th->cur, memory_order_relaxed)].base +
                   STR_BLOCK_HEAD) {
         hand_over(th, 0);
-        if (!next_chunk(th))
+        if (!next_chunk(th, str_cfg.policy == STR_LOSSLESS)) {
+            if (str_cfg.policy == STR_DISCARD &&
+                atomic_load_explicit(&state, memory_order_relaxed) == ST_ACTIVE)
+                th->dropping = 1;
             goto drop;
+        }
     }
     start_block(cur, th, tsc);
     errno = saved;
@@ -562,12 +626,23 @@ void str_thread_exit(void *arg)
             break;
         }
     pthread_mutex_unlock(&registry_lock);
+    int can_hand_over = 1;
+    if (th->dropping) {
+        /* Its last chunk is already queued: wait for a free one to carry the gap's marker. */
+        uint64_t tsc = str_rdtsc();
+        can_hand_over = next_chunk(th, 1);
+        if (can_hand_over) {
+            start_block(cur, th, tsc);
+            end_gap(cur, th);
+        }
+    }
+    atomic_fetch_add_explicit(&exited_discarded, th->discarded, memory_order_relaxed);
     atomic_fetch_add_explicit(&exited_lost_nested, th->lost_nested, memory_order_relaxed);
     atomic_fetch_add_explicit(&exited_dropped, t->dropped, memory_order_relaxed);
     t->dropped = 0;
     t->dead = 1;
     t->th = NULL;
-    if (atomic_load_explicit(&state, memory_order_relaxed) == ST_ACTIVE)
+    if (can_hand_over && atomic_load_explicit(&state, memory_order_relaxed) == ST_ACTIVE)
         hand_over(th, 1); /* the flush thread frees th after writing it */
     atomic_store_explicit(&cur->end, 0, memory_order_relaxed);
     atomic_signal_fence(memory_order_seq_cst);
@@ -667,6 +742,7 @@ void str_fork_child(void)
     atomic_store_explicit(&flusher_sleeping, 0, memory_order_relaxed);
     atomic_store_explicit(&exited_lost_nested, 0, memory_order_relaxed);
     atomic_store_explicit(&exited_dropped, 0, memory_order_relaxed);
+    atomic_store_explicit(&exited_discarded, 0, memory_order_relaxed);
     struct str_thread *me = str_tls.th;
     for (struct str_thread *th = registry, *next; th; th = next) {
         next = th->next;
@@ -684,6 +760,9 @@ void str_fork_child(void)
         me->tid = (int32_t)syscall(SYS_gettid);
         atomic_store_explicit(&me->cur, 0, memory_order_relaxed);
         me->lost_nested = 0;
+        me->dropping = 0;
+        me->gap = 0;
+        me->discarded = 0;
         atomic_store_explicit(&me->queued, 0, memory_order_relaxed);
         for (unsigned i = 0; i < me->nchunks; i++) {
             atomic_store_explicit(&me->chunks[i].state, STR_FREE, memory_order_relaxed);
@@ -801,10 +880,13 @@ void str_crash_flush(void)
 static void final_flush_writes(void)
 {
     struct str_tls *t = &str_tls;
-    uint64_t lost_nested = atomic_load_explicit(&exited_lost_nested, memory_order_relaxed);
+    struct losses lost = {
+        atomic_load_explicit(&exited_lost_nested, memory_order_relaxed),
+        atomic_load_explicit(&exited_discarded, memory_order_relaxed),
+    };
     uint64_t dropped = t->dropped + atomic_load_explicit(&exited_dropped, memory_order_relaxed);
     write_queue();
-    flush_committed(&lost_nested);
+    flush_committed(&lost);
     write_queue();
     atomic_store_explicit(&state, ST_DONE, memory_order_seq_cst);
     if (chunks_written == 0 && !write_error) {
@@ -823,11 +905,14 @@ static void final_flush_writes(void)
     if (write_error)
         str_log(STR_ERROR, "trace incomplete: %llu bytes not written: %s",
                 (unsigned long long)bytes_lost, strerror(write_error));
-    if (lost_nested || dropped)
+    if (lost.lost_nested || dropped)
         str_log(STR_WARN,
                 "trace incomplete: %llu events recorded by signal handlers while their thread "
                 "was stalled inside the tracer were lost (side ring full), %llu events found no "
                 "buffer",
-                (unsigned long long)lost_nested, (unsigned long long)dropped);
+                (unsigned long long)lost.lost_nested, (unsigned long long)dropped);
+    if (lost.discarded)
+        str_log(STR_WARN, "discard policy: %llu events dropped; the trace marks each gap",
+                (unsigned long long)lost.discarded);
     close(trace_fd);
 }

@@ -56,6 +56,10 @@ static inline uintptr_t room(struct str_cursor *c, size_t need, uint64_t tsc)
 {
     uintptr_t p = atomic_load_explicit(&c->pos, memory_order_relaxed);
     if (__builtin_expect(p + need > atomic_load_explicit(&c->end, memory_order_relaxed), 0)) {
+        /* Discard policy, inside a gap: a dropped event costs this check, not a slow path. */
+        struct str_thread *th = str_tls.th;
+        if (th && th->dropping && !str_next_chunk_free(th))
+            return 0;
         stp_call_preserving_fpu(str_refill, &tsc);
         p = atomic_load_explicit(&c->pos, memory_order_relaxed);
     }
@@ -68,7 +72,11 @@ static void emit(struct str_cursor *c, uint32_t word, uint64_t tsc, uint64_t arg
     int with_arg = ((word >> 1) & 7) == 3;
     uintptr_t p = room(c, 16 + 8 + (with_arg ? 16 : 0), tsc);
     if (__builtin_expect(p == 0, 0)) {
-        str_tls.dropped++;
+        struct str_thread *th = str_tls.th;
+        if (th && th->dropping)
+            th->gap++;
+        else
+            str_tls.dropped++;
         return;
     }
     uint64_t delta = tsc - c->last_tsc;

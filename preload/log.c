@@ -20,6 +20,7 @@ struct str_config str_cfg = {
     .chunk_size = 64 * 1024,
     .nchunks = 16,
     .disable = 0,
+    .policy = STR_LOSSLESS,
 };
 
 void str_log(int level, const char *fmt, ...)
@@ -82,6 +83,14 @@ void str_config_load(void)
             str_cfg.disable = 1;
         else if (strcmp(v, "0") != 0 && *v)
             str_log(STR_WARN, "SLEDTRACE_DISABLE=%s is not 0 or 1; using 0", v);
+    }
+    v = getenv("SLEDTRACE_POLICY");
+    if (v) {
+        if (strcmp(v, "discard") == 0)
+            str_cfg.policy = STR_DISCARD;
+        else if (strcmp(v, "lossless") != 0)
+            str_log(STR_WARN, "SLEDTRACE_POLICY=%s is not one of lossless|discard; using lossless",
+                    v);
     }
     v = getenv("SLEDTRACE_OUTPUT");
     if (v) {

@@ -20,6 +20,8 @@
 /* ---- configuration and messages (log.c) ---- */
 enum str_level { STR_ERROR = 0, STR_WARN = 1, STR_INFO = 2, STR_DEBUG = 3 };
 
+enum str_policy { STR_LOSSLESS = 0, STR_DISCARD = 1 };
+
 struct str_config {
     const char *output; /* SLEDTRACE_OUTPUT */
     int log_level;      /* SLEDTRACE_LOG */
@@ -27,6 +29,7 @@ struct str_config {
     size_t chunk_size;  /* SLEDTRACE_BUFFER_KB * 1024 */
     unsigned nchunks;   /* SLEDTRACE_BUFFERS */
     int disable;        /* SLEDTRACE_DISABLE */
+    int policy;         /* SLEDTRACE_POLICY: enum str_policy */
 };
 
 STR_HIDDEN extern struct str_config str_cfg;
@@ -91,9 +94,21 @@ struct str_thread {
     uint32_t cur;            /* index of the FILLING chunk */
     _Atomic uint32_t queued; /* chunks QUEUED and not yet written */
     uint64_t lost_nested;    /* side ring overflows */
+    /* Discard policy (owner only): while `dropping` the thread has no chunk and counts its
+     * events in `gap`; the next block it starts begins with a loss marker for them. */
+    uint32_t dropping;
+    uint64_t gap;
+    uint64_t discarded; /* all events this thread dropped */
     struct str_side_entry side[STR_SIDE_N];
     struct str_chunk chunks[];
 };
+
+/* Discard policy: whether the thread's next chunk is free again (it then leaves its gap). */
+static inline int str_next_chunk_free(struct str_thread *th)
+{
+    uint32_t next = (atomic_load_explicit(&th->cur, memory_order_relaxed) + 1) % th->nchunks;
+    return atomic_load_explicit(&th->chunks[next].state, memory_order_acquire) == STR_FREE;
+}
 
 /* ---- buffers.c ---- */
 /* Slow path of the hot path: called (through stp_call_preserving_fpu, with a pointer to the

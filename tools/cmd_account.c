@@ -4,7 +4,8 @@
  * nearest open frame of f; frames above it are closed at the same TSC (each such frame is a
  * "repair"). An exit with no open frame of f is ignored ("unmatched"). A closed frame's duration
  * is exit TSC - entry TSC; self time is the duration minus that of its directly closed children.
- * On well-formed traces this counts exactly what `llvm-xray account` counts.
+ * On well-formed traces this counts exactly what `llvm-xray account` counts. A loss marker (the
+ * runtime dropped events there) empties the thread's stack: no call is measured across a gap.
  *
  * Memory grows with the number of functions, threads and the stack depth, never with the trace
  * length: count, total, self, min and max are exact; median/p90/p99 come from a log-linear
@@ -61,6 +62,7 @@ struct acct {
     struct thread *t;
     size_t nt, capt;
     uint64_t repairs, unmatched, calls;
+    uint64_t gaps, gap_events, gap_frames; /* loss markers (discard policy) */
 };
 
 static int hist_add(struct fstat *f, uint64_t v)
@@ -76,7 +78,8 @@ static int hist_add(struct fstat *f, uint64_t v)
     }
     if (!f->rows[row]) {
         f->rows[row] = calloc(SUB, sizeof *f->rows[row]);
-        if (!f->rows[row]) return -1;
+        if (!f->rows[row])
+            return -1;
     }
     f->rows[row][slot]++;
     return 0;
@@ -87,10 +90,12 @@ static uint64_t hist_rank(const struct fstat *f, uint64_t k)
 {
     uint64_t seen = 0;
     for (unsigned row = 0; row < ROWS; row++) {
-        if (!f->rows[row]) continue;
+        if (!f->rows[row])
+            continue;
         for (unsigned slot = 0; slot < SUB; slot++) {
             seen += f->rows[row][slot];
-            if (seen <= k) continue;
+            if (seen <= k)
+                continue;
             uint64_t v;
             if (row == 0) {
                 v = slot;
@@ -99,8 +104,10 @@ static uint64_t hist_rank(const struct fstat *f, uint64_t k)
                 uint64_t lo = (uint64_t)(SUB + slot) << shift;
                 v = lo + (((uint64_t)1 << shift) >> 1);
             }
-            if (v < f->min) v = f->min;
-            if (v > f->max) v = f->max;
+            if (v < f->min)
+                v = f->min;
+            if (v > f->max)
+                v = f->max;
             return v;
         }
     }
@@ -111,12 +118,14 @@ static struct fstat *fget(struct acct *a, uint32_t id)
 {
     bool added;
     long i = u64map_get(&a->fmap, id, &added);
-    if (i < 0) return NULL;
+    if (i < 0)
+        return NULL;
     if (added) {
         if (a->nf == a->capf) {
             size_t nc = a->capf ? a->capf * 2 : 64;
             struct fstat *n = realloc(a->f, nc * sizeof *n);
-            if (!n) return NULL;
+            if (!n)
+                return NULL;
             a->f = n;
             a->capf = nc;
         }
@@ -131,12 +140,14 @@ static struct thread *tget(struct acct *a, int32_t pid, int32_t tid)
 {
     bool added;
     long i = u64map_get(&a->tmap, ((uint64_t)(uint32_t)pid << 32) | (uint32_t)tid, &added);
-    if (i < 0) return NULL;
+    if (i < 0)
+        return NULL;
     if (added) {
         if (a->nt == a->capt) {
             size_t nc = a->capt ? a->capt * 2 : 16;
             struct thread *n = realloc(a->t, nc * sizeof *n);
-            if (!n) return NULL;
+            if (!n)
+                return NULL;
             a->t = n;
             a->capt = nc;
         }
@@ -151,11 +162,15 @@ static int close_top(struct acct *a, struct thread *t, uint64_t tsc)
     struct frame fr = t->st[--t->depth];
     uint64_t dur = tsc >= fr.start ? tsc - fr.start : fr.start - tsc;
     uint64_t self = dur > fr.child ? dur - fr.child : 0;
-    if (t->depth > 0) t->st[t->depth - 1].child += dur;
+    if (t->depth > 0)
+        t->st[t->depth - 1].child += dur;
     struct fstat *f = fget(a, fr.id);
-    if (!f) return -1;
-    if (f->count == 0 || dur < f->min) f->min = dur;
-    if (dur > f->max) f->max = dur;
+    if (!f)
+        return -1;
+    if (f->count == 0 || dur < f->min)
+        f->min = dur;
+    if (dur > f->max)
+        f->max = dur;
     f->count++;
     f->total += dur;
     f->self += self;
@@ -166,12 +181,14 @@ static int close_top(struct acct *a, struct thread *t, uint64_t tsc)
 static int account_item(struct acct *a, const struct stf_item *it)
 {
     struct thread *t = tget(a, it->pid, it->tid);
-    if (!t) return -1;
+    if (!t)
+        return -1;
     if (it->action == STF_ENTER || it->action == STF_ENTER_ARGS) {
         if (t->depth == t->cap) {
             size_t nc = t->cap ? t->cap * 2 : 64;
             struct frame *n = realloc(t->st, nc * sizeof *n);
-            if (!n) return -1;
+            if (!n)
+                return -1;
             t->st = n;
             t->cap = nc;
         }
@@ -188,7 +205,8 @@ static int account_item(struct acct *a, const struct stf_item *it)
     }
     while (t->depth > i) {
         a->repairs++;
-        if (close_top(a, t, it->tsc) != 0) return -1;
+        if (close_top(a, t, it->tsc) != 0)
+            return -1;
     }
     return close_top(a, t, it->tsc);
 }
@@ -236,7 +254,8 @@ static int row_cmp(const void *pa, const void *pb)
     case S_ID:
         break;
     }
-    if (c) return c;
+    if (c)
+        return c;
     return a->f->id < b->f->id ? -1 : a->f->id > b->f->id ? 1 : 0;
 }
 
@@ -248,7 +267,8 @@ static void csv_field(const char *s)
     }
     putchar('"');
     for (; *s; s++) {
-        if (*s == '"') putchar('"');
+        if (*s == '"')
+            putchar('"');
         putchar(*s);
     }
     putchar('"');
@@ -324,7 +344,8 @@ int cmd_account(int argc, char **argv)
     }
 
     struct stf_reader *r = tool_open_trace(path, STF_READ_LENIENT);
-    if (!r) return EXIT_BAD_TRACE;
+    if (!r)
+        return EXIT_BAD_TRACE;
     bool ok;
     struct stf_syms *syms = tool_load_syms(path, syms_path, &ok);
     if (!ok) {
@@ -337,14 +358,31 @@ int cmd_account(int argc, char **argv)
     struct stf_item it;
     int rc, status = EXIT_OK;
     while ((rc = stf_reader_next(r, &it)) == STF_OK) {
-        if (it.kind != STF_K_FUNCTION) continue;
+        uint64_t lost;
+        if (it.kind == STF_M_CUSTOM_EVENT && stf_decode_loss(it.payload, it.payload_len, &lost)) {
+            /* A gap: no call is measured across it. Frames open before it are dropped. */
+            struct thread *t = tget(&a, it.pid, it.tid);
+            if (!t) {
+                tool_err("out of memory");
+                status = EXIT_BAD_TRACE;
+                break;
+            }
+            a.gaps++;
+            a.gap_events += lost;
+            a.gap_frames += t->depth;
+            t->depth = 0;
+            continue;
+        }
+        if (it.kind != STF_K_FUNCTION)
+            continue;
         if (account_item(&a, &it) != 0) {
             tool_err("out of memory");
             status = EXIT_BAD_TRACE;
             break;
         }
     }
-    if (rc < 0 && status == EXIT_OK) status = tool_reader_fail(r, path, rc);
+    if (rc < 0 && status == EXIT_OK)
+        status = tool_reader_fail(r, path, rc);
 
     struct row *rows = status == EXIT_OK ? calloc(a.nf ? a.nf : 1, sizeof *rows) : NULL;
     if (status == EXIT_OK && !rows) {
@@ -354,7 +392,8 @@ int cmd_account(int argc, char **argv)
     if (status == EXIT_OK) {
         size_t nrows = 0;
         for (size_t i = 0; i < a.nf; i++) {
-            if (a.f[i].count == 0) continue; /* never exited: nothing to report */
+            if (a.f[i].count == 0)
+                continue; /* never exited: nothing to report */
             rows[nrows].f = &a.f[i];
             const char *nm = stf_syms_name(syms, a.f[i].id, rows[nrows].buf, sizeof rows[0].buf);
             rows[nrows].sym = nm == rows[nrows].buf ? NULL : nm;
@@ -406,6 +445,11 @@ int cmd_account(int argc, char **argv)
                 "# functions: %zu, calls: %" PRIu64 ", stack repairs: %" PRIu64
                 ", unmatched exits: %" PRIu64 ", unfinished frames: %" PRIu64 "\n",
                 nrows, a.calls, a.repairs, a.unmatched, open);
+        if (a.gaps)
+            fprintf(foot,
+                    "# gaps: %" PRIu64 " (%" PRIu64 " events dropped by the runtime); %" PRIu64
+                    " frames open at a gap were left out\n",
+                    a.gaps, a.gap_events, a.gap_frames);
     }
     tool_warn_summary(path);
 
@@ -421,6 +465,7 @@ int cmd_account(int argc, char **argv)
     u64map_free(&a.tmap);
     stf_syms_free(syms);
     stf_reader_close(r);
-    if (fflush(stdout) != 0) status = EXIT_BAD_TRACE;
+    if (fflush(stdout) != 0)
+        status = EXIT_BAD_TRACE;
     return status;
 }

@@ -44,9 +44,13 @@ static void print_item(const struct stf_item *it, const struct stf_syms *syms)
     case STF_M_WALLTIME:
         printf(" sec=%" PRId64 " usec=%" PRIu32, it->wall_sec, it->wall_usec);
         break;
-    case STF_M_CUSTOM_EVENT:
+    case STF_M_CUSTOM_EVENT: {
+        uint64_t lost;
         printf(" size=%" PRId32 " delta=%" PRId32, it->event_size, it->event_delta);
+        if (stf_decode_loss(it->payload, it->payload_len, &lost))
+            printf(" LOST=%" PRIu64, lost);
         break;
+    }
     case STF_M_TYPED_EVENT:
         printf(" size=%" PRId32 " delta=%" PRId32 " type=%u", it->event_size, it->event_delta,
                (unsigned)it->event_type);
@@ -88,7 +92,8 @@ int cmd_dump(int argc, char **argv)
     }
 
     struct stf_reader *r = tool_open_trace(path, verify ? STF_READ_STRICT : STF_READ_LENIENT);
-    if (!r) return EXIT_BAD_TRACE;
+    if (!r)
+        return EXIT_BAD_TRACE;
     struct stf_syms *syms = NULL;
     if (!verify) {
         bool ok;
@@ -102,7 +107,8 @@ int cmd_dump(int argc, char **argv)
     struct stf_item it;
     int rc;
     while ((rc = stf_reader_next(r, &it)) == STF_OK)
-        if (!verify) print_item(&it, syms);
+        if (!verify)
+            print_item(&it, syms);
     int status = EXIT_OK;
     if (rc < 0) {
         fflush(stdout);
@@ -115,6 +121,7 @@ int cmd_dump(int argc, char **argv)
     tool_warn_summary(path);
     stf_syms_free(syms);
     stf_reader_close(r);
-    if (fflush(stdout) != 0) status = EXIT_BAD_TRACE;
+    if (fflush(stdout) != 0)
+        status = EXIT_BAD_TRACE;
     return status;
 }

@@ -33,12 +33,14 @@ static int credit(struct u64map *map, struct thr **thr, size_t *n, size_t *cap, 
     uint64_t key = ((uint64_t)(uint32_t)b->pid << 32) | (uint32_t)b->tid;
     bool added;
     long idx = u64map_get(map, key, &added);
-    if (idx < 0) return -1;
+    if (idx < 0)
+        return -1;
     if (added) {
         if (*n == *cap) {
             size_t nc = *cap ? *cap * 2 : 16;
             struct thr *nt = realloc(*thr, nc * sizeof *nt);
-            if (!nt) return -1;
+            if (!nt)
+                return -1;
             *thr = nt;
             *cap = nc;
         }
@@ -51,8 +53,10 @@ static int credit(struct u64map *map, struct thr **thr, size_t *n, size_t *cap, 
     t->blocks++;
     t->records += b->records;
     if (b->have_tsc) {
-        if (!t->have_tsc || b->first_tsc < t->first_tsc) t->first_tsc = b->first_tsc;
-        if (!t->have_tsc || b->last_tsc > t->last_tsc) t->last_tsc = b->last_tsc;
+        if (!t->have_tsc || b->first_tsc < t->first_tsc)
+            t->first_tsc = b->first_tsc;
+        if (!t->have_tsc || b->last_tsc > t->last_tsc)
+            t->last_tsc = b->last_tsc;
         t->have_tsc = true;
     }
     return 0;
@@ -90,15 +94,16 @@ int cmd_info(int argc, char **argv)
 
     double t0 = now_s();
     struct stf_reader *r = tool_open_trace(path, STF_READ_LENIENT);
-    if (!r) return EXIT_BAD_TRACE;
+    if (!r)
+        return EXIT_BAD_TRACE;
     const struct stf_header *h = stf_reader_header(r);
 
     uint64_t by_kind[STF_K_FUNCTION + 1] = {0};
     uint64_t by_action[4] = {0};
     uint64_t first_tsc = 0, last_tsc = 0;
     bool have_tsc = false;
-    /* Hook: FDR has no loss marker yet; count them here when the runtime emits one. */
-    uint64_t drops = 0;
+    /* Events the runtime dropped (discard policy), from its loss markers. */
+    uint64_t drops = 0, gaps = 0;
     struct u64map map = {0};
     struct thr *thr = NULL;
     size_t nthr = 0, capthr = 0;
@@ -119,8 +124,15 @@ int cmd_info(int argc, char **argv)
             }
             blk_active = false;
         }
-        if (rc != STF_OK) break;
-        if (it.kind >= 0 && it.kind <= STF_K_FUNCTION) by_kind[it.kind]++;
+        if (rc != STF_OK)
+            break;
+        if (it.kind >= 0 && it.kind <= STF_K_FUNCTION)
+            by_kind[it.kind]++;
+        uint64_t lost;
+        if (it.kind == STF_M_CUSTOM_EVENT && stf_decode_loss(it.payload, it.payload_len, &lost)) {
+            drops += lost;
+            gaps++;
+        }
         if (!blk_active) {
             memset(&blk, 0, sizeof blk);
             blk_active = true;
@@ -132,16 +144,22 @@ int cmd_info(int argc, char **argv)
             blk.tid = it.tid;
         }
         if (it.kind == STF_K_FUNCTION) {
-            if (it.action < 4) by_action[it.action]++;
-            if (!blk.have_tsc || it.tsc < blk.first_tsc) blk.first_tsc = it.tsc;
-            if (!blk.have_tsc || it.tsc > blk.last_tsc) blk.last_tsc = it.tsc;
+            if (it.action < 4)
+                by_action[it.action]++;
+            if (!blk.have_tsc || it.tsc < blk.first_tsc)
+                blk.first_tsc = it.tsc;
+            if (!blk.have_tsc || it.tsc > blk.last_tsc)
+                blk.last_tsc = it.tsc;
             blk.have_tsc = true;
-            if (!have_tsc || it.tsc < first_tsc) first_tsc = it.tsc;
-            if (!have_tsc || it.tsc > last_tsc) last_tsc = it.tsc;
+            if (!have_tsc || it.tsc < first_tsc)
+                first_tsc = it.tsc;
+            if (!have_tsc || it.tsc > last_tsc)
+                last_tsc = it.tsc;
             have_tsc = true;
         }
     }
-    if (rc < 0 && status == EXIT_OK) status = tool_reader_fail(r, path, rc);
+    if (rc < 0 && status == EXIT_OK)
+        status = tool_reader_fail(r, path, rc);
     struct stf_reader_stats st;
     stf_reader_stats(r, &st);
     double dt = now_s() - t0;
@@ -163,7 +181,8 @@ int cmd_info(int argc, char **argv)
         printf("blocks:        %" PRIu64 "\n", st.blocks);
         printf("records:       %" PRIu64 "\n", st.records);
         for (int k = 0; k <= STF_K_FUNCTION; k++) {
-            if (!by_kind[k]) continue;
+            if (!by_kind[k])
+                continue;
             printf("  %-13s %" PRIu64 "\n", stf_kind_name(k), by_kind[k]);
         }
         printf("functions:     enter=%" PRIu64 " exit=%" PRIu64 " tail-exit=%" PRIu64
@@ -178,6 +197,8 @@ int cmd_info(int argc, char **argv)
             printf("first tsc:     -\nlast tsc:      -\nduration:      0 s\n");
         }
         printf("drops:         %" PRIu64 "\n", drops);
+        if (gaps)
+            printf("gaps:          %" PRIu64 " (loss markers)\n", gaps);
         printf("warnings:      %" PRIu64 "\n", st.warnings);
         printf("threads:       %zu\n", nthr);
         if (nthr)

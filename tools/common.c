@@ -26,8 +26,10 @@ void tool_err(const char *fmt, ...)
 bool tool_wants_help(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--") == 0) return false;
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return true;
+        if (strcmp(argv[i], "--") == 0)
+            return false;
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+            return true;
     }
     return false;
 }
@@ -117,9 +119,11 @@ void tool_fmt_ns(char *buf, size_t len, uint64_t ns)
 
 uint64_t tool_ticks_to_ns(uint64_t ticks, uint64_t freq)
 {
-    if (freq == 0 || freq == 1000000000) return ticks;
+    if (freq == 0 || freq == 1000000000)
+        return ticks;
     long double v = (long double)ticks * 1e9L / (long double)freq + 0.5L;
-    if (v >= 18446744073709551615.0L) return UINT64_MAX;
+    if (v >= 18446744073709551615.0L)
+        return UINT64_MAX;
     return (uint64_t)v;
 }
 
@@ -130,11 +134,13 @@ double tool_ticks_to_s(uint64_t ticks, uint64_t freq)
 
 bool tool_parse_u64(const char *s, uint64_t *out)
 {
-    if (!s || *s < '0' || *s > '9') return false;
+    if (!s || *s < '0' || *s > '9')
+        return false;
     errno = 0;
     char *end;
     unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end) return false;
+    if (errno || *end)
+        return false;
     *out = v;
     return true;
 }
@@ -151,7 +157,8 @@ static uint64_t mix(uint64_t k)
 
 long u64map_get(struct u64map *m, uint64_t key, bool *added)
 {
-    if (added) *added = false;
+    if (added)
+        *added = false;
     if (m->n + 1 > m->cap / 2) {
         size_t ncap = m->cap ? m->cap * 2 : 64;
         uint64_t *nk = calloc(ncap, sizeof *nk);
@@ -162,7 +169,8 @@ long u64map_get(struct u64map *m, uint64_t key, bool *added)
             return -1;
         }
         for (size_t i = 0; i < m->cap; i++) {
-            if (!m->vals[i]) continue;
+            if (!m->vals[i])
+                continue;
             size_t j = (size_t)mix(m->keys[i]) & (ncap - 1);
             while (nv[j])
                 j = (j + 1) & (ncap - 1);
@@ -177,12 +185,14 @@ long u64map_get(struct u64map *m, uint64_t key, bool *added)
     }
     size_t j = (size_t)mix(key) & (m->cap - 1);
     while (m->vals[j]) {
-        if (m->keys[j] == key) return (long)m->vals[j] - 1;
+        if (m->keys[j] == key)
+            return (long)m->vals[j] - 1;
         j = (j + 1) & (m->cap - 1);
     }
     m->keys[j] = key;
     m->vals[j] = (uint32_t)(++m->n);
-    if (added) *added = true;
+    if (added)
+        *added = true;
     return (long)m->n - 1;
 }
 

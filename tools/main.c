@@ -40,10 +40,14 @@ int main(int argc, char **argv)
         printf("sledtrace %s\n", SLEDTRACE_VERSION);
         return EXIT_OK;
     }
-    if (strcmp(cmd, "run") == 0) return cmd_run(argc - 1, argv + 1);
-    if (strcmp(cmd, "info") == 0) return cmd_info(argc - 1, argv + 1);
-    if (strcmp(cmd, "dump") == 0) return cmd_dump(argc - 1, argv + 1);
-    if (strcmp(cmd, "account") == 0) return cmd_account(argc - 1, argv + 1);
+    if (strcmp(cmd, "run") == 0)
+        return cmd_run(argc - 1, argv + 1);
+    if (strcmp(cmd, "info") == 0)
+        return cmd_info(argc - 1, argv + 1);
+    if (strcmp(cmd, "dump") == 0)
+        return cmd_dump(argc - 1, argv + 1);
+    if (strcmp(cmd, "account") == 0)
+        return cmd_account(argc - 1, argv + 1);
     tool_err("unknown command '%s' (try 'sledtrace --help')", cmd);
     return EXIT_USAGE;
 }
