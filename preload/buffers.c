@@ -246,7 +246,7 @@ static void write_gap_block(struct str_thread *th)
     stf_meta_new_buffer(b + 16, th->tid);
     stf_meta_walltime(b + 32, wall.tv_sec, (uint32_t)(wall.tv_nsec / 1000));
     stf_meta_pid(b + 48, pid);
-    stf_meta_new_cpu(b + 64, 0, str_rdtsc());
+    stf_meta_new_cpu(b + 64, 0, str_now());
     stf_encode_loss(b + STR_BLOCK_HEAD, th->gap);
     write_block(b, sizeof b, NULL, 0);
     chunks_written++;
@@ -331,6 +331,8 @@ static void write_header(uint64_t freq)
  * have passed since start-up, so short runs still calibrate over a usable interval. */
 static uint64_t calibrate(unsigned min_ms)
 {
+    if (!str_clock_tsc)
+        return 1000000000u; /* timestamps are nanoseconds */
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC_RAW, &now);
     uint64_t elapsed = ns_of(&now) - ns_of(&raw0);
@@ -341,9 +343,9 @@ static uint64_t calibrate(unsigned min_ms)
             ;
     }
     /* Bracket the clock read between two TSC reads to halve the skew. */
-    uint64_t a = str_rdtsc();
+    uint64_t a = str_now();
     clock_gettime(CLOCK_MONOTONIC_RAW, &now);
-    uint64_t b = str_rdtsc();
+    uint64_t b = str_now();
     uint64_t tsc = a + (b - a) / 2;
     uint64_t ns = ns_of(&now) - ns_of(&raw0);
     if (ns == 0 || tsc <= tsc0)
@@ -629,7 +631,7 @@ void str_thread_exit(void *arg)
     int can_hand_over = 1;
     if (th->dropping) {
         /* Its last chunk is already queued: wait for a free one to carry the gap's marker. */
-        uint64_t tsc = str_rdtsc();
+        uint64_t tsc = str_now();
         can_hand_over = next_chunk(th, 1);
         if (can_hand_over) {
             start_block(cur, th, tsc);
@@ -652,16 +654,6 @@ void str_thread_exit(void *arg)
 }
 
 /* ---- start and finish ---- */
-
-static uint32_t tsc_bits(void)
-{
-    unsigned a, b, c, d;
-    __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000000u), "c"(0));
-    if (a < 0x80000007u)
-        return 0;
-    __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000007u), "c"(0));
-    return (d & (1u << 8)) ? (STF_BIT_CONSTANT_TSC | STF_BIT_NONSTOP_TSC) : 0;
-}
 
 /* Takes over a freshly created trace file: resets the counters and writes a provisional header
  * (frequency unknown yet), which moves the file offset past itself; blocks are appended after it
@@ -702,9 +694,9 @@ static int start_flusher(void)
 
 int str_buffers_start(int fd, const char *path, const char *spath)
 {
-    header_bits = tsc_bits();
+    header_bits = str_clock_init();
     clock_gettime(CLOCK_MONOTONIC_RAW, &raw0);
-    tsc0 = str_rdtsc();
+    tsc0 = str_now();
     if (pthread_key_create(&exit_key, str_thread_exit) != 0 || begin_file(fd, path, spath) != 0)
         return -1;
     return start_flusher();

@@ -2,7 +2,8 @@
  *
  * CONTRACT (keep it true; the benchmark and the signal tests depend on it)
  *  - Per event: no lock, no syscall, no malloc, no libc call, no call to anything instrumented.
- *    Thread state is initial-exec TLS (str_cursor and str_tls). Timestamps come from rdtsc.
+ *    Thread state is initial-exec TLS (str_cursor and str_tls). Timestamps come from rdtsc
+ *    (or, without an invariant TSC, the vDSO's CLOCK_MONOTONIC: see clock.c).
  *    stp_event's fast path keeps no value alive across a call, so it spills no callee-saved
  *    register: everything unusual (nesting, a pending side ring, a full chunk, a TSCWrap) leaves
  *    it by a tail call to event_slow, which restores `nest` itself.
@@ -37,16 +38,38 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/syscall.h>
+#include <time.h>
 
 __thread struct str_cursor str_cursor __attribute__((tls_model("initial-exec")));
 __thread struct str_tls str_tls __attribute__((tls_model("initial-exec")));
 
-static inline uint64_t rdtsc(void)
+/* CLOCK_MONOTONIC in ns through the vDSO (built without vector registers, like this file), or
+ * the raw syscall when the vDSO has no clock_gettime. Only without an invariant TSC. */
+static uint64_t __attribute__((noinline)) monotonic_ns(void)
 {
-    return __builtin_ia32_rdtsc();
+    struct timespec ts;
+    if (str_vdso_gettime) {
+        str_vdso_gettime(CLOCK_MONOTONIC, &ts);
+    } else {
+        long r;
+        __asm__ volatile("syscall"
+                         : "=a"(r)
+                         : "a"((long)SYS_clock_gettime), "D"((long)CLOCK_MONOTONIC), "S"(&ts)
+                         : "rcx", "r11", "memory");
+        (void)r;
+    }
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-uint64_t str_rdtsc(void)
+static inline uint64_t rdtsc(void)
+{
+    if (__builtin_expect(str_clock_tsc, 1))
+        return __builtin_ia32_rdtsc();
+    return monotonic_ns();
+}
+
+uint64_t str_now(void)
 {
     return rdtsc();
 }

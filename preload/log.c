@@ -92,6 +92,15 @@ void str_config_load(void)
             str_log(STR_WARN, "SLEDTRACE_POLICY=%s is not one of lossless|discard; using lossless",
                     v);
     }
+    v = getenv("SLEDTRACE_CLOCK");
+    if (v) {
+        if (strcmp(v, "tsc") == 0)
+            str_cfg.clock = STR_CLOCK_TSC;
+        else if (strcmp(v, "monotonic") == 0)
+            str_cfg.clock = STR_CLOCK_MONOTONIC;
+        else if (strcmp(v, "auto") != 0)
+            str_log(STR_WARN, "SLEDTRACE_CLOCK=%s is not one of auto|tsc|monotonic; using auto", v);
+    }
     v = getenv("SLEDTRACE_OUTPUT");
     if (v) {
         if (*v)

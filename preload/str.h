@@ -21,6 +21,7 @@
 enum str_level { STR_ERROR = 0, STR_WARN = 1, STR_INFO = 2, STR_DEBUG = 3 };
 
 enum str_policy { STR_LOSSLESS = 0, STR_DISCARD = 1 };
+enum str_clock { STR_CLOCK_AUTO = 0, STR_CLOCK_TSC = 1, STR_CLOCK_MONOTONIC = 2 };
 
 struct str_config {
     const char *output; /* SLEDTRACE_OUTPUT */
@@ -30,11 +31,23 @@ struct str_config {
     unsigned nchunks;   /* SLEDTRACE_BUFFERS */
     int disable;        /* SLEDTRACE_DISABLE */
     int policy;         /* SLEDTRACE_POLICY: enum str_policy */
+    int clock;          /* SLEDTRACE_CLOCK: enum str_clock */
 };
 
 STR_HIDDEN extern struct str_config str_cfg;
 STR_HIDDEN void str_config_load(void);
 STR_HIDDEN void str_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- clock.c ---- */
+/* Timestamps are TSC ticks (str_clock_tsc) or CLOCK_MONOTONIC nanoseconds, read through the vDSO
+ * (str_vdso_gettime; NULL: raw syscall). str_clock_init chooses, once, before any event, and
+ * returns the header's TSC bits. str_now (hot.c) reads the chosen clock. */
+struct timespec;
+typedef int (*str_vdso_gettime_fn)(int, struct timespec *);
+STR_HIDDEN extern int str_clock_tsc;
+STR_HIDDEN extern str_vdso_gettime_fn str_vdso_gettime;
+STR_HIDDEN uint32_t str_clock_init(void);
+STR_HIDDEN uint64_t str_now(void);
 
 /* ---- per-thread state ---- */
 enum { STR_SIDE_N = 1024, STR_BLOCK_HEAD = 80 };
@@ -129,6 +142,5 @@ STR_HIDDEN void str_crash_flush(void);
 STR_HIDDEN void str_signals_install(void);
 STR_HIDDEN void str_signals_before_exec(void);
 STR_HIDDEN void str_drain_side(void);
-STR_HIDDEN uint64_t str_rdtsc(void);
 
 #endif

@@ -177,6 +177,13 @@ int cmd_info(int argc, char **argv)
                (h->bits & STF_BIT_NONSTOP_TSC) ? "yes" : "no", h->bits);
         printf("cycle freq:    %" PRIu64 " Hz%s\n", freq,
                freq ? "" : " (unknown: TSC shown as ns)");
+        if (h->bits & STF_BIT_CONSTANT_TSC)
+            printf("clock:         TSC (invariant)\n");
+        else if (freq == 1000000000u)
+            printf("clock:         nanoseconds (CLOCK_MONOTONIC: no invariant TSC, or "
+                   "SLEDTRACE_CLOCK=monotonic)\n");
+        else
+            printf("clock:         TSC, not invariant (times may drift between CPUs)\n");
         printf("buffer size:   %" PRIu64 " bytes\n", h->buffer_size);
         printf("blocks:        %" PRIu64 "\n", st.blocks);
         printf("records:       %" PRIu64 "\n", st.records);

@@ -387,6 +387,8 @@ Test(config, buffers_too_many) { check_bad_value("SLEDTRACE_BUFFERS=4097"); }
 Test(config, buffers_negative) { check_bad_value("SLEDTRACE_BUFFERS=-16"); }
 Test(config, log_unknown) { check_bad_value("SLEDTRACE_LOG=loud"); }
 Test(config, disable_unknown) { check_bad_value("SLEDTRACE_DISABLE=yes"); }
+Test(config, policy_unknown) { check_bad_value("SLEDTRACE_POLICY=flight"); }
+Test(config, clock_unknown) { check_bad_value("SLEDTRACE_CLOCK=hpet"); }
 
 /* (d) */
 Test(host, disable_creates_nothing)

@@ -1,0 +1,90 @@
+/* The clock behind every timestamp: the TSC when it is invariant, else CLOCK_MONOTONIC in
+ * nanoseconds (trace frequency 1e9). SLEDTRACE_CLOCK=auto|tsc|monotonic chooses; auto follows
+ * CPUID leaf 0x80000007 (EDX bit 8, invariant TSC), which also sets the header's constant and
+ * nonstop bits.
+ *
+ * The monotonic clock is read on the hot path through the vDSO's own __vdso_clock_gettime,
+ * found here by walking the vDSO's ELF dynamic symbols: not libc's clock_gettime, whose C code
+ * may use vector registers the trampolines do not save (the kernel builds the vDSO without
+ * them), and no syscall. Without the symbol the hot path falls back to the raw syscall.
+ * Everything here runs once, at start-up, before any event.
+ */
+#include "str.h"
+#include "stf.h"
+
+#include <cpuid.h>
+#include <elf.h>
+#include <string.h>
+#include <sys/auxv.h>
+
+int str_clock_tsc = 1;
+str_vdso_gettime_fn str_vdso_gettime;
+
+static int invariant_tsc(void)
+{
+    unsigned a, b, c, d;
+    if (__get_cpuid_max(0x80000000u, NULL) < 0x80000007u)
+        return 0;
+    __cpuid(0x80000007u, a, b, c, d);
+    return (d >> 8) & 1;
+}
+
+/* Address of a dynamic symbol of the vDSO, or NULL. */
+static void *vdso_symbol(const char *name)
+{
+    uintptr_t base = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+    if (!base)
+        return NULL;
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)base;
+    const Elf64_Phdr *ph = (const Elf64_Phdr *)(base + eh->e_phoff);
+    uintptr_t bias = 0;
+    const Elf64_Dyn *dyn = NULL;
+    int have_load = 0;
+    for (int i = 0; i < eh->e_phnum; i++) {
+        if (ph[i].p_type == PT_LOAD && !have_load) {
+            bias = base + ph[i].p_offset - ph[i].p_vaddr;
+            have_load = 1;
+        } else if (ph[i].p_type == PT_DYNAMIC) {
+            dyn = (const Elf64_Dyn *)(base + ph[i].p_offset);
+        }
+    }
+    if (!have_load || !dyn)
+        return NULL;
+    const Elf64_Sym *sym = NULL;
+    const char *str = NULL;
+    const Elf32_Word *hash = NULL;
+    for (; dyn->d_tag != DT_NULL; dyn++) {
+        if (dyn->d_tag == DT_SYMTAB)
+            sym = (const Elf64_Sym *)(bias + dyn->d_un.d_ptr);
+        else if (dyn->d_tag == DT_STRTAB)
+            str = (const char *)(bias + dyn->d_un.d_ptr);
+        else if (dyn->d_tag == DT_HASH)
+            hash = (const Elf32_Word *)(bias + dyn->d_un.d_ptr);
+    }
+    if (!sym || !str || !hash)
+        return NULL;
+    Elf32_Word nsyms = hash[1]; /* nchain: one chain entry per symbol */
+    for (Elf32_Word i = 0; i < nsyms; i++)
+        if (sym[i].st_shndx != SHN_UNDEF && ELF64_ST_TYPE(sym[i].st_info) == STT_FUNC &&
+            strcmp(str + sym[i].st_name, name) == 0)
+            return (void *)(bias + sym[i].st_value);
+    return NULL;
+}
+
+uint32_t str_clock_init(void)
+{
+    int inv = invariant_tsc();
+    if (str_cfg.clock == STR_CLOCK_TSC)
+        str_clock_tsc = 1;
+    else if (str_cfg.clock == STR_CLOCK_MONOTONIC)
+        str_clock_tsc = 0;
+    else
+        str_clock_tsc = inv;
+    if (!str_clock_tsc) {
+        *(void **)&str_vdso_gettime = vdso_symbol("__vdso_clock_gettime");
+        str_log(STR_INFO, "timestamps: CLOCK_MONOTONIC in ns (%s%s)",
+                inv ? "SLEDTRACE_CLOCK=monotonic" : "no invariant TSC",
+                str_vdso_gettime ? "" : "; no vDSO: one syscall per event");
+    }
+    return str_clock_tsc && inv ? (STF_BIT_CONSTANT_TSC | STF_BIT_NONSTOP_TSC) : 0;
+}
