@@ -54,6 +54,7 @@ enum { ST_OFF = 0, ST_ACTIVE = 1, ST_STOPPING = 2, ST_DONE = 3, ST_FORKED = 4 };
 
 static _Atomic int state = ST_OFF;
 static _Atomic(struct str_chunk *) queue_head;
+static _Atomic int dump_requested; /* flight policy: set by the dump signal's handler */
 static _Atomic uint32_t wake_seq;
 static _Atomic int flusher_sleeping;
 static pthread_t flusher;
@@ -257,6 +258,34 @@ struct losses {
     uint64_t lost_nested, discarded;
 };
 
+/* Flight policy: writes what th's ring holds that is not in the file yet, oldest first: its kept
+ * chunks from the one after the current one round to the current one (each taken KEPT ->
+ * DUMPING while written, so the owner cannot overwrite it), then the committed part of the
+ * current chunk if the owner is still on it. The owner, which must wait for the chunk being
+ * written, can only trail the scan: whatever it records meanwhile lands behind it and goes out
+ * with the next dump, so a thread's records reach the file in time order. */
+static void dump_thread(struct str_thread *th)
+{
+    uint32_t c0 = atomic_load_explicit(&th->cur, memory_order_relaxed);
+    for (uint32_t i = 1; i <= th->nchunks; i++) {
+        struct str_chunk *c = &th->chunks[(c0 + i) % th->nchunks];
+        int st = STR_KEPT;
+        if (!atomic_compare_exchange_strong_explicit(&c->state, &st, STR_DUMPING,
+                                                     memory_order_acquire, memory_order_relaxed))
+            continue;
+        write_chunk(th, c, c->used);
+        atomic_store_explicit(&c->state, STR_KEPT, memory_order_release);
+    }
+    if (atomic_load_explicit(&th->cur, memory_order_relaxed) != c0)
+        return;
+    struct str_chunk *c = &th->chunks[c0];
+    uintptr_t pos = atomic_load_explicit(&th->cursor->pos, memory_order_acquire);
+    uintptr_t base = (uintptr_t)c->base;
+    if (atomic_load_explicit(&c->state, memory_order_relaxed) == STR_FILLING && pos > base &&
+        pos <= base + str_cfg.chunk_size)
+        write_chunk(th, c, pos - base);
+}
+
 static void flush_committed_locked(struct losses *final)
 {
     for (struct str_thread *th = registry; th; th = th->next) {
@@ -265,6 +294,10 @@ static void flush_committed_locked(struct losses *final)
             final->discarded += th->discarded + th->gap;
             if (th->dropping && th->gap)
                 write_gap_block(th);
+        }
+        if (str_cfg.policy == STR_FLIGHT) {
+            dump_thread(th);
+            continue;
         }
         struct str_chunk *c = &th->chunks[atomic_load_explicit(&th->cur, memory_order_relaxed)];
         uintptr_t pos = atomic_load_explicit(&th->cursor->pos, memory_order_acquire);
@@ -306,6 +339,8 @@ static void write_queue(void)
     for (struct str_chunk *c = take_queue(); c;) {
         struct str_chunk *next = c->next;
         struct str_thread *th = c->owner;
+        if (c->final && str_cfg.policy == STR_FLIGHT)
+            dump_thread(th); /* an exited thread's ring goes out with its last chunk */
         write_chunk(th, c, c->used);
         c->flushed = 0;
         if (c->final) {
@@ -416,8 +451,16 @@ static void *flush_main(void *arg)
             }
         }
         int period_due = ns_of(&now) >= deadline;
-        if (period_due)
+        if (str_cfg.policy == STR_FLIGHT) {
+            /* A flight recorder writes only when asked (or at the end). */
+            if (atomic_exchange_explicit(&dump_requested, 0, memory_order_acq_rel)) {
+                flush_committed(NULL);
+                str_log(STR_INFO, "flight recorder dumped: %llu bytes so far",
+                        (unsigned long long)bytes_written);
+            }
+        } else if (period_due) {
             flush_committed(NULL);
+        }
         writer_give();
         if (period_due) {
             deadline = ns_of(&now) + period;
@@ -516,6 +559,11 @@ static void hand_over(struct str_thread *th, int final)
     c->final = final;
     if (!final && c->used <= STR_BLOCK_HEAD)
         return;
+    if (!final && str_cfg.policy == STR_FLIGHT) {
+        /* Release: a dumper's acquire CAS on the state sees `used` and the records. */
+        atomic_store_explicit(&c->state, STR_KEPT, memory_order_release);
+        return;
+    }
     atomic_store_explicit(&c->state, STR_QUEUED, memory_order_relaxed);
     uint32_t q = atomic_fetch_add_explicit(&th->queued, 1, memory_order_relaxed) + 1;
     push(c);
@@ -531,6 +579,28 @@ static int next_chunk(struct str_thread *th, int wait)
     unsigned next = (atomic_load_explicit(&th->cur, memory_order_relaxed) + 1) % th->nchunks;
     struct str_chunk *c = &th->chunks[next];
     int woke = 0;
+    if (str_cfg.policy == STR_FLIGHT) {
+        /* The oldest chunk is overwritten, unless a dump is writing it right now: wait for it. */
+        for (;;) {
+            int st = atomic_load_explicit(&c->state, memory_order_acquire);
+            if (st == STR_FREE)
+                break;
+            if (st == STR_KEPT &&
+                atomic_compare_exchange_strong_explicit(
+                    &c->state, &st, STR_FILLING, memory_order_acq_rel, memory_order_acquire)) {
+                /* Ours alone now: what a dump wrote of it is history. Published to the flush
+                 * thread by the release store of pos in start_block. */
+                c->flushed = 0;
+                break;
+            }
+            if (atomic_load_explicit(&state, memory_order_relaxed) != ST_ACTIVE)
+                return 0;
+            struct timespec ts = {0, 20000};
+            nanosleep(&ts, NULL);
+        }
+        atomic_store_explicit(&th->cur, next, memory_order_relaxed);
+        return 1;
+    }
     while (atomic_load_explicit(&c->state, memory_order_acquire) != STR_FREE) {
         if (atomic_load_explicit(&state, memory_order_relaxed) != ST_ACTIVE)
             return 0;
@@ -779,6 +849,13 @@ static int fork_activate(void)
     if (fd < 0 || begin_file(fd, path, spath) != 0 || start_flusher() != 0)
         return ST_OFF;
     return ST_ACTIVE;
+}
+
+void str_request_dump(void)
+{
+    atomic_store_explicit(&dump_requested, 1, memory_order_release);
+    wake_flusher();
+    futex(&wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL);
 }
 
 void str_buffers_finish(void)

@@ -7,6 +7,7 @@
 #include "str.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@ struct str_config str_cfg = {
     .nchunks = 16,
     .disable = 0,
     .policy = STR_LOSSLESS,
+    .dump_signal = SIGUSR2,
 };
 
 void str_log(int level, const char *fmt, ...)
@@ -61,6 +63,28 @@ static void get_uint(const char *name, unsigned long lo, unsigned long hi, unsig
     *out = x;
 }
 
+/* A signal by name (USR2, SIGUSR2...) or number; 0 if unknown or one sledtrace cannot take: KILL
+ * and STOP cannot be caught, and the fatal signals have their own handling (signals.c). */
+static int parse_signal(const char *v)
+{
+    static const struct {
+        const char *name;
+        int sig;
+    } names[] = {{"USR1", SIGUSR1}, {"USR2", SIGUSR2},    {"HUP", SIGHUP}, {"QUIT", SIGQUIT},
+                 {"URG", SIGURG},   {"WINCH", SIGWINCH},  {"PWR", SIGPWR}, {"SYS", SIGSYS},
+                 {"PROF", SIGPROF}, {"VTALRM", SIGVTALRM}};
+    const char *n = strncmp(v, "SIG", 3) == 0 ? v + 3 : v;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(n, names[i].name) == 0)
+            return names[i].sig;
+    char *end;
+    long num = strtol(v, &end, 10);
+    if (!*v || *end || num < 1 || num > SIGRTMAX || num == SIGKILL || num == SIGSTOP ||
+        num == SIGSEGV || num == SIGBUS || num == SIGFPE || num == SIGILL || num == SIGABRT)
+        return 0;
+    return (int)num;
+}
+
 void str_config_load(void)
 {
     int saved = errno;
@@ -88,8 +112,21 @@ void str_config_load(void)
     if (v) {
         if (strcmp(v, "discard") == 0)
             str_cfg.policy = STR_DISCARD;
+        else if (strcmp(v, "flight") == 0)
+            str_cfg.policy = STR_FLIGHT;
         else if (strcmp(v, "lossless") != 0)
-            str_log(STR_WARN, "SLEDTRACE_POLICY=%s is not one of lossless|discard; using lossless",
+            str_log(STR_WARN,
+                    "SLEDTRACE_POLICY=%s is not one of lossless|discard|flight; using lossless", v);
+    }
+    v = getenv("SLEDTRACE_DUMP_SIGNAL");
+    if (v) {
+        int sig = parse_signal(v);
+        if (sig)
+            str_cfg.dump_signal = sig;
+        else
+            str_log(STR_WARN,
+                    "SLEDTRACE_DUMP_SIGNAL=%s is not a signal name or number sledtrace can use "
+                    "(not KILL, STOP, SEGV, BUS, FPE, ILL or ABRT); using USR2",
                     v);
     }
     v = getenv("SLEDTRACE_CLOCK");

@@ -7,7 +7,10 @@
  * as the kernel would; other signals pass straight through. Before an exec the program's
  * dispositions are put back for real (an ignored signal stays ignored across exec).
  *
- * When one of the signals arrives:
+ * Under the flight policy the dump signal (SLEDTRACE_DUMP_SIGNAL) is hooked the same way; see
+ * on_dump.
+ *
+ * When one of the fatal signals arrives:
  *  - the program has a handler: it is called as the kernel would have called it (its sa_mask
  *    added, SA_RESETHAND honoured, the one- or three-argument form), and nothing else happens.
  *    A program that recovers (a JIT's guard page) pays nothing; one that then dies by exit,
@@ -86,28 +89,54 @@ static void on_fatal(int sig, siginfo_t *si, void *uc)
     errno = saved;
 }
 
+/* Flight policy: the dump signal asks the flush thread for a dump, then goes to the program's
+ * handler if it has one. Its default action (for most signals, ending the process) is not taken:
+ * under the flight policy that signal belongs to sledtrace. */
+static void on_dump(int sig, siginfo_t *si, void *uc)
+{
+    int saved = errno;
+    str_request_dump();
+    struct sigaction a = app[sig];
+    if (a.sa_handler != SIG_DFL && a.sa_handler != SIG_IGN) {
+        sigset_t old;
+        pthread_sigmask(SIG_BLOCK, &a.sa_mask, &old);
+        errno = saved;
+        if (a.sa_flags & SA_SIGINFO)
+            a.sa_sigaction(sig, si, uc);
+        else
+            a.sa_handler(sig);
+        saved = errno;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+    }
+    errno = saved;
+}
+
+static void hook(int sig, void (*fn)(int, siginfo_t *, void *), const char *why)
+{
+    struct sigaction ours;
+    memset(&ours, 0, sizeof ours);
+    ours.sa_sigaction = fn;
+    ours.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+    sigemptyset(&ours.sa_mask);
+    if (real(sig, NULL, &app[sig]) == 0 && real(sig, &ours, NULL) == 0)
+        hooked[sig] = 1;
+    else
+        str_log(STR_WARN, "cannot watch signal %d (%s); %s", sig, strerror(errno), why);
+}
+
 void str_signals_install(void)
 {
-    for (int i = 0; i < NFATAL; i++) {
-        int sig = fatal[i];
-        struct sigaction ours;
-        memset(&ours, 0, sizeof ours);
-        ours.sa_sigaction = on_fatal;
-        ours.sa_flags = SA_SIGINFO | SA_ONSTACK;
-        sigemptyset(&ours.sa_mask);
-        if (real(sig, NULL, &app[sig]) == 0 && real(sig, &ours, NULL) == 0)
-            hooked[sig] = 1;
-        else
-            str_log(STR_WARN, "cannot watch signal %d (%s); a crash on it loses the trace's tail",
-                    sig, strerror(errno));
-    }
+    for (int i = 0; i < NFATAL; i++)
+        hook(fatal[i], on_fatal, "a crash on it loses the trace's tail");
+    if (str_cfg.policy == STR_FLIGHT)
+        hook(str_cfg.dump_signal, on_dump, "the flight recorder dumps only at exit");
 }
 
 void str_signals_before_exec(void)
 {
-    for (int i = 0; i < NFATAL; i++)
-        if (hooked[fatal[i]])
-            real(fatal[i], &app[fatal[i]], NULL);
+    for (int sig = 1; sig < NSIG; sig++)
+        if (hooked[sig])
+            real(sig, &app[sig], NULL);
 }
 
 STR_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)

@@ -20,7 +20,7 @@
 /* ---- configuration and messages (log.c) ---- */
 enum str_level { STR_ERROR = 0, STR_WARN = 1, STR_INFO = 2, STR_DEBUG = 3 };
 
-enum str_policy { STR_LOSSLESS = 0, STR_DISCARD = 1 };
+enum str_policy { STR_LOSSLESS = 0, STR_DISCARD = 1, STR_FLIGHT = 2 };
 enum str_clock { STR_CLOCK_AUTO = 0, STR_CLOCK_TSC = 1, STR_CLOCK_MONOTONIC = 2 };
 
 struct str_config {
@@ -32,6 +32,7 @@ struct str_config {
     int disable;        /* SLEDTRACE_DISABLE */
     int policy;         /* SLEDTRACE_POLICY: enum str_policy */
     int clock;          /* SLEDTRACE_CLOCK: enum str_clock */
+    int dump_signal;    /* SLEDTRACE_DUMP_SIGNAL (flight policy) */
 };
 
 STR_HIDDEN extern struct str_config str_cfg;
@@ -60,7 +61,16 @@ struct str_side_entry {
     _Atomic uint32_t seq; /* index + 1 once written */
 };
 
-enum str_chunk_state { STR_FREE = 0, STR_FILLING = 1, STR_QUEUED = 2 };
+/* Flight policy: a full chunk is KEPT (not queued); its owner reclaims it (KEPT -> FILLING) when
+ * it wraps around, and a dump writes it (KEPT -> DUMPING -> KEPT); the CAS between them means a
+ * chunk being written is never overwritten. */
+enum str_chunk_state {
+    STR_FREE = 0,
+    STR_FILLING = 1,
+    STR_QUEUED = 2,
+    STR_KEPT = 3,
+    STR_DUMPING = 4,
+};
 
 struct str_thread;
 
@@ -71,8 +81,9 @@ struct str_chunk {
     size_t used;       /* bytes, set by the owner before queueing */
     _Atomic int state; /* enum str_chunk_state */
     int final;         /* last chunk of an exiting thread: the flusher frees the thread */
-    /* Flush thread only: how much of this chunk is already in the file (0: nothing, not even
-     * its header) and the TSC of the last record written, the base of a continuation block. */
+    /* How much of this chunk is already in the file (0: nothing, not even its header) and the
+     * TSC of the last record written, the base of a continuation block. Written by the flush
+     * thread; under the flight policy also reset by the owner when it reclaims the chunk. */
     size_t flushed;
     uint64_t flushed_tsc;
 };
@@ -138,6 +149,8 @@ STR_HIDDEN int str_open_outputs(char *trace_path, size_t tlen, char *syms_path, 
 STR_HIDDEN void str_buffers_finish(void);
 STR_HIDDEN void str_thread_exit(void *th);
 STR_HIDDEN void str_crash_flush(void);
+/* Flight policy: asks the flush thread to write every thread's ring (async-signal-safe). */
+STR_HIDDEN void str_request_dump(void);
 /* signals.c */
 STR_HIDDEN void str_signals_install(void);
 STR_HIDDEN void str_signals_before_exec(void);

@@ -3,7 +3,10 @@
  *  - discard: the program is unaffected; every event is either in the trace or counted in a loss
  *    marker (recorded + marked == made, exactly); the runtime's warning states the same total;
  *    the file passes strict reading and llvm-xray's verifier.
- *  - lossless (the default): nothing is dropped: no marker, exact counts. */
+ *  - lossless (the default): nothing is dropped: no marker, exact counts.
+ *  - flight: the trace holds exactly the latest events: the tail of what a lossless run of the
+ *    same (deterministic) program records, no more than the ring holds; a dump on the dump
+ *    signal writes it even if the process is then killed. */
 #include <criterion/criterion.h>
 
 #include <inttypes.h>
@@ -115,6 +118,106 @@ Test(policy, lossless_drops_nothing)
     tally(trace, &y);
     cr_assert_eq(y.markers, 0);
     cr_assert_eq(y.records, events_made(t.out));
+    e2e_run_free(&t);
+    e2e_rmtree(work);
+}
+
+/* Function records of a trace as (id, action) pairs. */
+struct seq {
+    uint32_t *v;
+    size_t n;
+};
+
+static void read_seq(const char *trace, struct seq *q)
+{
+    struct stf_reader *r;
+    cr_assert_eq(stf_reader_open(&r, trace, STF_READ_STRICT), STF_OK, "%s", trace);
+    size_t cap = 1024;
+    q->v = malloc(cap * sizeof *q->v);
+    q->n = 0;
+    struct stf_item it;
+    int rc;
+    while ((rc = stf_reader_next(r, &it)) == STF_OK) {
+        if (it.kind != STF_K_FUNCTION)
+            continue;
+        if (q->n == cap)
+            q->v = realloc(q->v, (cap *= 2) * sizeof *q->v);
+        q->v[q->n++] = (it.func_id << 4) | it.action;
+    }
+    cr_assert_eq(rc, STF_END, "%s: %s", trace, stf_reader_error(r, NULL));
+    stf_reader_close(r);
+}
+
+/* Records two 4 KiB chunks can hold: (4096 - 80 bytes of block head) / 8 each. */
+enum { FLIGHT_CAP = 2 * (4096 - 80) / 8 };
+
+Test(policy, flight_keeps_exactly_the_latest)
+{
+    char work[PATH_MAX], trace[PATH_MAX];
+    struct e2e_run t, l;
+    run_policy("lossless", &l, trace, sizeof trace, work, sizeof work);
+    struct seq all;
+    read_seq(trace, &all);
+    e2e_rmtree(work);
+    run_policy("flight", &t, trace, sizeof trace, work, sizeof work);
+    cr_assert_str_eq(t.out, l.out);
+    cr_assert_str_empty(t.err, "stderr:\n%s", t.err);
+    struct seq last;
+    read_seq(trace, &last);
+    cr_assert_gt(last.n, FLIGHT_CAP / 2, "only %zu records kept", last.n);
+    cr_assert_leq(last.n, FLIGHT_CAP, "%zu records kept, the ring holds %d", last.n, FLIGHT_CAP);
+    cr_assert_lt(last.n, all.n);
+    cr_assert_eq(memcmp(last.v, all.v + (all.n - last.n), last.n * sizeof *last.v), 0,
+                 "the flight trace is not the tail of the full trace");
+    free(all.v);
+    free(last.v);
+    e2e_run_free(&l);
+    e2e_run_free(&t);
+    e2e_rmtree(work);
+}
+
+/* fib(n)'s enter/exit sequence, as the program makes it. */
+static void fib_actions(long n, uint8_t *a, size_t *k)
+{
+    a[(*k)++] = STF_ENTER;
+    if (n >= 2) {
+        fib_actions(n - 1, a, k);
+        fib_actions(n - 2, a, k);
+    }
+    a[(*k)++] = STF_EXIT;
+}
+
+Test(policy, flight_dump_signal_then_sigkill)
+{
+    char work[PATH_MAX], out[PATH_MAX], trace[PATH_MAX];
+    e2e_workdir(work, sizeof work);
+    snprintf(out, sizeof out, "%s/out", work);
+    const char *bin = BIN("flightprog-pie-nort");
+    struct e2e_spec base = {.prog = bin};
+    struct e2e_spec traced = {
+        .prog = bin,
+        .preload = 1,
+        .outdir = out,
+        .env = {"SLEDTRACE_POLICY=flight", "SLEDTRACE_BUFFERS=2", "SLEDTRACE_BUFFER_KB=4"}};
+    struct e2e_run b, t;
+    e2e_run(work, &base, &b);
+    e2e_run(work, &traced, &t);
+    cr_assert(WIFSIGNALED(b.status) && WTERMSIG(b.status) == SIGKILL, "status %#x", b.status);
+    cr_assert_eq(t.status, b.status, "status %#x traced, %#x not", t.status, b.status);
+    cr_assert_str_eq(t.out, b.out);
+    e2e_trace_path(trace, sizeof trace, out, bin, t.pid, "fdr");
+    struct seq q;
+    read_seq(trace, &q);
+    cr_assert_gt(q.n, FLIGHT_CAP / 2, "only %zu records dumped", q.n);
+    cr_assert_leq(q.n, FLIGHT_CAP);
+    static uint8_t acts[2 * 8361];
+    size_t k = 0;
+    fib_actions(18, acts, &k);
+    cr_assert_eq(k, sizeof acts);
+    for (size_t i = 0; i < q.n; i++)
+        cr_assert_eq(q.v[i] & 15, acts[k - q.n + i], "record %zu of the dump", i);
+    free(q.v);
+    e2e_run_free(&b);
     e2e_run_free(&t);
     e2e_rmtree(work);
 }
