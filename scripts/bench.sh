@@ -5,10 +5,19 @@
 #   sledtrace   fib built with sleds and no XRay runtime, under LD_PRELOAD=libsledtrace.so
 #   xray-fdr    fib built with compiler-rt's XRay runtime, FDR mode on (scripts/bench/fdr_helper.c)
 #   floor       two rdtsc + two 8-byte stores per call, no function calls (scripts/bench/floor.c)
+#   mt-plain    2 threads each computing fib(30) at once, plain clang -O2 (scripts/bench/fib_mt.c)
+#   mt-sledtrace  the same with sleds, under LD_PRELOAD=libsledtrace.so (default lossless policy)
 # Every program times itself in-process with clock_gettime(CLOCK_MONOTONIC) around
-# the measured loop/call only; process start, sled patching and the final flush at
-# exit are excluded. Rounds are interleaved (each round runs every variant once, in
-# an order rotated by one each round) and the median of the rounds is reported.
+# the measured loop/call only (in the 2-thread programs each thread times its own
+# fib call); process start, sled patching and the final flush at exit are excluded.
+# Rounds are interleaved (each round runs every variant once, in an order rotated by
+# one each round) and the median of the rounds (for 2 threads: of all threads of all
+# rounds) is reported.
+# Every mt-sledtrace run is checked for lost events: the trace must hold exactly
+# 2 x 2692537 fib calls and the runtime must print no "trace incomplete" on stderr.
+# The 2-thread programs print their peak RSS (VmHWM, read just before main returns);
+# the traced figure is compared with the untraced one plus the configured buffers
+# (SLEDTRACE_BUFFER_KB x SLEDTRACE_BUFFERS per thread that records events).
 #
 # Environment: BENCH_ROUNDS (default 7), BENCH_FIB_N (default 30), CLANG (default clang).
 set -euo pipefail
@@ -20,6 +29,9 @@ ROUNDS=${BENCH_ROUNDS:-7}
 N=${BENCH_FIB_N:-30}
 TARGET_FLOOR=1.35
 TARGET_FDR=0.25
+MT_THREADS=2
+TARGET_MT_FLOOR=1.6 # 2-thread sledtrace, per thread, / single-thread floor
+TARGET_MT_RSS_MIB=8 # traced peak RSS - untraced peak RSS - configured buffers
 # Big buffers, so FDR never drops records: fib(30) writes ~43 MB. At most 16 blocks
 # per thread keep llvm-xray 14's block sort from reordering the trace.
 FDR_OPTIONS="func_duration_threshold_us=0:buffer_size=8388608:buffer_max=16"
@@ -47,6 +59,7 @@ mkdir -p "$bench_dir"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/sledtrace-bench.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/sledtrace" "$tmp/xray-fdr"
+: >"$tmp/mt-checks"
 
 # Expected fib(N) and number of fib calls, 2*F(N+1)-1.
 f0=0 f1=1
@@ -64,27 +77,38 @@ log "building into build/bench/ ($CLANG, sled flag $nodeps)"
 "$CLANG" -O2 "${XRAY_CFLAGS[@]}" "$nodeps" "$src/fib.c" -o "$bench_dir/fib-sleds"
 "$CLANG" -O2 "${XRAY_CFLAGS[@]}" "$src/fib.c" "$src/fdr_helper.c" -o "$bench_dir/fib-xray-fdr"
 "$CLANG" -O2 "$src/floor.c" -o "$bench_dir/floor"
+"$CLANG" -O2 -pthread "$src/fib_mt.c" -o "$bench_dir/fib-mt-plain"
+"$CLANG" -O2 -pthread "${XRAY_CFLAGS[@]}" "$nodeps" "$src/fib_mt.c" -o "$bench_dir/fib-mt-sleds"
 
-variants=(plain sledtrace xray-fdr floor)
+variants=(plain sledtrace xray-fdr floor mt-plain mt-sledtrace)
 declare -A label=(
     [plain]="fib, uninstrumented"
     [sledtrace]="fib, sledtrace"
     [xray-fdr]="fib, compiler-rt FDR"
     [floor]="floor (2x rdtsc+store)"
+    [mt-plain]="2 thr, uninstrumented"
+    [mt-sledtrace]="2 thr, sledtrace"
 )
 declare -A skip=()
 if [[ ! -e "$preload" ]]; then
     skip[sledtrace]="build/preload/libsledtrace.so not built"
-    log "warning: ${skip[sledtrace]}; skipping the sledtrace variant"
+    skip[mt-sledtrace]=${skip[sledtrace]}
+    log "warning: ${skip[sledtrace]}; skipping the sledtrace variants"
 fi
 
 # Extra environment for the sledtrace runs (empty: the runtime's defaults).
 sledtrace_env=()
 
-# Run one variant once. Prints the elapsed ns on stdout; returns non-zero on failure.
+# Run one variant once. Prints the elapsed ns on stdout (for the 2-thread variants: one
+# figure per thread, then hwm=<peak RSS in KiB> file=<RssFile in KiB>); returns non-zero on
+# failure.
 run_variant() {
     local v=$1 out rc=0
     case $v in
+    mt-*)
+        run_mt "$v"
+        return
+        ;;
     plain) out=$("$bench_dir/fib-plain" "$N") || rc=$? ;;
     sledtrace)
         out=$(env "${sledtrace_env[@]}" LD_PRELOAD="$preload" SLEDTRACE_OUTPUT="$tmp/sledtrace" \
@@ -116,6 +140,58 @@ run_variant() {
         return 1
     fi
     printf '%s\n' "${BASH_REMATCH[1]}"
+}
+
+# The 2-thread variants: mt-plain, mt-sledtrace, and mt-untraced (fib-mt-sleds without the
+# runtime; only for its peak RSS). Each mt-sledtrace run also checks its trace for lost events
+# and appends "count=<fib count> loss=<loss lines> warn=<other runtime warnings>" to
+# $tmp/mt-checks; with check=1 it also writes `sledtrace info` of the trace to $tmp/mt-info.
+run_mt() {
+    local v=$1 check=${2:-0} out rc=0 line i=0 kb="" file="" tns=() trace count loss warn
+    case $v in
+    mt-plain) out=$("$bench_dir/fib-mt-plain" "$N" "$MT_THREADS") || rc=$? ;;
+    mt-untraced) out=$("$bench_dir/fib-mt-sleds" "$N" "$MT_THREADS") || rc=$? ;;
+    mt-sledtrace)
+        out=$(env "${sledtrace_env[@]}" LD_PRELOAD="$preload" SLEDTRACE_OUTPUT="$tmp/sledtrace" \
+            "$bench_dir/fib-mt-sleds" "$N" "$MT_THREADS" 2>"$tmp/mt-stderr") || rc=$?
+        sed 's/^/bench: mt-sledtrace stderr: /' "$tmp/mt-stderr" >&2
+        loss=$(grep -c 'trace incomplete' "$tmp/mt-stderr" || true)
+        warn=$(grep -v 'trace incomplete' "$tmp/mt-stderr" | grep -cE '(warning|error):' || true)
+        count=""
+        trace=$(find "$tmp/sledtrace" -type f -name '*.fdr' | head -n 1)
+        if [[ -n "$trace" && -x "$tool" ]]; then
+            count=$("$tool" account --format csv "$trace" 2>/dev/null | csv_fib_count || true)
+            ((check)) && { "$tool" info "$trace" >"$tmp/mt-info" 2>&1 || true; }
+        fi
+        printf 'count=%s loss=%s warn=%s\n' "${count:-?}" "$loss" "$warn" >>"$tmp/mt-checks"
+        ;;
+    esac
+    if ((rc != 0)); then
+        log "$v: exit status $rc"
+        return 1
+    fi
+    while IFS= read -r line; do
+        if [[ "$line" =~ ^thread=([0-9]+)\ ns=([0-9]+)\ calls=([0-9]+)\ result=([0-9]+)$ ]]; then
+            if [[ "${BASH_REMATCH[3]}" != "$expect_calls" ||
+                "${BASH_REMATCH[4]}" != "$expect_result" ]]; then
+                log "$v: thread ${BASH_REMATCH[1]}: calls=${BASH_REMATCH[3]}" \
+                    "fib($N)=${BASH_REMATCH[4]}, expected $expect_calls, $expect_result"
+                return 1
+            fi
+            tns+=("${BASH_REMATCH[2]}")
+            i=$((i + 1))
+        elif [[ "$line" =~ ^hwm_kb=([0-9]+)\ rss_file_kb=([0-9]+)$ ]]; then
+            kb=${BASH_REMATCH[1]} file=${BASH_REMATCH[2]}
+        else
+            log "$v: unexpected output: $line"
+            return 1
+        fi
+    done <<<"$out"
+    if ((i != MT_THREADS)) || [[ -z "$kb" ]]; then
+        log "$v: expected $MT_THREADS thread lines and hwm_kb, got: $out"
+        return 1
+    fi
+    printf '%s hwm=%s file=%s\n' "${tns[*]}" "$kb" "$file"
 }
 
 clean_traces() {
@@ -191,8 +267,29 @@ if [[ -z "${skip[sledtrace]:-}" ]]; then
 fi
 clean_traces
 
+# 2 threads: one traced run whose trace `sledtrace info` describes (threads that recorded events,
+# drops), and the untraced peak RSS of the same binary (no LD_PRELOAD), once per round.
+mt_threads_traced="" mt_drops="" untraced_hwm="" untraced_file=""
+if [[ -z "${skip[mt-sledtrace]:-}" ]]; then
+    log "check run: $MT_THREADS threads x fib($N) under sledtrace"
+    # A trace that lost events may lack whole threads: count them only in a complete one.
+    if run_mt mt-sledtrace 1 >/dev/null && [[ -s "$tmp/mt-info" ]] &&
+        [[ "$(tail -n 1 "$tmp/mt-checks")" == "count=$((MT_THREADS * expect_calls)) loss=0 "* ]]; then
+        mt_threads_traced=$(awk '$1 == "threads:" { print $2 }' "$tmp/mt-info")
+        mt_drops=$(awk '$1 == "drops:" { print $2 }' "$tmp/mt-info")
+    fi
+    clean_traces
+fi
+for ((r = 0; r < ROUNDS; r++)); do
+    if out=$(run_mt mt-untraced); then
+        out=${out##*hwm=}
+        untraced_hwm+="${out% file=*} "
+        untraced_file+="${out##*file=} "
+    fi
+done
+
 # ---- timed rounds ------------------------------------------------------------
-declare -A samples=() failures=()
+declare -A samples=() failures=() hwm=() rssfile=()
 active=()
 for v in "${variants[@]}"; do
     [[ -z "${skip[$v]:-}" ]] && active+=("$v")
@@ -203,6 +300,11 @@ for ((r = 0; r < ROUNDS; r++)); do
     for ((j = 0; j < k; j++)); do
         v=${active[$(((j + r) % k))]}
         if ns=$(run_variant "$v"); then
+            if [[ "$ns" =~ ^(.*)\ hwm=([0-9]+)\ file=([0-9]+)$ ]]; then
+                ns=${BASH_REMATCH[1]}
+                hwm[$v]+="${BASH_REMATCH[2]} "
+                rssfile[$v]+="${BASH_REMATCH[3]} "
+            fi
             samples[$v]+="$ns "
         else
             failures[$v]=$((${failures[$v]:-0} + 1))
@@ -233,6 +335,12 @@ for v in "${variants[@]}"; do
     fi
 done
 
+median_of() { # whitespace-separated numbers -> their median, or nothing
+    tr ' ' '\n' <<<"$1" | awk 'NF' | sort -g |
+        awk '{ a[NR] = $1 }
+             END { if (NR) print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+}
+
 ratio() { # a b -> a/b, or "-" when either is missing
     if [[ -n "${1:-}" && -n "${2:-}" ]]; then
         awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }'
@@ -260,11 +368,72 @@ for v in "${variants[@]}"; do
         printf '%-24s   (%d of %d runs failed)\n' "" "${failures[$v]}" "$ROUNDS"
     fi
 done
+echo "(2 thr: $MT_THREADS threads each run fib($N) at once; ns per call as each thread measures"
+echo " its own fib($N); median over all threads of all rounds.)"
+
+# ---- 2 threads: lost events and memory -----------------------------------------
+mt_total=$((MT_THREADS * expect_calls))
+mt_runs=0 mt_ok=0 mt_loss=0 mt_warn=0 mt_counts=""
+while read -r c l w; do
+    c=${c#count=} l=${l#loss=} w=${w#warn=}
+    mt_runs=$((mt_runs + 1))
+    mt_loss=$((mt_loss + l))
+    mt_warn=$((mt_warn + w))
+    [[ "$c" == "$mt_total" && "$l" == 0 ]] && mt_ok=$((mt_ok + 1))
+    [[ " $mt_counts " == *" $c "* ]] || mt_counts+="${mt_counts:+ }$c"
+done <"$tmp/mt-checks"
+if [[ -n "${skip[mt-sledtrace]:-}" ]]; then
+    check[mt-sledtrace]=${skip[mt-sledtrace]}
+elif ((mt_runs == 0)); then
+    check[mt-sledtrace]="no traced run completed"
+else
+    check[mt-sledtrace]="$mt_ok of $mt_runs traced runs lossless (sledtrace account: fib count"
+    check[mt-sledtrace]+=" ${mt_counts}, expected $mt_total = $MT_THREADS x $expect_calls;"
+    check[mt-sledtrace]+=" 'trace incomplete' on stderr: $mt_loss"
+    ((mt_warn)) && check[mt-sledtrace]+="; other runtime warnings: $mt_warn"
+    check[mt-sledtrace]+=")"
+    ((mt_ok == mt_runs)) && check[mt-sledtrace]+=" (ok)" || check[mt-sledtrace]+=" (LOST EVENTS)"
+    [[ -n "$mt_threads_traced" ]] &&
+        check[mt-sledtrace]+="; sledtrace info: $mt_threads_traced threads, drops ${mt_drops:-?}"
+fi
+
+# Configured buffer memory: SLEDTRACE_BUFFER_KB x SLEDTRACE_BUFFERS (the runtime's defaults unless
+# set in the environment, which the runs inherit) per thread that recorded events.
+buf_kb=${SLEDTRACE_BUFFER_KB:-64} nbuf=${SLEDTRACE_BUFFERS:-16}
+[[ "$buf_kb" =~ ^[0-9]+$ ]] && ((buf_kb >= 4 && buf_kb <= 16384)) || buf_kb=64
+[[ "$nbuf" =~ ^[0-9]+$ ]] && ((nbuf >= 2 && nbuf <= 4096)) || nbuf=16
+buf_threads=${mt_threads_traced:-$((MT_THREADS + 1))}
+buffers_kb=$((buf_threads * buf_kb * nbuf))
+rss_untraced=$(median_of "$untraced_hwm")
+rss_traced=$(median_of "${hwm[mt-sledtrace]:-}")
+rss_beyond=""
+mib() { awk -v k="$1" 'BEGIN { printf "%.2f MiB", k / 1024 }'; }
+echo
+echo "peak RSS, $MT_THREADS threads x fib($N) (VmHWM read by the program just before main returns;"
+echo "medians of $ROUNDS runs):"
+printf '  %-58s %s\n' "untraced (fib-mt-sleds without LD_PRELOAD)" \
+    "$([[ -n "$rss_untraced" ]] && mib "$rss_untraced" || echo -)"
+printf '  %-58s %s\n' "traced (mt-sledtrace)" "$([[ -n "$rss_traced" ]] && mib "$rss_traced" || echo -)"
+printf '  %-58s %s\n' "configured buffers ($buf_threads threads x $nbuf x $buf_kb KiB)" \
+    "$(mib "$buffers_kb")"
+if [[ -n "$rss_untraced" && -n "$rss_traced" ]]; then
+    rss_beyond=$(awk -v t="$rss_traced" -v u="$rss_untraced" -v b="$buffers_kb" \
+        'BEGIN { printf "%.2f", (t - u - b) / 1024 }')
+    printf '  %-58s %s MiB\n' "beyond buffers (traced - untraced - buffers)" "$rss_beyond"
+    file_u=$(median_of "$untraced_file") file_t=$(median_of "${rssfile[mt-sledtrace]:-}")
+    if [[ -n "$file_u" && -n "$file_t" ]]; then
+        printf '  %-58s %s\n' "  of which file-backed (RssFile at exit, traced-untraced)" \
+            "$(mib $((file_t - file_u)))"
+    fi
+fi
+[[ -z "$mt_threads_traced" ]] &&
+    echo "  (threads that recorded events unknown (no complete check trace); assumed $buf_threads:" \
+        "main + $MT_THREADS workers)"
 
 echo
 echo "checks:"
-for v in xray-fdr sledtrace; do
-    printf '  %-10s %s\n' "$v" "${check[$v]:-${skip[$v]:-not run}}"
+for v in xray-fdr sledtrace mt-sledtrace; do
+    printf '  %-12s %s\n' "$v" "${check[$v]:-${skip[$v]:-not run}}"
 done
 
 echo
@@ -281,6 +450,19 @@ target_line() { # name value limit
 target_line "sledtrace / floor" "$(ratio "${median[sledtrace]:-}" "${median[floor]:-}")" "$TARGET_FLOOR"
 target_line "sledtrace / compiler-rt FDR" \
     "$(ratio "${median[sledtrace]:-}" "${median[xray-fdr]:-}")" "$TARGET_FDR"
+target_line "2 thr sledtrace (per thread) / floor" \
+    "$(ratio "${median[mt-sledtrace]:-}" "${median[floor]:-}")" "$TARGET_MT_FLOOR"
+if [[ -n "$rss_beyond" ]]; then
+    verdict=$(awk -v v="$rss_beyond" -v l="$TARGET_MT_RSS_MIB" 'BEGIN { print (v <= l) ? "met" : "MISSED" }')
+else
+    verdict="n/a"
+fi
+printf '  %-36s %8s  (target <= %s MiB)  %s\n' "2 thr peak RSS beyond buffers" \
+    "${rss_beyond:--}${rss_beyond:+ MiB}" "$TARGET_MT_RSS_MIB" "$verdict"
+if ((mt_runs)); then
+    ((mt_ok == mt_runs)) && verdict=met || verdict=MISSED
+    printf '  %-36s %8s  (target 0)  %s\n' "2 thr runs with lost events" "$((mt_runs - mt_ok))" "$verdict"
+fi
 echo
 echo "note: when compiler-rt cannot find the TSC frequency (no tsc_freq_khz, cpufreq or CPUID"
 echo "      0x15/0x16, as on KVM guests) it prints 'Unable to determine CPU frequency' and FDR"
