@@ -387,7 +387,9 @@ Test(config, buffers_too_many) { check_bad_value("SLEDTRACE_BUFFERS=4097"); }
 Test(config, buffers_negative) { check_bad_value("SLEDTRACE_BUFFERS=-16"); }
 Test(config, log_unknown) { check_bad_value("SLEDTRACE_LOG=loud"); }
 Test(config, disable_unknown) { check_bad_value("SLEDTRACE_DISABLE=yes"); }
-Test(config, policy_unknown) { check_bad_value("SLEDTRACE_POLICY=flight"); }
+Test(config, policy_unknown) { check_bad_value("SLEDTRACE_POLICY=fast"); }
+Test(config, dump_signal_fatal) { check_bad_value("SLEDTRACE_DUMP_SIGNAL=SEGV"); }
+Test(config, dump_signal_unknown) { check_bad_value("SLEDTRACE_DUMP_SIGNAL=99999"); }
 Test(config, clock_unknown) { check_bad_value("SLEDTRACE_CLOCK=hpet"); }
 
 /* (d) */
