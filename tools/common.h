@@ -55,5 +55,6 @@ int cmd_info(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_account(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
 
 #endif

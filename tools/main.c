@@ -19,6 +19,8 @@ static void usage(FILE *out)
           "  dump TRACE [--verify]           print every record / check the format strictly\n"
           "  account TRACE [--format text|csv] [--sort KEY] [--top N] [--syms FILE]\n"
           "                                  per-function call statistics\n"
+          "  convert TRACE --format fdr -o OUT\n"
+          "                                  one block per thread (safe for llvm-xray 14)\n"
           "\n"
           "'sledtrace COMMAND --help' describes each command. Exit status: 0 success,\n"
           "1 unreadable or malformed input, 2 usage error (run: the program's status).\n",
@@ -48,6 +50,8 @@ int main(int argc, char **argv)
         return cmd_dump(argc - 1, argv + 1);
     if (strcmp(cmd, "account") == 0)
         return cmd_account(argc - 1, argv + 1);
+    if (strcmp(cmd, "convert") == 0)
+        return cmd_convert(argc - 1, argv + 1);
     tool_err("unknown command '%s' (try 'sledtrace --help')", cmd);
     return EXIT_USAGE;
 }

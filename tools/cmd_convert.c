@@ -1,0 +1,264 @@
+/* sledtrace convert TRACE --format fdr -o OUT: the same trace with one block per thread.
+ *
+ * Why: llvm-xray 14 sorts each thread's blocks by their WalltimeMarker with a comparator that is
+ * not a strict weak order (both the seconds and the microseconds must be smaller), so a thread
+ * with more than 16 blocks written within the same second can come out reordered, and its
+ * account/convert/stack output is wrong. A runtime cannot avoid that with real times; a trace
+ * with one block per thread cannot be reordered.
+ *
+ * How, in two streaming passes (memory grows with the number of blocks, not the trace size):
+ * pass 1 reads the trace (lenient: a torn last block keeps its complete records) and notes, per
+ * (pid, tid), each block's body: from its first NewCPUId to the end of its last complete record.
+ * Pass 2 writes the input's header, then per thread in order of first appearance one block:
+ * BufferExtents, NewBuffer, the first block's WalltimeMarker, Pid (v3+), and the bodies one after
+ * another, copied byte for byte. Every body starts with a NewCPUId carrying an absolute TSC, so
+ * the deltas that follow stay valid. Records are neither dropped nor altered. */
+#include "common.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void help(FILE *out)
+{
+    fputs("usage: sledtrace convert TRACE --format fdr -o OUT\n"
+          "\n"
+          "Rewrites an FDR trace (version 2 or later) with one block per thread: the same\n"
+          "records, byte for byte, in the same order per thread. llvm-xray 14 can reorder\n"
+          "the blocks of a thread that has more than 16 of them; the converted trace is\n"
+          "safe for llvm-xray account, convert and stack.\n"
+          "\n"
+          "  --format fdr   the only format so far\n"
+          "  -o OUT         output file (created, or truncated if it exists)\n",
+          out);
+}
+
+struct body {
+    uint64_t start, end; /* file offsets */
+};
+
+struct thr {
+    int32_t pid, tid;
+    int64_t wall_sec;
+    uint32_t wall_usec;
+    struct body *b;
+    size_t n, cap;
+    uint64_t bytes;
+};
+
+struct state {
+    struct u64map map;
+    struct thr *t;
+    size_t nt, capt;
+};
+
+static struct thr *thread_of(struct state *s, int32_t pid, int32_t tid)
+{
+    bool added;
+    long i = u64map_get(&s->map, ((uint64_t)(uint32_t)pid << 32) | (uint32_t)tid, &added);
+    if (i < 0)
+        return NULL;
+    if (added) {
+        if (s->nt == s->capt) {
+            size_t nc = s->capt ? s->capt * 2 : 16;
+            struct thr *n = realloc(s->t, nc * sizeof *n);
+            if (!n)
+                return NULL;
+            s->t = n;
+            s->capt = nc;
+        }
+        memset(&s->t[s->nt], 0, sizeof s->t[0]);
+        s->t[s->nt].pid = pid;
+        s->t[s->nt].tid = tid;
+        s->nt++;
+    }
+    return &s->t[i];
+}
+
+static int add_body(struct thr *t, struct body b)
+{
+    if (b.end <= b.start)
+        return 0;
+    if (t->n == t->cap) {
+        size_t nc = t->cap ? t->cap * 2 : 64;
+        struct body *n = realloc(t->b, nc * sizeof *n);
+        if (!n)
+            return -1;
+        t->b = n;
+        t->cap = nc;
+    }
+    t->b[t->n++] = b;
+    t->bytes += b.end - b.start;
+    return 0;
+}
+
+static int write_full(int fd, const void *buf, size_t len)
+{
+    const uint8_t *p = buf;
+    while (len) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Copies in[start, end) to out. */
+static int copy_range(int in, int out, uint64_t start, uint64_t end)
+{
+    static uint8_t buf[1 << 16];
+    while (start < end) {
+        size_t want = end - start < sizeof buf ? (size_t)(end - start) : sizeof buf;
+        ssize_t n = pread(in, buf, want, (off_t)start);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0 || write_full(out, buf, (size_t)n) != 0)
+            return -1;
+        start += (uint64_t)n;
+    }
+    return 0;
+}
+
+int cmd_convert(int argc, char **argv)
+{
+    const char *path = NULL, *out = NULL, *format = NULL;
+    if (tool_wants_help(argc, argv)) {
+        help(stdout);
+        return EXIT_OK;
+    }
+    for (int i = 1; i < argc; i++) {
+        if ((strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) && i + 1 < argc)
+            out = argv[++i];
+        else if (strcmp(argv[i], "--format") == 0 && i + 1 < argc)
+            format = argv[++i];
+        else if (strncmp(argv[i], "--format=", 9) == 0)
+            format = argv[i] + 9;
+        else if (argv[i][0] != '-' && !path)
+            path = argv[i];
+        else {
+            tool_err("convert: unexpected argument '%s'", argv[i]);
+            help(stderr);
+            return EXIT_USAGE;
+        }
+    }
+    if (!path || !out || !format) {
+        help(stderr);
+        return EXIT_USAGE;
+    }
+    if (strcmp(format, "fdr") != 0) {
+        tool_err("convert: unknown format '%s' (known: fdr)", format);
+        return EXIT_USAGE;
+    }
+
+    struct stf_reader *r = tool_open_trace(path, STF_READ_LENIENT);
+    if (!r)
+        return EXIT_BAD_TRACE;
+    struct stf_header h = *stf_reader_header(r);
+    if (h.version < 2) {
+        stf_reader_close(r);
+        tool_err("%s: FDR version %u has fixed-size buffers; nothing to convert", path,
+                 (unsigned)h.version);
+        return EXIT_BAD_TRACE;
+    }
+
+    /* Pass 1. The thread is known for sure at a block's first NewCPUId (Pid comes after the
+     * WalltimeMarker), so the walltime is held until then. */
+    struct state s = {0};
+    struct stf_item it;
+    int rc, status = EXIT_OK, nomem = 0;
+    uint64_t block = UINT64_MAX;
+    struct thr *cur = NULL;
+    struct body b = {0, 0};
+    int64_t wall_sec = 0;
+    uint32_t wall_usec = 0;
+    while (!nomem && (rc = stf_reader_next(r, &it)) == STF_OK) {
+        if (it.block != block) {
+            if (cur)
+                nomem = add_body(cur, b) != 0;
+            block = it.block;
+            cur = NULL;
+        }
+        if (it.kind == STF_M_WALLTIME && !cur) {
+            wall_sec = it.wall_sec;
+            wall_usec = it.wall_usec;
+            continue;
+        }
+        if (!cur) {
+            if (it.kind != STF_M_NEW_CPU)
+                continue; /* the preamble, or records the reader warned about */
+            cur = thread_of(&s, it.pid, it.tid);
+            if (!cur) {
+                nomem = 1;
+                break;
+            }
+            if (cur->n == 0) {
+                cur->wall_sec = wall_sec;
+                cur->wall_usec = wall_usec;
+            }
+            b.start = it.offset;
+        }
+        b.end = it.offset + it.size;
+    }
+    if (!nomem && rc == STF_END && cur)
+        nomem = add_body(cur, b) != 0;
+    if (nomem) {
+        tool_err("out of memory");
+        status = EXIT_BAD_TRACE;
+    } else if (rc != STF_END) {
+        status = tool_reader_fail(r, path, rc);
+    }
+
+    /* Pass 2. */
+    int in = -1, fd = -1;
+    if (status == EXIT_OK) {
+        in = open(path, O_RDONLY | O_CLOEXEC);
+        fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (in < 0 || fd < 0) {
+            tool_err("%s: %s", in < 0 ? path : out, strerror(errno));
+            status = EXIT_BAD_TRACE;
+        }
+    }
+    if (status == EXIT_OK) {
+        uint8_t hb[STF_HEADER_SIZE];
+        int ok =
+            pread(in, hb, sizeof hb, 0) == (ssize_t)sizeof hb && write_full(fd, hb, sizeof hb) == 0;
+        for (size_t i = 0; ok && i < s.nt; i++) {
+            struct thr *t = &s.t[i];
+            if (t->n == 0)
+                continue;
+            uint8_t m[4 * STF_META_SIZE];
+            size_t pre = (h.version >= 3 ? 3 : 2) * STF_META_SIZE;
+            stf_meta_u64(m, STF_M_BUFFER_EXTENTS, pre + t->bytes);
+            stf_meta_new_buffer(m + 16, t->tid);
+            stf_meta_walltime(m + 32, t->wall_sec, t->wall_usec);
+            stf_meta_pid(m + 48, t->pid);
+            ok = write_full(fd, m, STF_META_SIZE + pre) == 0;
+            for (size_t k = 0; ok && k < t->n; k++)
+                ok = copy_range(in, fd, t->b[k].start, t->b[k].end) == 0;
+        }
+        if (!ok || close(fd) != 0) {
+            tool_err("%s: %s", out, errno ? strerror(errno) : "write failed");
+            status = EXIT_BAD_TRACE;
+        }
+        fd = -1;
+    }
+    if (in >= 0)
+        close(in);
+    if (fd >= 0)
+        close(fd);
+    tool_warn_summary(path);
+    for (size_t i = 0; i < s.nt; i++)
+        free(s.t[i].b);
+    free(s.t);
+    u64map_free(&s.map);
+    stf_reader_close(r);
+    return status;
+}
