@@ -258,6 +258,19 @@ struct losses {
     uint64_t lost_nested, discarded;
 };
 
+/* Writes what th has committed in chunk `idx` if that is the chunk it is filling: only bytes
+ * below its published pos (acquire, pairing with the release in hot.c). A thread that just moved
+ * to another chunk is caught next time. */
+static void write_committed(struct str_thread *th, uint32_t idx)
+{
+    struct str_chunk *c = &th->chunks[idx];
+    uintptr_t pos = atomic_load_explicit(&th->cursor->pos, memory_order_acquire);
+    uintptr_t base = (uintptr_t)c->base;
+    if (atomic_load_explicit(&c->state, memory_order_relaxed) == STR_FILLING && pos > base &&
+        pos <= base + str_cfg.chunk_size)
+        write_chunk(th, c, pos - base);
+}
+
 /* Flight policy: writes what th's ring holds that is not in the file yet, oldest first: its kept
  * chunks from the one after the current one round to the current one (each taken KEPT ->
  * DUMPING while written, so the owner cannot overwrite it), then the committed part of the
@@ -276,14 +289,8 @@ static void dump_thread(struct str_thread *th)
         write_chunk(th, c, c->used);
         atomic_store_explicit(&c->state, STR_KEPT, memory_order_release);
     }
-    if (atomic_load_explicit(&th->cur, memory_order_relaxed) != c0)
-        return;
-    struct str_chunk *c = &th->chunks[c0];
-    uintptr_t pos = atomic_load_explicit(&th->cursor->pos, memory_order_acquire);
-    uintptr_t base = (uintptr_t)c->base;
-    if (atomic_load_explicit(&c->state, memory_order_relaxed) == STR_FILLING && pos > base &&
-        pos <= base + str_cfg.chunk_size)
-        write_chunk(th, c, pos - base);
+    if (atomic_load_explicit(&th->cur, memory_order_relaxed) == c0)
+        write_committed(th, c0);
 }
 
 static void flush_committed_locked(struct losses *final)
@@ -295,16 +302,10 @@ static void flush_committed_locked(struct losses *final)
             if (th->dropping && th->gap)
                 write_gap_block(th);
         }
-        if (str_cfg.policy == STR_FLIGHT) {
+        if (str_cfg.policy == STR_FLIGHT)
             dump_thread(th);
-            continue;
-        }
-        struct str_chunk *c = &th->chunks[atomic_load_explicit(&th->cur, memory_order_relaxed)];
-        uintptr_t pos = atomic_load_explicit(&th->cursor->pos, memory_order_acquire);
-        uintptr_t base = (uintptr_t)c->base;
-        if (atomic_load_explicit(&c->state, memory_order_relaxed) == STR_FILLING && pos > base &&
-            pos <= base + str_cfg.chunk_size)
-            write_chunk(th, c, pos - base);
+        else
+            write_committed(th, atomic_load_explicit(&th->cur, memory_order_relaxed));
     }
 }
 

@@ -53,29 +53,38 @@ static int real(int sig, const struct sigaction *act, struct sigaction *old)
     return real_sigaction(sig, act, old);
 }
 
+/* Runs the program's own handler for sig, as the kernel would have (its sa_mask added,
+ * SA_RESETHAND honoured, the one- or three-argument form). Returns 0 if the program has none
+ * (its disposition is SIG_DFL or SIG_IGN). errno is the interrupted code's around it. */
+static int call_program_handler(int sig, siginfo_t *si, void *uc, int saved)
+{
+    struct sigaction a = app[sig];
+    if (a.sa_handler == SIG_DFL || a.sa_handler == SIG_IGN)
+        return 0;
+    sigset_t old;
+    pthread_sigmask(SIG_BLOCK, &a.sa_mask, &old);
+    if (a.sa_flags & SA_RESETHAND) {
+        memset(&app[sig], 0, sizeof app[sig]);
+        app[sig].sa_handler = SIG_DFL;
+    }
+    errno = saved;
+    if (a.sa_flags & SA_SIGINFO)
+        a.sa_sigaction(sig, si, uc);
+    else
+        a.sa_handler(sig);
+    saved = errno;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    errno = saved;
+    return 1;
+}
+
 static void on_fatal(int sig, siginfo_t *si, void *uc)
 {
     int saved = errno;
-    struct sigaction a = app[sig];
-    int raised_by_fault = si && si->si_code > 0;
-    if (a.sa_handler != SIG_DFL && a.sa_handler != SIG_IGN) {
-        sigset_t old;
-        pthread_sigmask(SIG_BLOCK, &a.sa_mask, &old);
-        if (a.sa_flags & SA_RESETHAND) {
-            memset(&app[sig], 0, sizeof app[sig]);
-            app[sig].sa_handler = SIG_DFL;
-        }
-        errno = saved;
-        if (a.sa_flags & SA_SIGINFO)
-            a.sa_sigaction(sig, si, uc);
-        else
-            a.sa_handler(sig);
-        saved = errno;
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-        errno = saved;
+    if (call_program_handler(sig, si, uc, saved))
         return;
-    }
-    if (a.sa_handler == SIG_IGN && !raised_by_fault) {
+    int raised_by_fault = si && si->si_code > 0;
+    if (app[sig].sa_handler == SIG_IGN && !raised_by_fault) {
         errno = saved;
         return;
     }
@@ -96,19 +105,8 @@ static void on_dump(int sig, siginfo_t *si, void *uc)
 {
     int saved = errno;
     str_request_dump();
-    struct sigaction a = app[sig];
-    if (a.sa_handler != SIG_DFL && a.sa_handler != SIG_IGN) {
-        sigset_t old;
-        pthread_sigmask(SIG_BLOCK, &a.sa_mask, &old);
+    if (!call_program_handler(sig, si, uc, saved))
         errno = saved;
-        if (a.sa_flags & SA_SIGINFO)
-            a.sa_sigaction(sig, si, uc);
-        else
-            a.sa_handler(sig);
-        saved = errno;
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-    }
-    errno = saved;
 }
 
 static void hook(int sig, void (*fn)(int, siginfo_t *, void *), const char *why)
