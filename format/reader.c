@@ -114,8 +114,10 @@ const char *stf_kind_name(int kind)
         "NewBuffer",   "EndOfBuffer",  "NewCPUId",      "TSCWrap",    "Walltime",
         "CustomEvent", "CallArgument", "BufferExtents", "TypedEvent", "Pid",
     };
-    if (kind == STF_K_FUNCTION) return "Function";
-    if (kind >= 0 && kind < (int)(sizeof names / sizeof names[0])) return names[kind];
+    if (kind == STF_K_FUNCTION)
+        return "Function";
+    if (kind >= 0 && kind < (int)(sizeof names / sizeof names[0]))
+        return names[kind];
     return "?";
 }
 
@@ -156,13 +158,16 @@ __attribute__((format(printf, 3, 4))) static void warn(struct stf_reader *r, uin
     vsnprintf(m, sizeof m, fmt, ap);
     va_end(ap);
     r->st.warnings++;
-    if (r->warn) r->warn(r->warn_ctx, off, m);
+    if (r->warn)
+        r->warn(r->warn_ctx, off, m);
 }
 
 const char *stf_reader_error(const struct stf_reader *r, uint64_t *offset)
 {
-    if (!r) return "";
-    if (offset) *offset = r->err_off;
+    if (!r)
+        return "";
+    if (offset)
+        *offset = r->err_off;
     return r->err ? r->msg : "";
 }
 
@@ -180,7 +185,8 @@ static size_t avail(const struct stf_reader *r)
 /* Make n bytes available at the cursor. Returns 1 if they are, 0 at end of file, <0 on error. */
 static int fill(struct stf_reader *r, size_t n)
 {
-    if (avail(r) >= n) return 1;
+    if (avail(r) >= n)
+        return 1;
     if (r->pos > 0) {
         memmove(r->buf, r->buf + r->pos, avail(r));
         r->base += r->pos;
@@ -193,13 +199,15 @@ static int fill(struct stf_reader *r, size_t n)
             while (ncap < r->len + 1)
                 ncap *= 2;
             uint8_t *nb = realloc(r->buf, ncap);
-            if (!nb) return fail(r, STF_ERR_NOMEM, cur_off(r), "out of memory");
+            if (!nb)
+                return fail(r, STF_ERR_NOMEM, cur_off(r), "out of memory");
             r->buf = nb;
             r->cap = ncap;
         }
         ssize_t k = read(r->fd, r->buf + r->len, r->cap - r->len);
         if (k < 0) {
-            if (errno == EINTR) continue;
+            if (errno == EINTR)
+                continue;
             return fail(r, STF_ERR_IO, r->base + r->len, "read failed: %s", strerror(errno));
         }
         if (k == 0)
@@ -216,7 +224,8 @@ static int skip(struct stf_reader *r, uint64_t n)
     while (n > 0) {
         if (avail(r) == 0) {
             int f = fill(r, 1);
-            if (f <= 0) return f;
+            if (f <= 0)
+                return f;
         }
         size_t k = avail(r) < n ? avail(r) : (size_t)n;
         r->pos += k;
@@ -248,22 +257,27 @@ static uint64_t rd64(const uint8_t *p)
 
 int stf_header_decode(const uint8_t *buf, size_t len, struct stf_header *out)
 {
-    if (!buf || !out) return STF_ERR_ARG;
-    if (len < STF_HEADER_SIZE) return STF_ERR_HEADER;
+    if (!buf || !out)
+        return STF_ERR_ARG;
+    if (len < STF_HEADER_SIZE)
+        return STF_ERR_HEADER;
     out->version = rd16(buf);
     out->type = rd16(buf + 2);
     out->bits = rd32(buf + 4);
     out->cycle_freq = rd64(buf + 8);
     out->buffer_size = rd64(buf + 16);
-    if (out->type != STF_TYPE_FDR) return STF_ERR_HEADER;
-    if (out->version < 1 || out->version > 5) return STF_ERR_VERSION;
+    if (out->type != STF_TYPE_FDR)
+        return STF_ERR_HEADER;
+    if (out->version < 1 || out->version > 5)
+        return STF_ERR_VERSION;
     return STF_OK;
 }
 
 static int read_header(struct stf_reader *r)
 {
     int f = fill(r, STF_HEADER_SIZE);
-    if (f < 0) return f;
+    if (f < 0)
+        return f;
     if (f == 0)
         return fail(r, STF_ERR_HEADER, 0, "truncated header (%zu of %d bytes)", avail(r),
                     STF_HEADER_SIZE);
@@ -286,8 +300,10 @@ static int setup(struct stf_reader *r, int fd, bool own, int flags)
     r->own_fd = own;
     r->strict = (flags & STF_READ_STRICT) != 0;
     struct stat sb;
-    if (fstat(fd, &sb) != 0) return fail(r, STF_ERR_IO, 0, "%s", strerror(errno));
-    if (S_ISDIR(sb.st_mode)) return fail(r, STF_ERR_IO, 0, "%s", strerror(EISDIR));
+    if (fstat(fd, &sb) != 0)
+        return fail(r, STF_ERR_IO, 0, "%s", strerror(errno));
+    if (S_ISDIR(sb.st_mode))
+        return fail(r, STF_ERR_IO, 0, "%s", strerror(EISDIR));
     if (S_ISREG(sb.st_mode)) {
         r->size_known = true;
         r->file_size = (uint64_t)sb.st_size;
@@ -298,40 +314,50 @@ static int setup(struct stf_reader *r, int fd, bool own, int flags)
 
 int stf_reader_open_fd(struct stf_reader **out, int fd, int flags)
 {
-    if (!out) return STF_ERR_ARG;
+    if (!out)
+        return STF_ERR_ARG;
     *out = NULL;
-    if (fd < 0 || (flags & ~STF_READ_STRICT)) return STF_ERR_ARG;
+    if (fd < 0 || (flags & ~STF_READ_STRICT))
+        return STF_ERR_ARG;
     struct stf_reader *r = calloc(1, sizeof *r);
-    if (!r) return STF_ERR_NOMEM;
+    if (!r)
+        return STF_ERR_NOMEM;
     *out = r;
     return setup(r, fd, false, flags);
 }
 
 int stf_reader_open(struct stf_reader **out, const char *path, int flags)
 {
-    if (!out) return STF_ERR_ARG;
+    if (!out)
+        return STF_ERR_ARG;
     *out = NULL;
-    if (!path || (flags & ~STF_READ_STRICT)) return STF_ERR_ARG;
+    if (!path || (flags & ~STF_READ_STRICT))
+        return STF_ERR_ARG;
     struct stf_reader *r = calloc(1, sizeof *r);
-    if (!r) return STF_ERR_NOMEM;
+    if (!r)
+        return STF_ERR_NOMEM;
     *out = r;
     r->fd = -1;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return fail(r, STF_ERR_IO, 0, "%s", strerror(errno));
+    if (fd < 0)
+        return fail(r, STF_ERR_IO, 0, "%s", strerror(errno));
     return setup(r, fd, true, flags);
 }
 
 void stf_reader_close(struct stf_reader *r)
 {
-    if (!r) return;
-    if (r->own_fd && r->fd >= 0) close(r->fd);
+    if (!r)
+        return;
+    if (r->own_fd && r->fd >= 0)
+        close(r->fd);
     free(r->buf);
     free(r);
 }
 
 void stf_reader_set_warn(struct stf_reader *r, stf_warn_fn fn, void *ctx)
 {
-    if (!r) return;
+    if (!r)
+        return;
     r->warn = fn;
     r->warn_ctx = ctx;
 }
@@ -343,7 +369,8 @@ const struct stf_header *stf_reader_header(const struct stf_reader *r)
 
 void stf_reader_stats(const struct stf_reader *r, struct stf_reader_stats *out)
 {
-    if (!r || !out) return;
+    if (!r || !out)
+        return;
     *out = r->st;
     out->bytes = cur_off(r);
 }
@@ -404,11 +431,13 @@ __attribute__((format(printf, 3, 4))) static int bad(struct stf_reader *r, uint6
     va_start(ap, fmt);
     vsnprintf(m, sizeof m, fmt, ap);
     va_end(ap);
-    if (r->strict) return fail(r, STF_ERR_FORMAT, off, "%s", m);
+    if (r->strict)
+        return fail(r, STF_ERR_FORMAT, off, "%s", m);
     warn(r, off, "%s; rest of block skipped", m);
     uint64_t here = cur_off(r);
     int s = here < r->block_end ? skip(r, r->block_end - here) : 1;
-    if (s < 0) return s;
+    if (s < 0)
+        return s;
     end_block(r);
     if (s == 0) {
         r->done = true;
@@ -426,7 +455,8 @@ __attribute__((format(printf, 3, 4))) static int order(struct stf_reader *r, uin
     va_start(ap, fmt);
     vsnprintf(m, sizeof m, fmt, ap);
     va_end(ap);
-    if (r->strict) return fail(r, STF_ERR_FORMAT, off, "%s", m);
+    if (r->strict)
+        return fail(r, STF_ERR_FORMAT, off, "%s", m);
     warn(r, off, "%s", m);
     return STF_OK;
 }
@@ -436,7 +466,8 @@ static int next_extents(struct stf_reader *r, struct stf_item *it)
 {
     for (;;) {
         int f = fill(r, 1);
-        if (f < 0) return f;
+        if (f < 0)
+            return f;
         if (f == 0) {
             if (r->block_index == 0 && r->st.records == 0 && r->strict)
                 return fail(r, STF_ERR_FORMAT, cur_off(r), "header-only file");
@@ -454,7 +485,8 @@ static int next_extents(struct stf_reader *r, struct stf_item *it)
                     k++;
                 r->pos += k;
             }
-            if (f < 0) return f;
+            if (f < 0)
+                return f;
             if (f == 0) {
                 if (r->strict)
                     return fail(r, STF_ERR_FORMAT, gap,
@@ -470,9 +502,11 @@ static int next_extents(struct stf_reader *r, struct stf_item *it)
             uint64_t start = off;
             while ((f = fill(r, 1)) == 1 && r->buf[r->pos] != ((STF_M_BUFFER_EXTENTS << 1) | 1))
                 r->pos++;
-            if (f < 0) return f;
+            if (f < 0)
+                return f;
             if (f == 0) {
-                if (r->strict) return fail(r, STF_ERR_FORMAT, start, "bytes after last buffer");
+                if (r->strict)
+                    return fail(r, STF_ERR_FORMAT, start, "bytes after last buffer");
                 warn(r, start, "%" PRIu64 " bytes of garbage after last buffer ignored",
                      cur_off(r) - start);
                 r->done = true;
@@ -487,9 +521,11 @@ static int next_extents(struct stf_reader *r, struct stf_item *it)
             continue;
         }
         f = fill(r, STF_META_SIZE);
-        if (f < 0) return f;
+        if (f < 0)
+            return f;
         if (f == 0) {
-            if (r->strict) return fail(r, STF_ERR_TRUNCATED, off, "truncated BufferExtents record");
+            if (r->strict)
+                return fail(r, STF_ERR_TRUNCATED, off, "truncated BufferExtents record");
             warn(r, off, "truncated BufferExtents record at end of file ignored");
             r->done = true;
             return STF_END;
@@ -505,7 +541,8 @@ static int next_extents(struct stf_reader *r, struct stf_item *it)
         it->value = n;
         uint64_t start = off + STF_META_SIZE;
         uint64_t end = n > UINT64_MAX - start ? UINT64_MAX : start + n;
-        if (n == 0) return STEP_ITEM; /* empty block: nothing follows */
+        if (n == 0)
+            return STEP_ITEM; /* empty block: nothing follows */
         begin_block(r, off, end);
         if (r->size_known && end > r->file_size) {
             if (r->strict)
@@ -573,14 +610,17 @@ static int check_order(struct stf_reader *r, int kind, uint64_t off)
         return STF_OK;
     }
     /* lenient: resynchronise on whatever arrived */
-    if (rc == STF_OK && kind == STF_M_NEW_CPU) r->state = B_BODY;
-    if (rc == STF_OK && kind == STF_K_FUNCTION) r->state = B_BODY;
+    if (rc == STF_OK && kind == STF_M_NEW_CPU)
+        r->state = B_BODY;
+    if (rc == STF_OK && kind == STF_K_FUNCTION)
+        r->state = B_BODY;
     return rc;
 }
 
 static int check_end_state(struct stf_reader *r)
 {
-    if (r->state == B_BODY || r->eob_seen) return STF_OK;
+    if (r->state == B_BODY || r->eob_seen)
+        return STF_OK;
     return order(r, r->block_ext_off, "block ends before NewCPUId (after %s)",
                  r->state == B_EXPECT_NEWBUFFER  ? "start"
                  : r->state == B_EXPECT_WALLTIME ? "NewBuffer"
@@ -602,20 +642,24 @@ static int block_record(struct stf_reader *r, struct stf_item *it)
     uint64_t off = cur_off(r);
     if (off >= r->block_end) {
         int rc = check_end_state(r);
-        if (rc < 0) return rc;
+        if (rc < 0)
+            return rc;
         end_block(r);
         return STEP_AGAIN;
     }
     if (r->eob_seen) {
         /* v1 padding after EndOfBuffer: skip unread; a short last buffer is fine */
         int s = skip(r, r->block_end - off);
-        if (s < 0) return s;
+        if (s < 0)
+            return s;
         end_block(r);
-        if (s == 0) r->done = true;
+        if (s == 0)
+            r->done = true;
         return s == 0 ? STF_END : STEP_AGAIN;
     }
     int f = fill(r, 1);
-    if (f < 0) return f;
+    if (f < 0)
+        return f;
     if (f == 0) {
         if (r->hdr.version == 1 && r->state == B_EXPECT_NEWBUFFER) {
             /* v1: clean end of file at a buffer boundary */
@@ -626,7 +670,8 @@ static int block_record(struct stf_reader *r, struct stf_item *it)
         if (r->hdr.version == 1) {
             /* v1 buffer cut at a record boundary: llvm-xray accepts it */
             int rc = check_end_state(r);
-            if (rc < 0) return rc;
+            if (rc < 0)
+                return rc;
             end_block(r);
             r->done = true;
             return STF_END;
@@ -642,8 +687,10 @@ static int block_record(struct stf_reader *r, struct stf_item *it)
                    meta ? stf_kind_name(b >> 1) : "function",
                    r->hdr.version == 1 ? "buffer" : "BufferExtents", need - room);
     f = fill(r, need);
-    if (f < 0) return f;
-    if (f == 0) return torn(r, off);
+    if (f < 0)
+        return f;
+    if (f == 0)
+        return torn(r, off);
     const uint8_t *p = r->buf + r->pos;
 
     memset(it, 0, sizeof *it);
@@ -653,9 +700,11 @@ static int block_record(struct stf_reader *r, struct stf_item *it)
     if (!meta) {
         uint32_t w = rd32(p);
         uint32_t action = (w >> 1) & 7u;
-        if (action > STF_ENTER_ARGS) return bad(r, off, "unknown function action %u", action);
+        if (action > STF_ENTER_ARGS)
+            return bad(r, off, "unknown function action %u", action);
         int rc = check_order(r, STF_K_FUNCTION, off);
-        if (rc != STF_OK) return rc;
+        if (rc != STF_OK)
+            return rc;
         r->pos += need;
         it->kind = STF_K_FUNCTION;
         it->func_id = w >> 4;
@@ -669,11 +718,13 @@ static int block_record(struct stf_reader *r, struct stf_item *it)
     }
 
     int kind = b >> 1;
-    if (kind > STF_M_PID) return bad(r, off, "unknown metadata kind %d", kind);
+    if (kind > STF_M_PID)
+        return bad(r, off, "unknown metadata kind %d", kind);
     if (kind == STF_M_END_OF_BUFFER && r->hdr.version >= 2)
         return bad(r, off, "EndOfBuffer in v2+");
     if (kind == STF_M_BUFFER_EXTENTS) {
-        if (r->hdr.version == 1) return bad(r, off, "BufferExtents in v1");
+        if (r->hdr.version == 1)
+            return bad(r, off, "BufferExtents in v1");
         return bad(r, off, "BufferExtents inside block");
     }
     if (kind == STF_M_NEW_BUFFER && r->state != B_EXPECT_NEWBUFFER)
@@ -686,8 +737,10 @@ static int block_record(struct stf_reader *r, struct stf_item *it)
     } else {
         rc = check_order(r, kind, off);
     }
-    if (rc != STF_OK) return rc;
-    if (kind != STF_M_CALL_ARG) r->args_ok = false;
+    if (rc != STF_OK)
+        return rc;
+    if (kind != STF_M_CALL_ARG)
+        r->args_ok = false;
 
     it->kind = kind;
     const uint8_t *d = p + 1;
@@ -721,7 +774,8 @@ static int block_record(struct stf_reader *r, struct stf_item *it)
     case STF_M_CUSTOM_EVENT:
     case STF_M_TYPED_EVENT: {
         int32_t size = (int32_t)rd32(d);
-        if (size <= 0) return bad(r, off, "%s size %d must be positive", stf_kind_name(kind), size);
+        if (size <= 0)
+            return bad(r, off, "%s size %d must be positive", stf_kind_name(kind), size);
         if ((uint64_t)size > room - need)
             return bad(r, off, "%s payload (%d bytes) overruns %s", stf_kind_name(kind), size,
                        r->hdr.version == 1 ? "buffer" : "BufferExtents");
@@ -737,13 +791,17 @@ static int block_record(struct stf_reader *r, struct stf_item *it)
             it->tsc = r->tsc;
         } else {
             it->tsc = rd64(d + 4); /* absolute; does not move the delta base */
-            if (r->hdr.version >= 4) r->cpu = rd16(d + 12);
+            if (r->hdr.version >= 4)
+                r->cpu = rd16(d + 12);
         }
-        if (r->size_known && (uint64_t)size > r->file_size - off - need) return torn(r, off);
+        if (r->size_known && (uint64_t)size > r->file_size - off - need)
+            return torn(r, off);
         r->pos += need;
         f = fill(r, (size_t)size);
-        if (f < 0) return f;
-        if (f == 0) return torn(r, off);
+        if (f < 0)
+            return f;
+        if (f == 0)
+            return torn(r, off);
         it->payload = r->buf + r->pos;
         it->payload_len = (size_t)size;
         it->size = (uint32_t)(need + (size_t)size);
@@ -761,11 +819,14 @@ static int block_record(struct stf_reader *r, struct stf_item *it)
 
 static int step(struct stf_reader *r, struct stf_item *it)
 {
-    if (r->in_block) return block_record(r, it);
-    if (r->hdr.version >= 2) return next_extents(r, it);
+    if (r->in_block)
+        return block_record(r, it);
+    if (r->hdr.version >= 2)
+        return next_extents(r, it);
     /* v1: fixed-size buffers, no extents record */
     int f = fill(r, 1);
-    if (f < 0) return f;
+    if (f < 0)
+        return f;
     if (f == 0) {
         if (r->block_index == 0 && r->strict)
             return fail(r, STF_ERR_FORMAT, cur_off(r), "header-only file");
@@ -780,18 +841,26 @@ static int step(struct stf_reader *r, struct stf_item *it)
 
 int stf_reader_next(struct stf_reader *r, struct stf_item *item)
 {
-    if (!r || !item) return STF_ERR_ARG;
-    if (r->err) return r->err;
+    if (!r || !item)
+        return STF_ERR_ARG;
+    if (r->err)
+        return r->err;
     for (;;) {
-        if (r->err) return r->err;
-        if (r->done) return STF_END;
+        if (r->err)
+            return r->err;
+        if (r->done)
+            return STF_END;
         bool was_in_block = r->in_block;
         uint64_t blk = r->block_index;
         int rc = step(r, item);
-        if (rc == STEP_AGAIN) continue;
-        if (rc != STEP_ITEM) return rc;
-        if (!was_in_block && r->in_block && r->block_index == blk) r->st.blocks++;
-        if (r->hdr.version == 1 && item->kind == STF_M_NEW_BUFFER) r->st.blocks++;
+        if (rc == STEP_AGAIN)
+            continue;
+        if (rc != STEP_ITEM)
+            return rc;
+        if (!was_in_block && r->in_block && r->block_index == blk)
+            r->st.blocks++;
+        if (r->hdr.version == 1 && item->kind == STF_M_NEW_BUFFER)
+            r->st.blocks++;
         r->st.records++;
         return STF_OK;
     }

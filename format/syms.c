@@ -50,20 +50,24 @@ static uint64_t key_hash(uint32_t objid, uint32_t fid)
 
 static long find_slot(const struct stf_syms *s, uint32_t objid, uint32_t fid)
 {
-    if (!s || s->tcap == 0) return -1;
+    if (!s || s->tcap == 0)
+        return -1;
     size_t mask = s->tcap - 1;
     for (size_t i = (size_t)key_hash(objid, fid) & mask;; i = (i + 1) & mask) {
         uint32_t v = s->table[i];
-        if (v == 0) return (long)i;
+        if (v == 0)
+            return (long)i;
         const struct sym *e = &s->syms[v - 1];
-        if (e->objid == objid && e->fid == fid) return (long)i;
+        if (e->objid == objid && e->fid == fid)
+            return (long)i;
     }
 }
 
 static int rehash(struct stf_syms *s, size_t ncap)
 {
     uint32_t *t = calloc(ncap, sizeof *t);
-    if (!t) return -1;
+    if (!t)
+        return -1;
     free(s->table);
     s->table = t;
     s->tcap = ncap;
@@ -77,12 +81,15 @@ static int rehash(struct stf_syms *s, size_t ncap)
 /* Parse a decimal u32 field exactly. */
 static bool parse_u32(const char *str, uint32_t *out)
 {
-    if (*str < '0' || *str > '9') return false;
+    if (*str < '0' || *str > '9')
+        return false;
     uint64_t v = 0;
     for (; *str; str++) {
-        if (*str < '0' || *str > '9') return false;
+        if (*str < '0' || *str > '9')
+            return false;
         v = v * 10 + (uint64_t)(*str - '0');
-        if (v > UINT32_MAX) return false;
+        if (v > UINT32_MAX)
+            return false;
     }
     *out = (uint32_t)v;
     return true;
@@ -91,7 +98,8 @@ static bool parse_u32(const char *str, uint32_t *out)
 /* Parse "0x" followed by 1..16 hex digits. */
 static bool parse_hex(const char *str, uint64_t *out)
 {
-    if (str[0] != '0' || (str[1] != 'x' && str[1] != 'X') || !str[2]) return false;
+    if (str[0] != '0' || (str[1] != 'x' && str[1] != 'X') || !str[2])
+        return false;
     uint64_t v = 0;
     int n = 0;
     for (str += 2; *str; str++, n++) {
@@ -104,7 +112,8 @@ static bool parse_hex(const char *str, uint64_t *out)
             d = *str - 'A' + 10;
         else
             return false;
-        if (n >= 16) return false;
+        if (n >= 16)
+            return false;
         v = (v << 4) | (uint64_t)d;
     }
     *out = v;
@@ -117,7 +126,8 @@ static bool split(char *line, char **f, int n)
     for (int i = 0; i < n - 1; i++) {
         f[i] = line;
         char *t = strchr(line, '\t');
-        if (!t) return false;
+        if (!t)
+            return false;
         *t = '\0';
         line = t + 1;
     }
@@ -129,7 +139,8 @@ static int add_sym(struct stf_syms *s, uint32_t objid, uint32_t fid, uint64_t ad
                    const char *name, const char **why)
 {
     if (s->nsyms + 1 > s->tcap / 2) {
-        if (rehash(s, s->tcap ? s->tcap * 2 : 256) != 0) return STF_ERR_NOMEM;
+        if (rehash(s, s->tcap ? s->tcap * 2 : 256) != 0)
+            return STF_ERR_NOMEM;
     }
     long slot = find_slot(s, objid, fid);
     if (s->table[slot] != 0) {
@@ -139,7 +150,8 @@ static int add_sym(struct stf_syms *s, uint32_t objid, uint32_t fid, uint64_t ad
     if (s->nsyms == s->capsyms) {
         size_t nc = s->capsyms ? s->capsyms * 2 : 256;
         struct sym *ns = realloc(s->syms, nc * sizeof *ns);
-        if (!ns) return STF_ERR_NOMEM;
+        if (!ns)
+            return STF_ERR_NOMEM;
         s->syms = ns;
         s->capsyms = nc;
     }
@@ -154,7 +166,8 @@ static int add_sym(struct stf_syms *s, uint32_t objid, uint32_t fid, uint64_t ad
     e->name = NULL;
     if (*name) {
         e->name = strdup(name);
-        if (!e->name) return STF_ERR_NOMEM;
+        if (!e->name)
+            return STF_ERR_NOMEM;
     }
     s->table[slot] = (uint32_t)(++s->nsyms);
     return STF_OK;
@@ -165,13 +178,15 @@ static int add_obj(struct stf_syms *s, uint32_t objid, uint64_t bias, const char
     if (s->nobjs == s->capobjs) {
         size_t nc = s->capobjs ? s->capobjs * 2 : 8;
         struct obj *no = realloc(s->objs, nc * sizeof *no);
-        if (!no) return STF_ERR_NOMEM;
+        if (!no)
+            return STF_ERR_NOMEM;
         s->objs = no;
         s->capobjs = nc;
     }
     struct obj *o = &s->objs[s->nobjs];
     o->path = strdup(path);
-    if (!o->path) return STF_ERR_NOMEM;
+    if (!o->path)
+        return STF_ERR_NOMEM;
     o->objid = objid;
     o->bias = bias;
     s->nobjs++;
@@ -235,13 +250,16 @@ static int parse_line(struct stf_syms *s, char *line, unsigned long lineno, cons
 
 int stf_syms_load(struct stf_syms **out, const char *path, char *err, size_t errlen)
 {
-    if (err && errlen) err[0] = '\0';
-    if (!out || !path) return STF_ERR_ARG;
+    if (err && errlen)
+        err[0] = '\0';
+    if (!out || !path)
+        return STF_ERR_ARG;
     *out = NULL;
     FILE *fp = fopen(path, "re");
     if (!fp) {
         int e = errno;
-        if (err && errlen) snprintf(err, errlen, "%s: %s", path, strerror(e));
+        if (err && errlen)
+            snprintf(err, errlen, "%s: %s", path, strerror(e));
         errno = e;
         return STF_ERR_IO;
     }
@@ -258,18 +276,21 @@ int stf_syms_load(struct stf_syms **out, const char *path, char *err, size_t err
     const char *why = "";
     while ((n = getline(&line, &cap, fp)) >= 0) {
         lineno++;
-        if (n > 0 && line[n - 1] == '\n') line[--n] = '\0';
+        if (n > 0 && line[n - 1] == '\n')
+            line[--n] = '\0';
         if ((size_t)n != strlen(line)) {
             why = "NUL byte in line";
             rc = STF_ERR_SYMS;
             break;
         }
         rc = parse_line(s, line, lineno, &why);
-        if (rc != STF_OK) break;
+        if (rc != STF_OK)
+            break;
     }
     if (rc == STF_OK && ferror(fp)) {
         int e = errno;
-        if (err && errlen) snprintf(err, errlen, "%s: %s", path, strerror(e));
+        if (err && errlen)
+            snprintf(err, errlen, "%s: %s", path, strerror(e));
         rc = STF_ERR_IO;
     } else if (rc == STF_OK && lineno == 0) {
         why = "empty file";
@@ -292,7 +313,8 @@ int stf_syms_load(struct stf_syms **out, const char *path, char *err, size_t err
 
 void stf_syms_free(struct stf_syms *s)
 {
-    if (!s) return;
+    if (!s)
+        return;
     for (size_t i = 0; i < s->nsyms; i++)
         free(s->syms[i].name);
     for (size_t i = 0; i < s->nobjs; i++)
@@ -306,7 +328,8 @@ void stf_syms_free(struct stf_syms *s)
 static const struct sym *find(const struct stf_syms *s, uint32_t objid, uint32_t fid)
 {
     long slot = find_slot(s, objid, fid);
-    if (slot < 0 || s->table[slot] == 0) return NULL;
+    if (slot < 0 || s->table[slot] == 0)
+        return NULL;
     return &s->syms[s->table[slot] - 1];
 }
 
@@ -332,18 +355,22 @@ const char *stf_syms_name(const struct stf_syms *s, uint32_t id, char *buf, size
     uint32_t objid, fid;
     stf_split_id(id, &objid, &fid);
     const char *n = stf_syms_lookup(s, objid, fid);
-    if (n) return n;
-    if (buf && buflen) snprintf(buf, buflen, "#%" PRIu32, id);
+    if (n)
+        return n;
+    if (buf && buflen)
+        snprintf(buf, buflen, "#%" PRIu32, id);
     return buf;
 }
 
 char *stf_syms_path_for(const char *trace_path)
 {
-    if (!trace_path) return NULL;
+    if (!trace_path)
+        return NULL;
     size_t n = strlen(trace_path);
     size_t keep = (n >= 4 && strcmp(trace_path + n - 4, ".fdr") == 0) ? n - 4 : n;
     char *p = malloc(keep + sizeof ".syms");
-    if (!p) return NULL;
+    if (!p)
+        return NULL;
     memcpy(p, trace_path, keep);
     memcpy(p + keep, ".syms", sizeof ".syms");
     return p;
