@@ -2,8 +2,10 @@
  *
  * CONTRACT (keep it true; the benchmark and the signal tests depend on it)
  *  - Per event: no lock, no syscall, no malloc, no libc call, no call to anything instrumented.
- *    Thread state is initial-exec TLS (str_cursor and str_tls). Timestamps come from rdtsc
- *    (or, without an invariant TSC, the vDSO's CLOCK_MONOTONIC: see clock.c).
+ *    Thread state is initial-exec TLS (str_cursor and str_tls). Timestamps come from rdtsc.
+ *    The one exception: without an invariant TSC (clock.c) they come from the vDSO's
+ *    CLOCK_MONOTONIC, which makes a syscall only if the vDSO has no clock_gettime or the
+ *    machine's clocksource cannot be read from user space.
  *    stp_event's fast path keeps no value alive across a call, so it spills no callee-saved
  *    register: everything unusual (nesting, a pending side ring, a full chunk, a TSCWrap) leaves
  *    it by a tail call to event_slow, which restores `nest` itself.
@@ -14,23 +16,26 @@
  *  - errno is never written here; the slow path saves and restores it.
  *  - Signal safety. A handler that runs instrumented code may interrupt this path at any
  *    instruction. The cursor's `nest` counts how deep we are: it is incremented on entry and
- * restored on exit, so an interrupting handler always leaves it as it found it, even if it lands
- * between the load and the store of the increment. Only the outermost level (nest 0 -> 1) touches
- * the chunk (pos, end, last_tsc, the block being written) and only it takes the slow path. A nested
- * level (nest >= 1 when it arrives) appends {tsc, word} to the thread's side ring: it reserves a
- * slot with one atomic fetch_add (a single instruction, so handlers nested in handlers get distinct
- * slots) and publishes it by storing seq = slot + 1. The outermost level drains the ring into the
- * chunk before and after its own record, so nested events land in the trace right where they
- * happened, with their own timestamps (a TSCWrap re-bases time if one is earlier than the record
- * before it). Entries queued after the outermost level's last check are drained first thing by the
- * thread's next event. A ring slot found unwritten when drained (ring overflow) is counted in
- * lost_nested; both counts are reported at exit. Events arriving before the thread has a chunk,
- * after it exited, or while tracing is off are counted in `dropped`. LIMIT: the ring holds
- * STR_SIDE_N events. It overflows only if the outermost level stays inside the tracer while that
- * many nested events arrive: a lossless wait for the flush thread, or a stall on a slow page
- * (thread memory is populated up front to avoid those).
+ *    restored on exit, so an interrupting handler always leaves it as it found it, even if it
+ *    lands between the load and the store of the increment. Only the outermost level (nest
+ *    0 -> 1) touches the chunk (pos, end, last_tsc, the block being written) and only it takes
+ *    the slow path. A nested level (nest >= 1 when it arrives) appends {tsc, word} to the
+ *    thread's side ring: it reserves a slot with one atomic fetch_add (a single instruction, so
+ *    handlers nested in handlers get distinct slots) and publishes it by storing seq = slot + 1.
+ *    The outermost level drains the ring into the chunk before and after its own record, so
+ *    nested events land in the trace right where they happened, with their own timestamps (a
+ *    TSCWrap re-bases time if one is earlier than the record before it). Entries queued after
+ *    the outermost level's last check are drained first thing by the thread's next event.
+ *    A ring slot found unwritten when drained (ring overflow) is counted in lost_nested; events
+ *    arriving before the thread has a chunk, after it exited, or while tracing is off are
+ *    counted in `dropped`; both are reported at exit.
+ *    LIMIT: the ring holds STR_SIDE_N events. It overflows only if the outermost level stays
+ *    inside the tracer while that many nested events arrive: a lossless wait for the flush
+ *    thread, or a stall on a slow page (thread memory is populated up front to avoid those).
  *  - Memory ordering: `pos` is stored with release by the owner, pairing with the acquire load in
- *    flush_committed (buffers.c), which writes out only bytes below it. Nothing else here is
+ *    write_committed (buffers.c), which writes out only bytes below it. Under the discard
+ *    policy, a thread in a gap reads its next chunk's state with acquire (str_next_chunk_free),
+ *    pairing with the flush thread's release when it frees the chunk. Nothing else here is
  *    shared with another thread.
  */
 #include "str.h"

@@ -12,7 +12,8 @@
  *
  * When one of the fatal signals arrives:
  *  - the program has a handler: it is called as the kernel would have called it (its sa_mask
- *    added, SA_RESETHAND honoured, the one- or three-argument form), and nothing else happens.
+ *    added, SA_RESETHAND honoured, the one- or three-argument form), and nothing else happens,
+ *    except after abort(), which kills the process once that handler returns (see on_fatal).
  *    A program that recovers (a JIT's guard page) pays nothing; one that then dies by exit,
  *    _exit or the default action gets its trace completed on that path.
  *  - the disposition is the default, or ignored for a fault the kernel raised (which the kernel
@@ -34,6 +35,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <unistd.h>
 
 #define STR_EXPORT __attribute__((visibility("default")))
 
@@ -81,8 +83,18 @@ static int call_program_handler(int sig, siginfo_t *si, void *uc, int saved)
 static void on_fatal(int sig, siginfo_t *si, void *uc)
 {
     int saved = errno;
-    if (call_program_handler(sig, si, uc, saved))
+    if (call_program_handler(sig, si, uc, saved)) {
+        /* abort(): when the program's SIGABRT handler returns, glibc sets SIGABRT to SIG_DFL
+         * itself (not through sigaction: nothing here sees it) and raises it again. The process
+         * is about to die: complete the trace now. (A program that raises SIGABRT at itself and
+         * survives its own handler loses the rest of its trace instead.) */
+        if (sig == SIGABRT && si && si->si_code == SI_TKILL && si->si_pid == getpid()) {
+            saved = errno;
+            str_crash_flush();
+            errno = saved;
+        }
         return;
+    }
     int raised_by_fault = si && si->si_code > 0;
     if (app[sig].sa_handler == SIG_IGN && !raised_by_fault) {
         errno = saved;
