@@ -238,6 +238,8 @@ static void write_chunk(struct str_thread *th, struct str_chunk *c, size_t upto)
  * thread that just moved to another chunk is caught next time. Adds up side-ring losses. */
 /* At the end, a thread still inside a gap (discard policy) gets a block of its own holding just
  * the loss marker, so the trace says where its records stop. */
+static void write_queue(void);
+
 static void write_gap_block(struct str_thread *th)
 {
     uint8_t b[STR_BLOCK_HEAD + STF_LOSS_SIZE];
@@ -302,10 +304,21 @@ static void flush_committed_locked(struct losses *final)
             if (th->dropping && th->gap)
                 write_gap_block(th);
         }
-        if (str_cfg.policy == STR_FLIGHT)
+        if (str_cfg.policy == STR_FLIGHT) {
             dump_thread(th);
-        else
-            write_committed(th, atomic_load_explicit(&th->cur, memory_order_relaxed));
+            continue;
+        }
+        /* The thread's chunks must reach the file in order: any it has handed over (older than
+         * its current one) go first. The acquire on cur pairs with the release in next_chunk, so
+         * every chunk handed over before the current one is counted in `queued`. */
+        uint32_t idx = atomic_load_explicit(&th->cur, memory_order_acquire);
+        if (atomic_load_explicit(&th->queued, memory_order_acquire) != 0) {
+            write_queue();
+            idx = atomic_load_explicit(&th->cur, memory_order_acquire);
+            if (atomic_load_explicit(&th->queued, memory_order_acquire) != 0)
+                continue; /* it handed another over meanwhile: next time */
+        }
+        write_committed(th, idx);
     }
 }
 
@@ -599,7 +612,8 @@ static int next_chunk(struct str_thread *th, int wait)
             struct timespec ts = {0, 20000};
             nanosleep(&ts, NULL);
         }
-        atomic_store_explicit(&th->cur, next, memory_order_relaxed);
+        /* Release: pairs with the acquire in flush_committed_locked (queued is already counted). */
+        atomic_store_explicit(&th->cur, next, memory_order_release);
         return 1;
     }
     while (atomic_load_explicit(&c->state, memory_order_acquire) != STR_FREE) {
@@ -614,7 +628,8 @@ static int next_chunk(struct str_thread *th, int wait)
         struct timespec ts = {0, 50000};
         nanosleep(&ts, NULL);
     }
-    atomic_store_explicit(&th->cur, next, memory_order_relaxed);
+    /* Release: pairs with the acquire in flush_committed_locked (queued is already counted). */
+    atomic_store_explicit(&th->cur, next, memory_order_release);
     return 1;
 }
 
@@ -920,10 +935,26 @@ static void final_flush(void)
     xfsz_unblock(&g);
 }
 
-/* A fatal signal is about to end the process (signals.c). Async-signal-safe: no lock is waited
- * for (the registry is only tried: the crashing thread may hold it), no thread is joined, nothing
- * is allocated or logged. Everything queued and every thread's committed records are written,
- * and the header gets the frequency calibrated so far. */
+/* Writes everything queued and every thread's committed records, and the header with the
+ * frequency calibrated so far. Async-signal-safe: no lock is waited for (the registry is only
+ * tried: the interrupted thread may hold it), no thread is joined, nothing is allocated or
+ * logged. The caller holds the writer flag. */
+static void emergency_write(void)
+{
+    struct xfsz_guard g;
+    xfsz_block(&g);
+    write_queue();
+    if (pthread_mutex_trylock(&registry_lock) == 0) {
+        flush_committed_locked(NULL);
+        pthread_mutex_unlock(&registry_lock);
+    }
+    write_queue();
+    write_header(calibrate(0));
+    xfsz_unblock(&g);
+}
+
+/* A fatal signal is about to end the process (signals.c): everything goes out and tracing ends.
+ * The writer flag is never given back. */
 void str_crash_flush(void)
 {
     if ((int32_t)getpid() != pid)
@@ -934,17 +965,20 @@ void str_crash_flush(void)
         return;
     if (!writer_take_for(1000))
         return;
-    struct xfsz_guard g;
-    xfsz_block(&g);
-    write_queue();
-    if (pthread_mutex_trylock(&registry_lock) == 0) {
-        flush_committed_locked(NULL);
-        pthread_mutex_unlock(&registry_lock);
-    }
-    write_queue();
-    write_header(calibrate(0));
+    emergency_write();
     atomic_store_explicit(&state, ST_DONE, memory_order_seq_cst);
-    xfsz_unblock(&g);
+}
+
+/* The process may be about to die, or may carry on (signals.c): everything so far goes out and
+ * tracing continues. */
+void str_checkpoint(void)
+{
+    if ((int32_t)getpid() != pid || atomic_load_explicit(&state, memory_order_seq_cst) != ST_ACTIVE)
+        return;
+    if (!writer_take_for(1000))
+        return;
+    emergency_write();
+    writer_give();
 }
 
 static void final_flush_writes(void)

@@ -13,7 +13,8 @@
  * When one of the fatal signals arrives:
  *  - the program has a handler: it is called as the kernel would have called it (its sa_mask
  *    added, SA_RESETHAND honoured, the one- or three-argument form), and nothing else happens,
- *    except after abort(), which kills the process once that handler returns (see on_fatal).
+ *    but a checkpoint of the trace when the handler returns from a SIGABRT the process raised
+ *    itself: abort() then kills it without a second chance (see on_fatal).
  *    A program that recovers (a JIT's guard page) pays nothing; one that then dies by exit,
  *    _exit or the default action gets its trace completed on that path.
  *  - the disposition is the default, or ignored for a fault the kernel raised (which the kernel
@@ -85,12 +86,13 @@ static void on_fatal(int sig, siginfo_t *si, void *uc)
     int saved = errno;
     if (call_program_handler(sig, si, uc, saved)) {
         /* abort(): when the program's SIGABRT handler returns, glibc sets SIGABRT to SIG_DFL
-         * itself (not through sigaction: nothing here sees it) and raises it again. The process
-         * is about to die: complete the trace now. (A program that raises SIGABRT at itself and
-         * survives its own handler loses the rest of its trace instead.) */
+         * itself (not through sigaction: nothing here sees it) and raises it again, and the
+         * process dies without coming back here. A program that raised SIGABRT at itself may
+         * also just carry on. So write everything so far and keep tracing: either way the
+         * trace is whole. */
         if (sig == SIGABRT && si && si->si_code == SI_TKILL && si->si_pid == getpid()) {
             saved = errno;
-            str_crash_flush();
+            str_checkpoint();
             errno = saved;
         }
         return;

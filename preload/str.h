@@ -149,6 +149,7 @@ STR_HIDDEN int str_open_outputs(char *trace_path, size_t tlen, char *syms_path, 
 STR_HIDDEN void str_buffers_finish(void);
 STR_HIDDEN void str_thread_exit(void *th);
 STR_HIDDEN void str_crash_flush(void);
+STR_HIDDEN void str_checkpoint(void);
 /* Flight policy: asks the flush thread to write every thread's ring (async-signal-safe). */
 STR_HIDDEN void str_request_dump(void);
 /* signals.c */
