@@ -3,7 +3,8 @@
  * workers with 4 KiB chunks give one thread over 16 blocks; llvm-xray account fails on that
  * trace as written. The converted trace must hold the same records per thread in the same order,
  * one block per thread, pass llvm-xray's verifier, and make llvm-xray account give the program's
- * exact counts. */
+ * exact counts. llvm-xray convert, which sorts records itself, must give the same records per
+ * thread as sledtrace even on the trace as written. */
 #include <criterion/criterion.h>
 
 #include <inttypes.h>
@@ -30,10 +31,35 @@ struct recs {
     uint64_t blocks;
 };
 
-static int by_tid(const void *a, const void *b)
+static int cmp_tid(const void *a, const void *b)
 {
-    const struct rec *x = a, *y = b;
-    return (x->tid > y->tid) - (x->tid < y->tid);
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Groups records per thread (ordered by tid), keeping each thread's order. */
+static void group_by_thread(struct recs *q)
+{
+    struct rec *sorted = malloc(q->n * sizeof *sorted);
+    size_t out = 0;
+    int32_t seen[64];
+    int nseen = 0;
+    for (size_t i = 0; i < q->n; i++) {
+        int k = 0;
+        while (k < nseen && seen[k] != q->v[i].tid)
+            k++;
+        if (k == nseen) {
+            cr_assert_lt(nseen, 64);
+            seen[nseen++] = q->v[i].tid;
+        }
+    }
+    qsort(seen, (size_t)nseen, sizeof seen[0], cmp_tid);
+    for (int k = 0; k < nseen; k++)
+        for (size_t i = 0; i < q->n; i++)
+            if (q->v[i].tid == seen[k])
+                sorted[out++] = q->v[i];
+    free(q->v);
+    q->v = sorted;
 }
 
 /* Function records grouped per thread (ordered by tid), each thread's in file order. */
@@ -58,27 +84,7 @@ static void read_recs(const char *trace, struct recs *q)
     stf_reader_stats(r, &st);
     q->blocks = st.blocks;
     stf_reader_close(r);
-    /* Group per thread, keeping each thread's order. */
-    struct rec *sorted = malloc(q->n * sizeof *sorted);
-    size_t out = 0;
-    int32_t seen[64];
-    int nseen = 0;
-    for (size_t i = 0; i < q->n; i++) {
-        int k = 0;
-        while (k < nseen && seen[k] != q->v[i].tid)
-            k++;
-        if (k == nseen) {
-            cr_assert_lt(nseen, 64);
-            seen[nseen++] = q->v[i].tid;
-        }
-    }
-    qsort(seen, (size_t)nseen, sizeof seen[0], by_tid);
-    for (int k = 0; k < nseen; k++)
-        for (size_t i = 0; i < q->n; i++)
-            if (q->v[i].tid == seen[k])
-                sorted[out++] = q->v[i];
-    free(q->v);
-    q->v = sorted;
+    group_by_thread(q);
 }
 
 Test(convert, one_block_per_thread_for_llvm_xray)
@@ -113,6 +119,44 @@ Test(convert, one_block_per_thread_for_llvm_xray)
         cr_assert(a.v[i].tid == b.v[i].tid && a.v[i].tsc == b.v[i].tsc &&
                       a.v[i].word == b.v[i].word,
                   "record %zu differs after conversion", i);
+
+    /* llvm-xray convert on the trace as written (no -sort): per thread, in order, exactly the
+     * records sledtrace reads (thread, function id, action and absolute TSC). */
+    snprintf(cmd, sizeof cmd, "%s convert --output-format=yaml '%s' 2>/dev/null", E2E_LLVM_XRAY,
+             trace);
+    FILE *y = popen(cmd, "r");
+    cr_assert_not_null(y);
+    struct recs l = {malloc(a.n * sizeof(struct rec) + 1), 0, 0};
+    char line[512];
+    while (fgets(line, sizeof line, y)) {
+        const char *id = strstr(line, "func-id: "), *th = strstr(line, "thread: ");
+        const char *kd = strstr(line, "kind: function-"), *ts = strstr(line, "tsc: ");
+        if (!id || !th || !kd || !ts)
+            continue;
+        cr_assert_lt(l.n, a.n, "llvm-xray convert gives more records than sledtrace reads");
+        unsigned fid;
+        int tid;
+        unsigned long long tsc;
+        char kind[32];
+        cr_assert(sscanf(id, "func-id: %u", &fid) == 1 && sscanf(th, "thread: %d", &tid) == 1 &&
+                      sscanf(kd, "kind: function-%31[a-z-]", kind) == 1 &&
+                      sscanf(ts, "tsc: %llu", &tsc) == 1,
+                  "cannot parse: %s", line);
+        uint32_t action = strcmp(kind, "enter") == 0       ? STF_ENTER
+                          : strcmp(kind, "exit") == 0      ? STF_EXIT
+                          : strcmp(kind, "tail-exit") == 0 ? STF_TAIL_EXIT
+                          : strcmp(kind, "enter-arg") == 0 ? STF_ENTER_ARGS
+                                                           : 99;
+        l.v[l.n++] = (struct rec){tid, tsc, (fid << 4) | action};
+    }
+    pclose(y);
+    cr_assert_eq(l.n, a.n, "llvm-xray convert gives %zu records, sledtrace reads %zu", l.n, a.n);
+    group_by_thread(&l);
+    for (size_t i = 0; i < a.n; i++)
+        cr_assert(
+            a.v[i].tid == l.v[i].tid && a.v[i].tsc == l.v[i].tsc && a.v[i].word == l.v[i].word,
+            "record %zu: llvm-xray convert and sledtrace disagree on the trace as written", i);
+    free(l.v);
 
     snprintf(cmd, sizeof cmd, "%s fdr-dump --verify '%s' >/dev/null 2>&1", E2E_LLVM_XRAY, conv);
     cr_assert_eq(system(cmd), 0, "llvm-xray fdr-dump --verify rejects the converted trace");
