@@ -120,6 +120,8 @@ Test(convert, one_block_per_thread_for_llvm_xray)
                       a.v[i].word == b.v[i].word,
                   "record %zu differs after conversion", i);
 
+    snprintf(cmd, sizeof cmd, "%s fdr-dump --verify '%s' >/dev/null 2>&1", E2E_LLVM_XRAY, trace);
+    cr_assert_eq(system(cmd), 0, "llvm-xray fdr-dump --verify rejects the trace as written");
     /* llvm-xray convert on the trace as written (no -sort): per thread, in order, exactly the
      * records sledtrace reads (thread, function id, action and absolute TSC). */
     snprintf(cmd, sizeof cmd, "%s convert --output-format=yaml '%s' 2>/dev/null", E2E_LLVM_XRAY,
