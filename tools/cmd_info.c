@@ -23,6 +23,7 @@ static void help(FILE *out)
 struct thr {
     int32_t pid, tid;
     uint64_t blocks, records;
+    uint64_t drops, gaps; /* from loss markers */
     uint64_t first_tsc, last_tsc;
     bool have_tsc;
 };
@@ -52,6 +53,8 @@ static int credit(struct u64map *map, struct thr **thr, size_t *n, size_t *cap, 
     struct thr *t = &(*thr)[idx];
     t->blocks++;
     t->records += b->records;
+    t->drops += b->drops;
+    t->gaps += b->gaps;
     if (b->have_tsc) {
         if (!t->have_tsc || b->first_tsc < t->first_tsc)
             t->first_tsc = b->first_tsc;
@@ -128,15 +131,17 @@ int cmd_info(int argc, char **argv)
             break;
         if (it.kind >= 0 && it.kind <= STF_K_FUNCTION)
             by_kind[it.kind]++;
-        uint64_t lost;
-        if (it.kind == STF_M_CUSTOM_EVENT && stf_decode_loss(it.payload, it.payload_len, &lost)) {
-            drops += lost;
-            gaps++;
-        }
         if (!blk_active) {
             memset(&blk, 0, sizeof blk);
             blk_active = true;
             blk_index = it.block;
+        }
+        uint64_t lost;
+        if (it.kind == STF_M_CUSTOM_EVENT && stf_decode_loss(it.payload, it.payload_len, &lost)) {
+            drops += lost;
+            gaps++;
+            blk.drops += lost;
+            blk.gaps++;
         }
         blk.records++;
         if (it.kind != STF_M_BUFFER_EXTENTS) {
@@ -224,6 +229,10 @@ int cmd_info(int argc, char **argv)
                        "%14s\n",
                        t->tid, t->pid, t->blocks, t->records, "-", "-", "-", "-");
         }
+        for (size_t i = 0; i < nthr; i++)
+            if (thr[i].gaps)
+                printf("  tid %" PRId32 ": %" PRIu64 " events dropped in %" PRIu64 " gaps\n",
+                       thr[i].tid, thr[i].drops, thr[i].gaps);
         printf("decode time:   %.6f s\n", dt);
         printf("peak memory:   %ld KiB\n", ru.ru_maxrss);
     }

@@ -102,6 +102,17 @@ Test(policy, discard_accounts_for_every_event)
         cr_assert_str_empty(t.err, "stderr:\n%s", t.err);
     }
     char cmd[PATH_MAX * 2];
+    /* sledtrace info counts the drops per thread (one thread here) from the markers. */
+    snprintf(cmd, sizeof cmd, "%s info '%s' | grep ' events dropped in '", E2E_SLEDTRACE, trace);
+    FILE *p = popen(cmd, "r");
+    unsigned long long per_thread = 0, gaps = 0;
+    int tid = 0;
+    cr_assert(p && fscanf(p, " tid %d: %llu events dropped in %llu gaps", &tid, &per_thread,
+                          &gaps) == 3,
+              "no per-thread drops from: %s", cmd);
+    pclose(p);
+    cr_assert_eq(per_thread, y.lost);
+    cr_assert_eq(gaps, y.markers);
     snprintf(cmd, sizeof cmd, "%s fdr-dump --verify '%s' >/dev/null 2>&1", E2E_LLVM_XRAY, trace);
     cr_assert_eq(system(cmd), 0, "llvm-xray fdr-dump --verify rejects %s", trace);
     e2e_run_free(&t);
