@@ -42,7 +42,10 @@ KEEP void on_abort(int sig)
     raise(sig);
 }
 
-KEEP void on_abort_return(int sig) { (void)sig; }
+KEEP void on_abort_return(int sig)
+{
+    (void)sig;
+}
 
 __attribute__((xray_never_instrument)) static void on_abort_again(int sig)
 {

@@ -41,8 +41,14 @@ KEEP long leaf(long x)
     return x ^ 0x5a;
 }
 
-__attribute__((xray_never_instrument)) static long fib_n(long i) { return 4 + i % 5; }
-__attribute__((xray_never_instrument)) static long reps(long i) { return 1 + i % 3; }
+__attribute__((xray_never_instrument)) static long fib_n(long i)
+{
+    return 4 + i % 5;
+}
+__attribute__((xray_never_instrument)) static long reps(long i)
+{
+    return 1 + i % 3;
+}
 
 KEEP void *worker(void *arg)
 {

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -150,8 +151,8 @@ void e2e_run(const char *work, const struct e2e_spec *spec, struct e2e_run *r)
             kill(-pid, SIGKILL);
             kill(pid, SIGKILL);
             waitpid(pid, &status, 0);
-            cr_assert_fail("%s %s timed out after %d s", spec->prog,
-                           spec->argv1 ? spec->argv1 : "", timeout_ms / 1000);
+            cr_assert_fail("%s %s timed out after %d s", spec->prog, spec->argv1 ? spec->argv1 : "",
+                           timeout_ms / 1000);
         }
         struct timespec ts = {0, 2 * 1000 * 1000};
         nanosleep(&ts, NULL);
@@ -245,7 +246,8 @@ static int trace_func(struct e2e_trace *t, const struct stf_syms *syms, uint32_t
     return i;
 }
 
-static void violation(struct e2e_trace *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void violation(struct e2e_trace *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static void violation(struct e2e_trace *t, const char *fmt, ...)
 {
     if (t->error[0])
@@ -306,8 +308,7 @@ void e2e_read_trace(const char *trace, struct e2e_trace *t)
                 t->f[fi].tail++;
             if (s->n == 0)
                 violation(t, "tid %d: %s of %s at offset %llu with an empty stack", it.tid,
-                          stf_action_name(it.action), t->f[fi].name,
-                          (unsigned long long)it.offset);
+                          stf_action_name(it.action), t->f[fi].name, (unsigned long long)it.offset);
             else if (s->ids[s->n - 1] != it.func_id)
                 violation(t, "tid %d: %s of %s at offset %llu, but the innermost call is #%u",
                           it.tid, stf_action_name(it.action), t->f[fi].name,
@@ -382,8 +383,8 @@ void e2e_check_trace(const struct e2e_trace *t, const struct e2e_expect *e, cons
     qsort(got, (size_t)t->ntids, sizeof *got, cmp_long);
     qsort(want, (size_t)e->nwork, sizeof *want, cmp_long);
     for (int i = 0; i < e->nwork; i++)
-        cr_expect_eq(got[i], want[i], "%s: per-thread enters differ (sorted #%d: %ld vs %ld)",
-                     what, i, got[i], want[i]);
+        cr_expect_eq(got[i], want[i], "%s: per-thread enters differ (sorted #%d: %ld vs %ld)", what,
+                     i, got[i], want[i]);
 }
 
 void e2e_trace_path(char *buf, size_t len, const char *dir, const char *prog, pid_t pid,
@@ -406,4 +407,36 @@ int e2e_dir_entries(const char *dir)
             n++;
     closedir(d);
     return n;
+}
+
+void e2e_run_sh(const char *work, struct e2e_run *r, const char *fmt, ...)
+{
+    char script[PATH_MAX];
+    snprintf(script, sizeof script, "%s/cmd.sh", work);
+    FILE *f = fopen(script, "w");
+    cr_assert_not_null(f);
+    fprintf(f, "exec ");
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(f, fmt, ap);
+    va_end(ap);
+    fprintf(f, "\n");
+    fclose(f);
+    struct e2e_spec s = {.prog = "/bin/sh", .argv1 = script, .timeout_s = 60};
+    e2e_run(work, &s, r);
+}
+
+int e2e_nlines(const char *s)
+{
+    int n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+void e2e_no_core(void *ctx)
+{
+    (void)ctx;
+    struct rlimit rl = {0, 0};
+    setrlimit(RLIMIT_CORE, &rl);
 }

@@ -11,14 +11,14 @@
 enum { E2E_MAX_ENV = 12, E2E_MAX_FUNCS = 64, E2E_MAX_TIDS = 512 };
 
 struct e2e_spec {
-    const char *prog;                  /* path of the program */
-    const char *argv1;                 /* optional single argument */
-    int preload;                       /* LD_PRELOAD the runtime, SLEDTRACE_OUTPUT = outdir */
-    const char *outdir;                /* trace directory (default: <work>/out) */
-    const char *env[E2E_MAX_ENV];      /* extra NAME=VALUE entries */
-    void (*pre_exec)(void *ctx);       /* run in the child just before exec */
+    const char *prog;             /* path of the program */
+    const char *argv1;            /* optional single argument */
+    int preload;                  /* LD_PRELOAD the runtime, SLEDTRACE_OUTPUT = outdir */
+    const char *outdir;           /* trace directory (default: <work>/out) */
+    const char *env[E2E_MAX_ENV]; /* extra NAME=VALUE entries */
+    void (*pre_exec)(void *ctx);  /* run in the child just before exec */
     void *ctx;
-    int timeout_s;                     /* default 30 */
+    int timeout_s; /* default 30 */
 };
 
 struct e2e_run {
@@ -65,10 +65,10 @@ struct e2e_trace {
     int ntids;
     int32_t tid[E2E_MAX_TIDS];
     long tid_enters[E2E_MAX_TIDS];
-    long records;          /* function records */
+    long records; /* function records */
     long blocks;
-    char error[512];       /* first reader error or call-stack violation, "" if none */
-    int unbalanced;        /* threads whose stack was not empty at the end */
+    char error[512]; /* first reader error or call-stack violation, "" if none */
+    int unbalanced;  /* threads whose stack was not empty at the end */
 };
 /* Reads `trace` in strict mode with its .syms sidecar. */
 void e2e_read_trace(const char *trace, struct e2e_trace *t);
@@ -82,6 +82,15 @@ void e2e_trace_path(char *buf, size_t len, const char *dir, const char *prog, pi
                     const char *ext);
 /* Number of directory entries (other than . and ..) in dir; -1 if it does not exist. */
 int e2e_dir_entries(const char *dir);
+
+/* Runs a shell command line, formatted, through a script in work (e2e_run passes a single
+ * argument), with a 60 s timeout. */
+void e2e_run_sh(const char *work, struct e2e_run *r, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Number of newline characters in s. */
+int e2e_nlines(const char *s);
+/* A pre_exec hook: no core files, so that runs compare the same on any machine. */
+void e2e_no_core(void *ctx);
 
 /* Reads a whole file (NUL-terminated); NULL if it cannot be opened. */
 char *e2e_slurp(const char *path, size_t *len);

@@ -16,7 +16,10 @@ KEEP long inner(long x)
     return x * 5 + 3;
 }
 
-KEEP long step(long x) { return inner(x) + 1; }
+KEEP long step(long x)
+{
+    return inner(x) + 1;
+}
 
 int main(void)
 {

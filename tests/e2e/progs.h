@@ -25,6 +25,9 @@ static inline long fibonacci(long k)
 }
 
 /* Calls made by the naive recursive fib(n) (fib(0) and fib(1) are leaves): 2 F(n+1) - 1. */
-static inline long fib_calls(long n) { return 2 * fibonacci(n + 1) - 1; }
+static inline long fib_calls(long n)
+{
+    return 2 * fibonacci(n + 1) - 1;
+}
 
 #endif

@@ -46,15 +46,33 @@ KEEP void vargs(int n, ...)
     va_end(ap);
 }
 
-KEEP double ret_double(double x) { return x * 2.0; }
-KEEP long double ret_ldouble(long double x) { return x * 3.0L; }
-KEEP struct pair ret_pair(long a, long b) { return (struct pair){a ^ 0x5a5a5a5a5a5a5a5aL, ~b}; }
-KEEP struct dpair ret_dpair(double x, double y) { return (struct dpair){y - 0.5, x + 0.25}; }
-KEEP v2di ret_vec(v2di a, v2di b) { return a ^ b; }
-KEEP __int128 ret_i128(__int128 a) { return a * 3; }
+KEEP double ret_double(double x)
+{
+    return x * 2.0;
+}
+KEEP long double ret_ldouble(long double x)
+{
+    return x * 3.0L;
+}
+KEEP struct pair ret_pair(long a, long b)
+{
+    return (struct pair){a ^ 0x5a5a5a5a5a5a5a5aL, ~b};
+}
+KEEP struct dpair ret_dpair(double x, double y)
+{
+    return (struct dpair){y - 0.5, x + 0.25};
+}
+KEEP v2di ret_vec(v2di a, v2di b)
+{
+    return a ^ b;
+}
+KEEP __int128 ret_i128(__int128 a)
+{
+    return a * 3;
+}
 
-void (*volatile args14p)(long, long, long, long, long, long, double, double, double, double,
-                         double, double, double, double) = args14;
+void (*volatile args14p)(long, long, long, long, long, long, double, double, double, double, double,
+                         double, double, double) = args14;
 void (*volatile vargsp)(int, ...) = vargs;
 double (*volatile ret_doublep)(double) = ret_double;
 long double (*volatile ret_ldoublep)(long double) = ret_ldouble;
@@ -86,8 +104,7 @@ int main(void)
             L[k] = (long)(0x0101010101010101ULL * (unsigned)(k + 1)) ^ ((long)it << (8 * k % 48));
         for (int k = 0; k < 8; k++)
             D[k] = (k + 1) / 7.0 + it * 1e-3 - (k & 1) * 1e10;
-        args14p(L[0], L[1], L[2], L[3], L[4], L[5], D[0], D[1], D[2], D[3], D[4], D[5], D[6],
-                D[7]);
+        args14p(L[0], L[1], L[2], L[3], L[4], L[5], D[0], D[1], D[2], D[3], D[4], D[5], D[6], D[7]);
         for (int k = 0; k < 6; k++)
             check_long("int arg", k, got_i[k], L[k]);
         for (int k = 0; k < 8; k++) {
@@ -130,8 +147,8 @@ int main(void)
         return 1;
     }
     printf("all registers preserved\n");
-    const char *fns[] = {"args14", "vargs", "ret_double", "ret_ldouble",
-                         "ret_pair", "ret_dpair", "ret_vec", "ret_i128"};
+    const char *fns[] = {"args14",   "vargs",     "ret_double", "ret_ldouble",
+                         "ret_pair", "ret_dpair", "ret_vec",    "ret_i128"};
     for (int k = 0; k < 8; k++)
         printf("count %s %d\n", fns[k], ITER);
     printf("count main 1\nthreads 1\nthreadwork %d\n", 8 * ITER + 1);

@@ -14,21 +14,14 @@
 
 #define BIN(name) E2E_DIR "/" name
 
-static void no_core(void *ctx)
-{
-    (void)ctx;
-    struct rlimit rl = {0, 0};
-    setrlimit(RLIMIT_CORE, &rl);
-}
-
 static void check_crash(const char *bin, const char *how, int want_signal, int want_exit)
 {
     char work[PATH_MAX], out[PATH_MAX], trace[PATH_MAX];
     e2e_workdir(work, sizeof work);
     snprintf(out, sizeof out, "%s/out", work);
-    struct e2e_spec base = {.prog = bin, .argv1 = how, .pre_exec = no_core};
+    struct e2e_spec base = {.prog = bin, .argv1 = how, .pre_exec = e2e_no_core};
     struct e2e_spec traced = {
-        .prog = bin, .argv1 = how, .preload = 1, .outdir = out, .pre_exec = no_core};
+        .prog = bin, .argv1 = how, .preload = 1, .outdir = out, .pre_exec = e2e_no_core};
     struct e2e_run b, t;
     e2e_run(work, &base, &b);
     e2e_run(work, &traced, &t);
@@ -55,8 +48,14 @@ static void check_crash(const char *bin, const char *how, int want_signal, int w
 }
 
 #define CRASH(how, sig, code)                                                                      \
-    Test(crash, how##_pie) { check_crash(BIN("crash-pie-nort"), #how, sig, code); }                \
-    Test(crash, how##_nopie_xray_runtime) { check_crash(BIN("crash-nopie-rt"), #how, sig, code); }
+    Test(crash, how##_pie)                                                                         \
+    {                                                                                              \
+        check_crash(BIN("crash-pie-nort"), #how, sig, code);                                       \
+    }                                                                                              \
+    Test(crash, how##_nopie_xray_runtime)                                                          \
+    {                                                                                              \
+        check_crash(BIN("crash-nopie-rt"), #how, sig, code);                                       \
+    }
 
 CRASH(segv, SIGSEGV, 0)
 CRASH(bus, SIGBUS, 0)

@@ -30,21 +30,19 @@ struct extract {
     int nf;
 };
 
-static void run_xray(const char *work, struct e2e_run *r, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
 static void run_extract(const char *work, const char *bin, struct extract *x)
 {
     memset(x, 0, sizeof *x);
     struct e2e_run r;
-    run_xray(work, &r, "extract --symbolize '%s'", bin);
-    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "llvm-xray extract %s: %s",
-              bin, r.err);
+    e2e_run_sh(work, &r, "'" E2E_LLVM_XRAY "' extract --symbolize '%s'", bin);
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "llvm-xray extract %s: %s", bin,
+              r.err);
     for (const char *p = r.out; p && *p;) {
         unsigned id;
         char kind[32], name[64];
-        if (sscanf(p, "- { id: %u, address: %*x, function: %*x, kind: %31[^,], "
-                      "always-instrument: %*[^,], function-name: %63[^,],",
+        if (sscanf(p,
+                   "- { id: %u, address: %*x, function: %*x, kind: %31[^,], "
+                   "always-instrument: %*[^,], function-name: %63[^,],",
                    &id, kind, name) == 3) {
             x->nsleds++;
             if ((int)id > x->max_id)
@@ -66,49 +64,32 @@ static void run_extract(const char *work, const char *bin, struct extract *x)
     e2e_run_free(&r);
 }
 
-/* Runs `llvm-xray ARGS` through a script (e2e_run passes one argument); returns its run. */
-static void run_xray(const char *work, struct e2e_run *r, const char *fmt, ...)
-{
-    char script[PATH_MAX];
-    snprintf(script, sizeof script, "%s/xray.sh", work);
-    FILE *f = fopen(script, "w");
-    cr_assert_not_null(f);
-    fprintf(f, "exec '%s' ", E2E_LLVM_XRAY);
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(f, fmt, ap);
-    va_end(ap);
-    fprintf(f, "\n");
-    fclose(f);
-    struct e2e_spec s = {.prog = "/bin/sh", .argv1 = script, .timeout_s = 60};
-    e2e_run(work, &s, r);
-}
-
 /* llvm-xray on a single-threaded trace: fdr-dump --verify, convert, and account, whose
  * per-function counts must equal the program's. */
 static void check_with_llvm_xray(const char *work, const char *bin, const char *trace,
                                  const struct e2e_expect *e)
 {
     struct e2e_run r;
-    run_xray(work, &r, "fdr-dump --verify '%s'", trace);
+    e2e_run_sh(work, &r, "'" E2E_LLVM_XRAY "' fdr-dump --verify '%s'", trace);
     cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
               "llvm-xray fdr-dump --verify %s failed: %s", trace, r.err);
     e2e_run_free(&r);
 
-    run_xray(work, &r, "convert -m '%s' --output-format=yaml '%s'", bin, trace);
-    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
-              "llvm-xray convert %s failed: %s", trace, r.err);
+    e2e_run_sh(work, &r, "'" E2E_LLVM_XRAY "' convert -m '%s' --output-format=yaml '%s'", bin,
+               trace);
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "llvm-xray convert %s failed: %s",
+              trace, r.err);
     long events = e2e_count_lines(r.out, "  - { type: ");
     long want_events = 0;
     for (int j = 0; j < e->nfuncs; j++)
         want_events += 2 * e->f[j].count;
-    cr_assert_eq(events, want_events, "llvm-xray convert lists %ld records, expected %ld",
-                 events, want_events);
+    cr_assert_eq(events, want_events, "llvm-xray convert lists %ld records, expected %ld", events,
+                 want_events);
     e2e_run_free(&r);
 
-    run_xray(work, &r, "account -m '%s' -format=csv '%s'", bin, trace);
-    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
-              "llvm-xray account %s failed: %s", trace, r.err);
+    e2e_run_sh(work, &r, "'" E2E_LLVM_XRAY "' account -m '%s' -format=csv '%s'", bin, trace);
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "llvm-xray account %s failed: %s",
+              trace, r.err);
     int seen = 0;
     for (const char *p = r.out; p && *p;) {
         unsigned id;
@@ -133,8 +114,7 @@ static void check_with_llvm_xray(const char *work, const char *bin, const char *
                     cr_expect_eq(count, e->f[j].count, "llvm-xray account: %s %ld, expected %ld",
                                  name, count, e->f[j].count);
                 }
-            cr_expect(found, "llvm-xray account lists %s, which the program does not count",
-                      name);
+            cr_expect(found, "llvm-xray account lists %s, which the program does not count", name);
             seen++;
         }
         p = nl ? nl + 1 : NULL;
@@ -148,9 +128,9 @@ static void check_with_llvm_xray(const char *work, const char *bin, const char *
 
 struct opts {
     const char *arg;
-    int status;               /* expected exit status */
-    int llvm;                 /* also check with llvm-xray (single-threaded programs) */
-    const char *env[4];       /* for both runs */
+    int status;         /* expected exit status */
+    int llvm;           /* also check with llvm-xray (single-threaded programs) */
+    const char *env[4]; /* for both runs */
 };
 
 static void check_program(const char *bin, const struct opts *o)
@@ -236,10 +216,22 @@ static void check_program(const char *bin, const struct opts *o)
 /* ---- the programs, four builds each ------------------------------------------------------ */
 
 #define VARIANTS(prog, ...)                                                                        \
-    Test(prog, pie_no_runtime) { check_program(BIN(#prog "-pie-nort"), &(struct opts){__VA_ARGS__}); } \
-    Test(prog, pie_xray_runtime) { check_program(BIN(#prog "-pie-rt"), &(struct opts){__VA_ARGS__}); } \
-    Test(prog, nopie_no_runtime) { check_program(BIN(#prog "-nopie-nort"), &(struct opts){__VA_ARGS__}); } \
-    Test(prog, nopie_xray_runtime) { check_program(BIN(#prog "-nopie-rt"), &(struct opts){__VA_ARGS__}); }
+    Test(prog, pie_no_runtime)                                                                     \
+    {                                                                                              \
+        check_program(BIN(#prog "-pie-nort"), &(struct opts){__VA_ARGS__});                        \
+    }                                                                                              \
+    Test(prog, pie_xray_runtime)                                                                   \
+    {                                                                                              \
+        check_program(BIN(#prog "-pie-rt"), &(struct opts){__VA_ARGS__});                          \
+    }                                                                                              \
+    Test(prog, nopie_no_runtime)                                                                   \
+    {                                                                                              \
+        check_program(BIN(#prog "-nopie-nort"), &(struct opts){__VA_ARGS__});                      \
+    }                                                                                              \
+    Test(prog, nopie_xray_runtime)                                                                 \
+    {                                                                                              \
+        check_program(BIN(#prog "-nopie-rt"), &(struct opts){__VA_ARGS__});                        \
+    }
 
 VARIANTS(fib, .llvm = 1)
 VARIANTS(mix, .llvm = 1)
@@ -249,10 +241,22 @@ VARIANTS(regs, .llvm = 1)
 VARIANTS(errprog, .status = 7, .llvm = 1, .env = {"SLEDTRACE_BUFFER_KB=4"})
 
 #define THREAD_VARIANTS(name, n, ...)                                                              \
-    Test(name, pie_no_runtime) { check_program(BIN("threads-pie-nort"), &(struct opts){.arg = n, __VA_ARGS__}); } \
-    Test(name, pie_xray_runtime) { check_program(BIN("threads-pie-rt"), &(struct opts){.arg = n, __VA_ARGS__}); } \
-    Test(name, nopie_no_runtime) { check_program(BIN("threads-nopie-nort"), &(struct opts){.arg = n, __VA_ARGS__}); } \
-    Test(name, nopie_xray_runtime) { check_program(BIN("threads-nopie-rt"), &(struct opts){.arg = n, __VA_ARGS__}); }
+    Test(name, pie_no_runtime)                                                                     \
+    {                                                                                              \
+        check_program(BIN("threads-pie-nort"), &(struct opts){.arg = n, __VA_ARGS__});             \
+    }                                                                                              \
+    Test(name, pie_xray_runtime)                                                                   \
+    {                                                                                              \
+        check_program(BIN("threads-pie-rt"), &(struct opts){.arg = n, __VA_ARGS__});               \
+    }                                                                                              \
+    Test(name, nopie_no_runtime)                                                                   \
+    {                                                                                              \
+        check_program(BIN("threads-nopie-nort"), &(struct opts){.arg = n, __VA_ARGS__});           \
+    }                                                                                              \
+    Test(name, nopie_xray_runtime)                                                                 \
+    {                                                                                              \
+        check_program(BIN("threads-nopie-rt"), &(struct opts){.arg = n, __VA_ARGS__});             \
+    }
 
 THREAD_VARIANTS(threads2, "2", .status = 0)
 THREAD_VARIANTS(threads8, "8", .status = 0)
@@ -268,16 +272,16 @@ Test(stress, threads8_small_buffers)
 
 Test(stress, threads8_small_buffers_few_chunks)
 {
-    check_program(BIN("threads-nopie-nort"),
-                  &(struct opts){.arg = "8",
-                                 .env = {"SLEDTRACE_BUFFER_KB=4", "SLEDTRACE_BUFFERS=2"}});
+    check_program(
+        BIN("threads-nopie-nort"),
+        &(struct opts){.arg = "8", .env = {"SLEDTRACE_BUFFER_KB=4", "SLEDTRACE_BUFFERS=2"}});
 }
 
 Test(stress, threads64_small_buffers_few_chunks)
 {
-    check_program(BIN("threads-pie-rt"),
-                  &(struct opts){.arg = "64",
-                                 .env = {"SLEDTRACE_BUFFER_KB=4", "SLEDTRACE_BUFFERS=2"}});
+    check_program(
+        BIN("threads-pie-rt"),
+        &(struct opts){.arg = "64", .env = {"SLEDTRACE_BUFFER_KB=4", "SLEDTRACE_BUFFERS=2"}});
 }
 
 Test(stress, regs_small_buffers)
@@ -310,30 +314,22 @@ Test(xray_runtime, patch_premain_first_nopie_tail_calls)
 
 /* Runs bin with and without the preload; asserts identical status and stdout; returns the
  * preloaded run (caller frees) and fills `outdir`. */
-static void run_both(const char *work, const char *bin, const char *outdir,
-                     const char *const *env, struct e2e_run *t, void (*pre)(void *), void *ctx)
+static void run_both(const char *work, const char *bin, const char *outdir, const char *const *env,
+                     struct e2e_run *t, void (*pre)(void *), void *ctx)
 {
     struct e2e_spec base = {.prog = bin};
-    struct e2e_spec traced = {.prog = bin, .preload = 1, .outdir = outdir, .pre_exec = pre,
-                              .ctx = ctx};
+    struct e2e_spec traced = {
+        .prog = bin, .preload = 1, .outdir = outdir, .pre_exec = pre, .ctx = ctx};
     for (int i = 0; env && env[i]; i++)
         traced.env[i] = env[i];
     struct e2e_run b;
     e2e_run(work, &base, &b);
     e2e_run(work, &traced, t);
     cr_assert(WIFEXITED(b.status) && WEXITSTATUS(b.status) == 0);
-    cr_assert_eq(t->status, b.status, "wait status %#x under the preload, %#x without",
-                 t->status, b.status);
+    cr_assert_eq(t->status, b.status, "wait status %#x under the preload, %#x without", t->status,
+                 b.status);
     cr_assert_str_eq(t->out, b.out, "stdout differs under the preload");
     e2e_run_free(&b);
-}
-
-static int nlines(const char *s)
-{
-    int n = 0;
-    for (; *s; s++)
-        n += *s == '\n';
-    return n;
 }
 
 /* (a) */
@@ -345,14 +341,20 @@ static void check_uninstrumented(const char *bin)
     struct e2e_run t;
     run_both(work, bin, out, NULL, &t, NULL, NULL);
     cr_assert_eq(e2e_count_lines(t.err, "sledtrace: warning: "), 1, "stderr:\n%s", t.err);
-    cr_assert_eq(nlines(t.err), 1, "exactly one line expected on stderr:\n%s", t.err);
+    cr_assert_eq(e2e_nlines(t.err), 1, "exactly one line expected on stderr:\n%s", t.err);
     cr_assert_leq(e2e_dir_entries(out), 0, "an untraced run left files in %s", out);
     e2e_run_free(&t);
     e2e_rmtree(work);
 }
 
-Test(host, uninstrumented_pie) { check_uninstrumented(BIN("plain-pie")); }
-Test(host, uninstrumented_nopie) { check_uninstrumented(BIN("plain-nopie")); }
+Test(host, uninstrumented_pie)
+{
+    check_uninstrumented(BIN("plain-pie"));
+}
+Test(host, uninstrumented_nopie)
+{
+    check_uninstrumented(BIN("plain-nopie"));
+}
 
 /* (b) and the other variables: a bad value costs exactly one warning, never the trace. */
 static void check_bad_value(const char *kv)
@@ -363,9 +365,8 @@ static void check_bad_value(const char *kv)
     const char *env[] = {kv, NULL};
     struct e2e_run t;
     run_both(work, BIN("fib-pie-nort"), out, env, &t, NULL, NULL);
-    cr_assert_eq(e2e_count_lines(t.err, "sledtrace: warning: "), 1, "%s: stderr:\n%s", kv,
-                 t.err);
-    cr_assert_eq(nlines(t.err), 1, "%s: exactly one line expected on stderr:\n%s", kv, t.err);
+    cr_assert_eq(e2e_count_lines(t.err, "sledtrace: warning: "), 1, "%s: stderr:\n%s", kv, t.err);
+    cr_assert_eq(e2e_nlines(t.err), 1, "%s: exactly one line expected on stderr:\n%s", kv, t.err);
     e2e_trace_path(trace, sizeof trace, out, BIN("fib-pie-nort"), t.pid, "fdr");
     struct e2e_expect e;
     e2e_parse_expect(t.out, &e);
@@ -376,21 +377,66 @@ static void check_bad_value(const char *kv)
     e2e_rmtree(work);
 }
 
-Test(config, flush_ms_abc) { check_bad_value("SLEDTRACE_FLUSH_MS=abc"); }
-Test(config, flush_ms_zero) { check_bad_value("SLEDTRACE_FLUSH_MS=0"); }
-Test(config, flush_ms_too_big) { check_bad_value("SLEDTRACE_FLUSH_MS=60001"); }
-Test(config, flush_ms_trailing_junk) { check_bad_value("SLEDTRACE_FLUSH_MS=10x"); }
-Test(config, buffer_kb_too_small) { check_bad_value("SLEDTRACE_BUFFER_KB=3"); }
-Test(config, buffer_kb_too_big) { check_bad_value("SLEDTRACE_BUFFER_KB=16385"); }
-Test(config, buffers_too_few) { check_bad_value("SLEDTRACE_BUFFERS=1"); }
-Test(config, buffers_too_many) { check_bad_value("SLEDTRACE_BUFFERS=4097"); }
-Test(config, buffers_negative) { check_bad_value("SLEDTRACE_BUFFERS=-16"); }
-Test(config, log_unknown) { check_bad_value("SLEDTRACE_LOG=loud"); }
-Test(config, disable_unknown) { check_bad_value("SLEDTRACE_DISABLE=yes"); }
-Test(config, policy_unknown) { check_bad_value("SLEDTRACE_POLICY=fast"); }
-Test(config, dump_signal_fatal) { check_bad_value("SLEDTRACE_DUMP_SIGNAL=SEGV"); }
-Test(config, dump_signal_unknown) { check_bad_value("SLEDTRACE_DUMP_SIGNAL=99999"); }
-Test(config, clock_unknown) { check_bad_value("SLEDTRACE_CLOCK=hpet"); }
+Test(config, flush_ms_abc)
+{
+    check_bad_value("SLEDTRACE_FLUSH_MS=abc");
+}
+Test(config, flush_ms_zero)
+{
+    check_bad_value("SLEDTRACE_FLUSH_MS=0");
+}
+Test(config, flush_ms_too_big)
+{
+    check_bad_value("SLEDTRACE_FLUSH_MS=60001");
+}
+Test(config, flush_ms_trailing_junk)
+{
+    check_bad_value("SLEDTRACE_FLUSH_MS=10x");
+}
+Test(config, buffer_kb_too_small)
+{
+    check_bad_value("SLEDTRACE_BUFFER_KB=3");
+}
+Test(config, buffer_kb_too_big)
+{
+    check_bad_value("SLEDTRACE_BUFFER_KB=16385");
+}
+Test(config, buffers_too_few)
+{
+    check_bad_value("SLEDTRACE_BUFFERS=1");
+}
+Test(config, buffers_too_many)
+{
+    check_bad_value("SLEDTRACE_BUFFERS=4097");
+}
+Test(config, buffers_negative)
+{
+    check_bad_value("SLEDTRACE_BUFFERS=-16");
+}
+Test(config, log_unknown)
+{
+    check_bad_value("SLEDTRACE_LOG=loud");
+}
+Test(config, disable_unknown)
+{
+    check_bad_value("SLEDTRACE_DISABLE=yes");
+}
+Test(config, policy_unknown)
+{
+    check_bad_value("SLEDTRACE_POLICY=fast");
+}
+Test(config, dump_signal_fatal)
+{
+    check_bad_value("SLEDTRACE_DUMP_SIGNAL=SEGV");
+}
+Test(config, dump_signal_unknown)
+{
+    check_bad_value("SLEDTRACE_DUMP_SIGNAL=99999");
+}
+Test(config, clock_unknown)
+{
+    check_bad_value("SLEDTRACE_CLOCK=hpet");
+}
 
 /* (d) */
 Test(host, disable_creates_nothing)
@@ -427,7 +473,10 @@ Test(host, nested_output_directory_is_created)
 }
 
 /* (f) file modes and ownership */
-static void set_umask(void *ctx) { umask((mode_t)(uintptr_t)ctx); }
+static void set_umask(void *ctx)
+{
+    umask((mode_t)(uintptr_t)ctx);
+}
 
 static void check_mode(mode_t mask, mode_t want)
 {
@@ -453,10 +502,22 @@ static void check_mode(mode_t mask, mode_t want)
     e2e_rmtree(work);
 }
 
-Test(host, file_mode_umask_0) { check_mode(0, 0644); }
-Test(host, file_mode_umask_022) { check_mode(022, 0644); }
-Test(host, file_mode_umask_027) { check_mode(027, 0640); }
-Test(host, file_mode_umask_077) { check_mode(077, 0600); }
+Test(host, file_mode_umask_0)
+{
+    check_mode(0, 0644);
+}
+Test(host, file_mode_umask_022)
+{
+    check_mode(022, 0644);
+}
+Test(host, file_mode_umask_027)
+{
+    check_mode(027, 0640);
+}
+Test(host, file_mode_umask_077)
+{
+    check_mode(077, 0600);
+}
 
 /* Something already at the trace path (we know the pid: it is the child's own, kept by exec). */
 struct squat {
@@ -497,9 +558,9 @@ static void check_squat(const char *ext, int is_symlink)
     /* A squatted .fdr name is skipped silently for the next free one (PID.1.fdr, as for an
      * image exec'd with the same pid); a squatted .syms costs one warning. */
     int squat_fdr = strcmp(ext, "fdr") == 0;
-    cr_assert_eq(e2e_count_lines(t.err, "sledtrace: warning: "), squat_fdr ? 0 : 1,
-                 "stderr:\n%s", t.err);
-    cr_assert_eq(nlines(t.err), squat_fdr ? 0 : 1, "stderr:\n%s", t.err);
+    cr_assert_eq(e2e_count_lines(t.err, "sledtrace: warning: "), squat_fdr ? 0 : 1, "stderr:\n%s",
+                 t.err);
+    cr_assert_eq(e2e_nlines(t.err), squat_fdr ? 0 : 1, "stderr:\n%s", t.err);
 
     size_t len;
     char *v = e2e_slurp(victim, &len);
@@ -536,9 +597,18 @@ static void check_squat(const char *ext, int is_symlink)
     e2e_rmtree(work);
 }
 
-Test(host, symlink_at_trace_path_is_not_followed) { check_squat("fdr", 1); }
-Test(host, symlink_at_syms_path_is_not_followed) { check_squat("syms", 1); }
-Test(host, existing_trace_file_is_not_overwritten) { check_squat("fdr", 0); }
+Test(host, symlink_at_trace_path_is_not_followed)
+{
+    check_squat("fdr", 1);
+}
+Test(host, symlink_at_syms_path_is_not_followed)
+{
+    check_squat("syms", 1);
+}
+Test(host, existing_trace_file_is_not_overwritten)
+{
+    check_squat("fdr", 0);
+}
 
 /* (h) */
 static void check_info(const char *bin)
@@ -551,19 +621,26 @@ static void check_info(const char *bin)
     const char *env[] = {"SLEDTRACE_LOG=info", NULL};
     struct e2e_run t;
     run_both(work, bin, out, env, &t, NULL, NULL);
-    snprintf(want, sizeof want, "sledtrace: info: /proc/self/exe: %d functions, %d sleds, %d patched\n",
-             x.max_id, x.nsleds, x.nsleds);
+    snprintf(want, sizeof want,
+             "sledtrace: info: /proc/self/exe: %d functions, %d sleds, %d patched\n", x.max_id,
+             x.nsleds, x.nsleds);
     cr_assert_not_null(strstr(t.err, want), "expected \"%s\" in:\n%s", want, t.err);
     cr_assert_eq(e2e_count_lines(t.err, "sledtrace: warning: "), 0, "stderr:\n%s", t.err);
     cr_assert_null(strstr(t.err, "left untouched"), "stderr:\n%s", t.err);
-    cr_assert_eq(e2e_count_lines(t.err, "sledtrace: "), nlines(t.err),
+    cr_assert_eq(e2e_count_lines(t.err, "sledtrace: "), e2e_nlines(t.err),
                  "every stderr line must be a sledtrace message:\n%s", t.err);
     e2e_run_free(&t);
     e2e_rmtree(work);
 }
 
-Test(host, log_info_counts_pie) { check_info(BIN("mix-pie-nort")); }
-Test(host, log_info_counts_nopie_runtime) { check_info(BIN("regs-nopie-rt")); }
+Test(host, log_info_counts_pie)
+{
+    check_info(BIN("mix-pie-nort"));
+}
+Test(host, log_info_counts_nopie_runtime)
+{
+    check_info(BIN("regs-nopie-rt"));
+}
 
 /* ---- fork and signals ---------------------------------------------------------------------- */
 
@@ -579,8 +656,7 @@ static void check_fork(const char *bin)
     struct e2e_spec s = {.prog = bin, .preload = 1, .outdir = out};
     struct e2e_run t;
     e2e_run(work, &s, &t);
-    cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0, "status %#x: %s", t.status,
-              t.out);
+    cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0, "status %#x: %s", t.status, t.out);
     cr_assert_str_empty(t.err, "stderr:\n%s", t.err);
     cr_assert_eq(e2e_dir_entries(out), 4, "expected the parent's and the child's .fdr and .syms");
 
@@ -621,8 +697,7 @@ static void check_exec(const char *bin)
     struct e2e_spec s = {.prog = bin, .preload = 1, .outdir = out};
     struct e2e_run t;
     e2e_run(work, &s, &t);
-    cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0, "status %#x: %s", t.status,
-              t.out);
+    cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0, "status %#x: %s", t.status, t.out);
     cr_assert_str_empty(t.err, "stderr:\n%s", t.err);
     cr_assert_eq(e2e_dir_entries(out), 4, "expected both images' .fdr and .syms");
 
@@ -651,15 +726,39 @@ static void check_exec(const char *bin)
     e2e_rmtree(work);
 }
 
-Test(execprog, pie_no_runtime) { check_exec(BIN("execprog-pie-nort")); }
-Test(execprog, pie_xray_runtime) { check_exec(BIN("execprog-pie-rt")); }
-Test(execprog, nopie_no_runtime) { check_exec(BIN("execprog-nopie-nort")); }
-Test(execprog, nopie_xray_runtime) { check_exec(BIN("execprog-nopie-rt")); }
+Test(execprog, pie_no_runtime)
+{
+    check_exec(BIN("execprog-pie-nort"));
+}
+Test(execprog, pie_xray_runtime)
+{
+    check_exec(BIN("execprog-pie-rt"));
+}
+Test(execprog, nopie_no_runtime)
+{
+    check_exec(BIN("execprog-nopie-nort"));
+}
+Test(execprog, nopie_xray_runtime)
+{
+    check_exec(BIN("execprog-nopie-rt"));
+}
 
-Test(forkprog, pie_no_runtime) { check_fork(BIN("forkprog-pie-nort")); }
-Test(forkprog, pie_xray_runtime) { check_fork(BIN("forkprog-pie-rt")); }
-Test(forkprog, nopie_no_runtime) { check_fork(BIN("forkprog-nopie-nort")); }
-Test(forkprog, nopie_xray_runtime) { check_fork(BIN("forkprog-nopie-rt")); }
+Test(forkprog, pie_no_runtime)
+{
+    check_fork(BIN("forkprog-pie-nort"));
+}
+Test(forkprog, pie_xray_runtime)
+{
+    check_fork(BIN("forkprog-pie-rt"));
+}
+Test(forkprog, nopie_no_runtime)
+{
+    check_fork(BIN("forkprog-nopie-nort"));
+}
+Test(forkprog, nopie_xray_runtime)
+{
+    check_fork(BIN("forkprog-nopie-rt"));
+}
 
 /* Asynchronous signals (every 20 us) whose handler runs instrumented code, landing anywhere,
  * the tracer's hot path included. The program's counts vary per run, so stdout is not compared
@@ -672,8 +771,7 @@ static void check_signals(const char *bin, const char *env)
     struct e2e_spec s = {.prog = bin, .preload = 1, .outdir = out, .env = {env}};
     struct e2e_run t;
     e2e_run(work, &s, &t);
-    cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0, "status %#x: %s", t.status,
-              t.out);
+    cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0, "status %#x: %s", t.status, t.out);
     cr_assert_str_empty(t.err, "stderr:\n%s", t.err);
     struct e2e_expect e;
     e2e_parse_expect(t.out, &e);
@@ -690,8 +788,14 @@ static void check_signals(const char *bin, const char *env)
     e2e_rmtree(work);
 }
 
-Test(signals, pie_no_runtime) { check_signals(BIN("sig-pie-nort"), NULL); }
-Test(signals, nopie_xray_runtime) { check_signals(BIN("sig-nopie-rt"), NULL); }
+Test(signals, pie_no_runtime)
+{
+    check_signals(BIN("sig-pie-nort"), NULL);
+}
+Test(signals, nopie_xray_runtime)
+{
+    check_signals(BIN("sig-nopie-rt"), NULL);
+}
 Test(signals, small_buffers)
 {
     /* Handlers also land in the slow path (a new 4 KiB chunk every ~500 events). */

@@ -27,13 +27,6 @@
 
 extern char **environ;
 
-static void no_core(void *ctx)
-{
-    (void)ctx;
-    struct rlimit rl = {0, 0};
-    setrlimit(RLIMIT_CORE, &rl);
-}
-
 /* A copy of `text` without the lines that start with `prefix`. */
 static char *without_lines(const char *text, const char *prefix)
 {
@@ -82,9 +75,9 @@ static void run_pair(struct pair *p, const char *bin, const char *arg)
 {
     e2e_workdir(p->work, sizeof p->work);
     snprintf(p->out, sizeof p->out, "%s/out", p->work);
-    struct e2e_spec base = {.prog = bin, .argv1 = arg, .pre_exec = no_core};
+    struct e2e_spec base = {.prog = bin, .argv1 = arg, .pre_exec = e2e_no_core};
     struct e2e_spec traced = {
-        .prog = bin, .argv1 = arg, .preload = 1, .outdir = p->out, .pre_exec = no_core};
+        .prog = bin, .argv1 = arg, .preload = 1, .outdir = p->out, .pre_exec = e2e_no_core};
     e2e_run(p->work, &base, &p->b);
     e2e_run(p->work, &traced, &p->t);
     cr_assert_eq(p->t.status, p->b.status, "%s %s: wait status %#x under the preload, %#x without",
@@ -163,12 +156,30 @@ static void check_vfork(const char *bin, const char *how)
     pair_free(&p);
 }
 
-Test(vfork, exit_pie) { check_vfork(BIN("vforkprog-pie-nort"), "exit"); }
-Test(vfork, exit_nopie_xray_runtime) { check_vfork(BIN("vforkprog-nopie-rt"), "exit"); }
-Test(vfork, exec_pie) { check_vfork(BIN("vforkprog-pie-nort"), "exec"); }
-Test(vfork, exec_nopie_xray_runtime) { check_vfork(BIN("vforkprog-nopie-rt"), "exec"); }
-Test(vfork, exec_traced_pie) { check_vfork(BIN("vforkprog-pie-nort"), "exec-traced"); }
-Test(vfork, exec_traced_nopie_xray_runtime) { check_vfork(BIN("vforkprog-nopie-rt"), "exec-traced"); }
+Test(vfork, exit_pie)
+{
+    check_vfork(BIN("vforkprog-pie-nort"), "exit");
+}
+Test(vfork, exit_nopie_xray_runtime)
+{
+    check_vfork(BIN("vforkprog-nopie-rt"), "exit");
+}
+Test(vfork, exec_pie)
+{
+    check_vfork(BIN("vforkprog-pie-nort"), "exec");
+}
+Test(vfork, exec_nopie_xray_runtime)
+{
+    check_vfork(BIN("vforkprog-nopie-rt"), "exec");
+}
+Test(vfork, exec_traced_pie)
+{
+    check_vfork(BIN("vforkprog-pie-nort"), "exec-traced");
+}
+Test(vfork, exec_traced_nopie_xray_runtime)
+{
+    check_vfork(BIN("vforkprog-nopie-rt"), "exec-traced");
+}
 
 /* ---- posix_spawn --------------------------------------------------------------------------- */
 
@@ -199,7 +210,10 @@ static void check_spawn(const char *bin, const char *child_bin)
     pair_free(&p);
 }
 
-Test(posix_spawn, pie) { check_spawn(BIN("spawnprog-pie-nort"), BIN("fib-pie-nort")); }
+Test(posix_spawn, pie)
+{
+    check_spawn(BIN("spawnprog-pie-nort"), BIN("fib-pie-nort"));
+}
 Test(posix_spawn, nopie_xray_runtime)
 {
     check_spawn(BIN("spawnprog-nopie-rt"), BIN("fib-nopie-rt"));
@@ -223,38 +237,32 @@ static void check_exit(const char *bin, const char *how, int code)
     pair_free(&p);
 }
 
-Test(quick_exit, pie) { check_exit(BIN("exitprog-pie-nort"), "quick_exit", 5); }
-Test(quick_exit, nopie_xray_runtime) { check_exit(BIN("exitprog-nopie-rt"), "quick_exit", 5); }
-Test(quick_exit, own_handler_pie) { check_exit(BIN("exitprog-pie-nort"), "quick_exit_handler", 5); }
+Test(quick_exit, pie)
+{
+    check_exit(BIN("exitprog-pie-nort"), "quick_exit", 5);
+}
+Test(quick_exit, nopie_xray_runtime)
+{
+    check_exit(BIN("exitprog-nopie-rt"), "quick_exit", 5);
+}
+Test(quick_exit, own_handler_pie)
+{
+    check_exit(BIN("exitprog-pie-nort"), "quick_exit_handler", 5);
+}
 Test(quick_exit, own_handler_nopie_xray_runtime)
 {
     check_exit(BIN("exitprog-nopie-rt"), "quick_exit_handler", 5);
 }
-Test(_Exit, pie) { check_exit(BIN("exitprog-pie-nort"), "_Exit", 6); }
-Test(_Exit, nopie_xray_runtime) { check_exit(BIN("exitprog-nopie-rt"), "_Exit", 6); }
+Test(_Exit, pie)
+{
+    check_exit(BIN("exitprog-pie-nort"), "_Exit", 6);
+}
+Test(_Exit, nopie_xray_runtime)
+{
+    check_exit(BIN("exitprog-nopie-rt"), "_Exit", 6);
+}
 
 /* ---- SIGKILL ------------------------------------------------------------------------------- */
-
-static void run_tool(const char *work, struct e2e_run *r, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* Runs a shell command line (e2e_run passes one argument, so through a script). */
-static void run_tool(const char *work, struct e2e_run *r, const char *fmt, ...)
-{
-    char script[PATH_MAX];
-    snprintf(script, sizeof script, "%s/tool.sh", work);
-    FILE *f = fopen(script, "w");
-    cr_assert_not_null(f);
-    fprintf(f, "exec ");
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(f, fmt, ap);
-    va_end(ap);
-    fprintf(f, "\n");
-    fclose(f);
-    struct e2e_spec s = {.prog = "/bin/sh", .argv1 = script, .timeout_s = 60};
-    e2e_run(work, &s, r);
-}
 
 static long ms_since(const struct timespec *t0)
 {
@@ -305,7 +313,7 @@ static void check_kill(const char *bin, const char *extra_env)
         if (getppid() != parent)
             _exit(126);
         setpgid(0, 0);
-        no_core(NULL);
+        e2e_no_core(NULL);
         int e = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         int in = open("/dev/null", O_RDONLY);
         if (e < 0 || in < 0)
@@ -366,25 +374,34 @@ static void check_kill(const char *bin, const char *extra_env)
     char trace[PATH_MAX];
     e2e_trace_path(trace, sizeof trace, out, bin, pid, "fdr");
     struct e2e_run r;
-    run_tool(work, &r, "'%s' info '%s'", E2E_SLEDTRACE, trace);
+    e2e_run_sh(work, &r, "'%s' info '%s'", E2E_SLEDTRACE, trace);
     cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "sledtrace info: %#x\n%s%s",
               r.status, r.out, r.err);
     e2e_run_free(&r);
-    run_tool(work, &r, "'%s' dump --verify '%s' >/dev/null", E2E_SLEDTRACE, trace);
-    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
-              "sledtrace dump --verify: %#x\n%s", r.status, r.err);
+    e2e_run_sh(work, &r, "'%s' dump --verify '%s' >/dev/null", E2E_SLEDTRACE, trace);
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "sledtrace dump --verify: %#x\n%s",
+              r.status, r.err);
     e2e_run_free(&r);
-    run_tool(work, &r, "'%s' fdr-dump --verify '%s' >/dev/null", E2E_LLVM_XRAY, trace);
+    e2e_run_sh(work, &r, "'%s' fdr-dump --verify '%s' >/dev/null", E2E_LLVM_XRAY, trace);
     cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
               "llvm-xray fdr-dump --verify: %#x\n%s", r.status, r.err);
     e2e_run_free(&r);
     e2e_rmtree(work);
 }
 
-Test(sigkill, pie) { check_kill(BIN("killprog-pie-nort"), NULL); }
-Test(sigkill, nopie_xray_runtime) { check_kill(BIN("killprog-nopie-rt"), NULL); }
+Test(sigkill, pie)
+{
+    check_kill(BIN("killprog-pie-nort"), NULL);
+}
+Test(sigkill, nopie_xray_runtime)
+{
+    check_kill(BIN("killprog-nopie-rt"), NULL);
+}
 /* 4 KiB chunks: each thread's calls span several full chunks plus a partial one. */
-Test(sigkill, small_buffers) { check_kill(BIN("killprog-pie-nort"), "SLEDTRACE_BUFFER_KB=4"); }
+Test(sigkill, small_buffers)
+{
+    check_kill(BIN("killprog-pie-nort"), "SLEDTRACE_BUFFER_KB=4");
+}
 
 /* ---- abort() and the program's own SIGABRT handler ----------------------------------------- */
 
@@ -394,8 +411,8 @@ static void check_abort(const char *bin, const char *how)
 {
     struct pair p;
     run_pair(&p, bin, how);
-    cr_assert(WIFSIGNALED(p.b.status) && WTERMSIG(p.b.status) == SIGABRT,
-              "%s: untraced status %#x", how, p.b.status);
+    cr_assert(WIFSIGNALED(p.b.status) && WTERMSIG(p.b.status) == SIGABRT, "%s: untraced status %#x",
+              how, p.b.status);
     cr_assert_str_eq(p.t.out, p.b.out, "%s: stdout differs", how);
     cr_assert_str_eq(p.t.err, p.b.err, "%s: stderr differs", how);
     cr_assert_eq(e2e_dir_entries(p.out), 2, "%s: expected exactly the .fdr and .syms files", how);
@@ -403,10 +420,22 @@ static void check_abort(const char *bin, const char *how)
     pair_free(&p);
 }
 
-Test(abort_handler, reraise_pie) { check_abort(BIN("abortprog-pie-nort"), "reraise"); }
-Test(abort_handler, reraise_nopie_xray_runtime) { check_abort(BIN("abortprog-nopie-rt"), "reraise"); }
-Test(abort_handler, reraise_sigaction_pie) { check_abort(BIN("abortprog-pie-nort"), "reraise_sigaction"); }
-Test(abort_handler, abort_in_handler_pie) { check_abort(BIN("abortprog-pie-nort"), "abort_in_handler"); }
+Test(abort_handler, reraise_pie)
+{
+    check_abort(BIN("abortprog-pie-nort"), "reraise");
+}
+Test(abort_handler, reraise_nopie_xray_runtime)
+{
+    check_abort(BIN("abortprog-nopie-rt"), "reraise");
+}
+Test(abort_handler, reraise_sigaction_pie)
+{
+    check_abort(BIN("abortprog-pie-nort"), "reraise_sigaction");
+}
+Test(abort_handler, abort_in_handler_pie)
+{
+    check_abort(BIN("abortprog-pie-nort"), "abort_in_handler");
+}
 Test(abort_handler, abort_in_handler_nopie_xray_runtime)
 {
     check_abort(BIN("abortprog-nopie-rt"), "abort_in_handler");
@@ -416,7 +445,10 @@ Test(abort_handler, abort_in_handler_nopie_xray_runtime)
  * (the process died of the default action without the crash path: header-only trace), fixed in
  * 6bd9698 by completing the trace when the program's handler returns from a SIGABRT the process
  * raised at itself. */
-Test(abort_handler, handler_returns_pie) { check_abort(BIN("abortprog-pie-nort"), "return"); }
+Test(abort_handler, handler_returns_pie)
+{
+    check_abort(BIN("abortprog-pie-nort"), "return");
+}
 Test(abort_handler, handler_returns_nopie_xray_runtime)
 {
     check_abort(BIN("abortprog-nopie-rt"), "return");
@@ -441,4 +473,7 @@ static void check_survive(const char *bin)
     pair_free(&p);
 }
 
-Test(abort_handler, raise_and_survive_pie) { check_survive(BIN("abortprog-pie-nort")); }
+Test(abort_handler, raise_and_survive_pie)
+{
+    check_survive(BIN("abortprog-pie-nort"));
+}

@@ -43,13 +43,13 @@ static void tally(const char *trace, struct tally *t)
         }
     }
     uint64_t off;
-    cr_assert_eq(rc, STF_END, "%s: offset %" PRIu64 ": %s", trace,
-                 (stf_reader_error(r, &off), off), stf_reader_error(r, NULL));
+    cr_assert_eq(rc, STF_END, "%s: offset %" PRIu64 ": %s", trace, (stf_reader_error(r, &off), off),
+                 stf_reader_error(r, NULL));
     stf_reader_close(r);
 }
 
-static void run_policy(const char *policy, struct e2e_run *t, char *trace, size_t tlen,
-                       char *work, size_t wlen)
+static void run_policy(const char *policy, struct e2e_run *t, char *trace, size_t tlen, char *work,
+                       size_t wlen)
 {
     char out[PATH_MAX], env[64];
     e2e_workdir(work, wlen);
@@ -107,9 +107,9 @@ Test(policy, discard_accounts_for_every_event)
     FILE *p = popen(cmd, "r");
     unsigned long long per_thread = 0, gaps = 0;
     int tid = 0;
-    cr_assert(p && fscanf(p, " tid %d: %llu events dropped in %llu gaps", &tid, &per_thread,
-                          &gaps) == 3,
-              "no per-thread drops from: %s", cmd);
+    cr_assert(
+        p && fscanf(p, " tid %d: %llu events dropped in %llu gaps", &tid, &per_thread, &gaps) == 3,
+        "no per-thread drops from: %s", cmd);
     pclose(p);
     cr_assert_eq(per_thread, y.lost);
     cr_assert_eq(gaps, y.markers);

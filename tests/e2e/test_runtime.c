@@ -35,14 +35,6 @@
 
 #define BIN(name) E2E_DIR "/" name
 
-static int nlines(const char *s)
-{
-    int n = 0;
-    for (; *s; s++)
-        n += *s == '\n';
-    return n;
-}
-
 /* Value of the first line "<key> <n>" of text; -1 if there is none. */
 static long keyed(const char *text, const char *key)
 {
@@ -57,34 +49,16 @@ static long keyed(const char *text, const char *key)
 }
 
 /* Runs `sledtrace ARGS` through a script (e2e_run passes a single argument). */
-static void run_tool(const char *work, struct e2e_run *r, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void run_tool(const char *work, struct e2e_run *r, const char *fmt, ...)
-{
-    char script[PATH_MAX];
-    snprintf(script, sizeof script, "%s/tool.sh", work);
-    FILE *f = fopen(script, "w");
-    cr_assert_not_null(f);
-    fprintf(f, "exec '%s' ", E2E_SLEDTRACE);
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(f, fmt, ap);
-    va_end(ap);
-    fprintf(f, "\n");
-    fclose(f);
-    struct e2e_spec s = {.prog = "/bin/sh", .argv1 = script, .timeout_s = 30};
-    e2e_run(work, &s, r);
-}
 
 /* `sledtrace info` and `sledtrace dump --verify` both accept the trace. */
 static void check_tools_accept(const char *work, const char *trace)
 {
     struct e2e_run r;
-    run_tool(work, &r, "info '%s'", trace);
+    e2e_run_sh(work, &r, "'" E2E_SLEDTRACE "' info '%s'", trace);
     cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
               "sledtrace info %s: status %#x\n%s%s", trace, r.status, r.out, r.err);
     e2e_run_free(&r);
-    run_tool(work, &r, "dump '%s' --verify", trace);
+    e2e_run_sh(work, &r, "'" E2E_SLEDTRACE "' dump '%s' --verify", trace);
     cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
               "sledtrace dump --verify %s: status %#x\n%s", trace, r.status, r.err);
     e2e_run_free(&r);
@@ -118,15 +92,23 @@ static void check_churn_counts(const char *bin)
     e2e_rmtree(work);
 }
 
-Test(churn, threads400_pie_no_runtime) { check_churn_counts(BIN("churn-pie-nort")); }
-Test(churn, threads400_nopie_xray_runtime) { check_churn_counts(BIN("churn-nopie-rt")); }
+Test(churn, threads400_pie_no_runtime)
+{
+    check_churn_counts(BIN("churn-pie-nort"));
+}
+Test(churn, threads400_nopie_xray_runtime)
+{
+    check_churn_counts(BIN("churn-nopie-rt"));
+}
 /* Small pools: each of the 400 threads waits for the flush thread on its way. */
 Test(churn, threads400_small_buffers)
 {
     char work[PATH_MAX], out[PATH_MAX], trace[PATH_MAX];
     e2e_workdir(work, sizeof work);
     snprintf(out, sizeof out, "%s/out", work);
-    struct e2e_spec s = {.prog = BIN("churn-pie-nort"), .preload = 1, .outdir = out,
+    struct e2e_spec s = {.prog = BIN("churn-pie-nort"),
+                         .preload = 1,
+                         .outdir = out,
                          .env = {"SLEDTRACE_BUFFER_KB=4", "SLEDTRACE_BUFFERS=2"}};
     struct e2e_run t;
     e2e_run(work, &s, &t);
@@ -164,7 +146,8 @@ static void check_churn_memory(const char *bin, const char *env)
     /* The measurement sees the tracing memory at all: 20 live traced threads hold >= 20 MiB. */
     cr_assert_geq(live - before, 16 * 1024,
                   "VmRSS grew by only %ld KiB with 20 traced threads alive: the test cannot see "
-                  "per-thread memory", live - before);
+                  "per-thread memory",
+                  live - before);
     cr_assert_lt(after - before, 16 * 1024,
                  "VmRSS grew by %ld KiB across 400 traced threads (before %ld, with 20 alive %ld, "
                  "after %ld KiB): thread memory is not given back",
@@ -173,7 +156,10 @@ static void check_churn_memory(const char *bin, const char *env)
     e2e_rmtree(work);
 }
 
-Test(churn, memory_returned_pie) { check_churn_memory(BIN("churn-pie-nort"), NULL); }
+Test(churn, memory_returned_pie)
+{
+    check_churn_memory(BIN("churn-pie-nort"), NULL);
+}
 Test(churn, memory_returned_nopie_xray_runtime)
 {
     check_churn_memory(BIN("churn-nopie-rt"), NULL);
@@ -187,8 +173,8 @@ static void run_same(const char *work, const char *bin, const char *arg, const c
                      const char *const *env, void (*pre)(void *), void *ctx, struct e2e_run *t)
 {
     struct e2e_spec base = {.prog = bin, .argv1 = arg};
-    struct e2e_spec traced = {.prog = bin, .argv1 = arg, .preload = 1, .outdir = outdir,
-                              .pre_exec = pre, .ctx = ctx};
+    struct e2e_spec traced = {
+        .prog = bin, .argv1 = arg, .preload = 1, .outdir = outdir, .pre_exec = pre, .ctx = ctx};
     for (int i = 0; env && env[i]; i++)
         traced.env[i] = env[i];
     struct e2e_run b;
@@ -222,7 +208,7 @@ Test(files, output_dir_below_a_regular_file)
     struct e2e_run t;
     run_same(work, BIN("mix-pie-nort"), NULL, dir, NULL, NULL, NULL, &t);
     cr_assert_eq(e2e_count_lines(t.err, "sledtrace: warning: "), 1, "stderr:\n%s", t.err);
-    cr_assert_eq(nlines(t.err), 1, "exactly one line expected on stderr:\n%s", t.err);
+    cr_assert_eq(e2e_nlines(t.err), 1, "exactly one line expected on stderr:\n%s", t.err);
     char *c = e2e_slurp(file, NULL);
     cr_assert_str_eq(c, "precious", "the file in the way was changed");
     free(c);
@@ -242,7 +228,7 @@ Test(files, output_dir_in_proc)
     struct e2e_run t;
     run_same(work, BIN("mix-pie-nort"), NULL, dir, NULL, NULL, NULL, &t);
     cr_assert_eq(e2e_count_lines(t.err, "sledtrace: warning: "), 1, "stderr:\n%s", t.err);
-    cr_assert_eq(nlines(t.err), 1, "exactly one line expected on stderr:\n%s", t.err);
+    cr_assert_eq(e2e_nlines(t.err), 1, "exactly one line expected on stderr:\n%s", t.err);
     e2e_run_free(&t);
     e2e_rmtree(work);
 }
@@ -321,12 +307,12 @@ static void limit_fsize(void *ctx)
  * else on stderr; returns N. */
 static long incomplete_line(const char *err, const char *reason)
 {
-    cr_assert_eq(nlines(err), 1, "exactly one line expected on stderr:\n%s", err);
+    cr_assert_eq(e2e_nlines(err), 1, "exactly one line expected on stderr:\n%s", err);
     unsigned long long lost = 0;
     int used = 0;
-    cr_assert_eq(sscanf(err, "sledtrace: error: trace incomplete: %llu bytes not written: %n",
-                        &lost, &used),
-                 1, "unexpected stderr:\n%s", err);
+    cr_assert_eq(
+        sscanf(err, "sledtrace: error: trace incomplete: %llu bytes not written: %n", &lost, &used),
+        1, "unexpected stderr:\n%s", err);
     cr_assert_gt(used, 0, "unexpected stderr:\n%s", err);
     char want[128];
     snprintf(want, sizeof want, "%s\n", reason);
@@ -375,8 +361,9 @@ static void check_fsize(int nblocks, long extra, const char *log)
     struct e2e_trace *tr = malloc(sizeof *tr);
     cr_assert_not_null(tr);
     e2e_read_trace(trace, tr);
-    cr_assert_str_empty(tr->error, "the truncated trace (%lld bytes, limit %ld = end of block %d "
-                                   "+ %ld) is not valid: %s",
+    cr_assert_str_empty(tr->error,
+                        "the truncated trace (%lld bytes, limit %ld = end of block %d "
+                        "+ %ld) is not valid: %s",
                         (long long)st.st_size, limit, nblocks, extra, tr->error);
     cr_assert_eq(tr->blocks, nblocks);
     cr_assert_eq(tr->records, records_before(reftrace, ends[nblocks]));
@@ -387,14 +374,23 @@ static void check_fsize(int nblocks, long extra, const char *log)
 }
 
 /* The limit falls exactly at the end of block 8: the next write fails whole. */
-Test(disk_full, fsize_limit_at_block_boundary) { check_fsize(8, 0, NULL); }
+Test(disk_full, fsize_limit_at_block_boundary)
+{
+    check_fsize(8, 0, NULL);
+}
 /* SLEDTRACE_LOG=error still reports the loss. */
-Test(disk_full, fsize_limit_log_error) { check_fsize(8, 0, "SLEDTRACE_LOG=error"); }
+Test(disk_full, fsize_limit_log_error)
+{
+    check_fsize(8, 0, "SLEDTRACE_LOG=error");
+}
 /* REGRESSION (torn block): the limit falls 1000 bytes into block 9. write(2) writes those 1000
  * bytes, then fails; the runtime used to leave them, so the file ended inside a block and the
  * strict reader rejected it. The file must end at the last whole block, 1000 more bytes reported
  * lost. */
-Test(disk_full, fsize_limit_inside_a_block) { check_fsize(8, 1000, NULL); }
+Test(disk_full, fsize_limit_inside_a_block)
+{
+    check_fsize(8, 1000, NULL);
+}
 
 /* REGRESSION (SIGXFSZ killed the program): the limit is met at exit, by the final flush, which
  * runs in the program's own thread (the destructor), not in the flush thread that blocks every
@@ -467,7 +463,8 @@ Test(disk_full, tmpfs_enospc)
     struct e2e_trace *tr = malloc(sizeof *tr);
     cr_assert_not_null(tr);
     e2e_read_trace(trace, tr);
-    cr_assert_str_empty(tr->error, "the trace on the full file system (%lld bytes) is not valid: %s",
+    cr_assert_str_empty(tr->error,
+                        "the trace on the full file system (%lld bytes) is not valid: %s",
                         (long long)st.st_size, tr->error);
     cr_assert_geq(tr->blocks, 1);
     free(tr);
@@ -500,9 +497,18 @@ static void check_silent_bad_value(const char *kv)
     e2e_rmtree(work);
 }
 
-Test(log_level, error_silences_bad_flush_ms) { check_silent_bad_value("SLEDTRACE_FLUSH_MS=abc"); }
-Test(log_level, error_silences_bad_buffers) { check_silent_bad_value("SLEDTRACE_BUFFERS=1"); }
-Test(log_level, error_silences_bad_disable) { check_silent_bad_value("SLEDTRACE_DISABLE=yes"); }
+Test(log_level, error_silences_bad_flush_ms)
+{
+    check_silent_bad_value("SLEDTRACE_FLUSH_MS=abc");
+}
+Test(log_level, error_silences_bad_buffers)
+{
+    check_silent_bad_value("SLEDTRACE_BUFFERS=1");
+}
+Test(log_level, error_silences_bad_disable)
+{
+    check_silent_bad_value("SLEDTRACE_DISABLE=yes");
+}
 
 /* The lines a run prints at SLEDTRACE_LOG=level (the trace is checked too). */
 static char *log_lines(const char *bin, const char *level)
@@ -531,7 +537,7 @@ static char *log_lines(const char *bin, const char *level)
  * lines are compared up to their first digit), and debug prints only sledtrace lines. */
 static void check_debug_covers_info(const char *info, const char *debug)
 {
-    cr_assert_eq(e2e_count_lines(debug, "sledtrace: "), nlines(debug), "%s", debug);
+    cr_assert_eq(e2e_count_lines(debug, "sledtrace: "), e2e_nlines(debug), "%s", debug);
     cr_assert_eq(e2e_count_lines(debug, "sledtrace: info: "),
                  e2e_count_lines(info, "sledtrace: info: "), "info:\n%s\ndebug:\n%s", info, debug);
     cr_assert_eq(e2e_count_lines(info, "sledtrace: debug: "), 0, "%s", info);
@@ -553,7 +559,7 @@ Test(log_level, debug_lists_unpatched_sleds)
     char *info = log_lines(BIN("events-pie-nort"), "info");
     char *debug = log_lines(BIN("events-pie-nort"), "debug");
     check_debug_covers_info(info, debug);
-    cr_assert_gt(nlines(debug), nlines(info), "info:\n%s\ndebug:\n%s", info, debug);
+    cr_assert_gt(e2e_nlines(debug), e2e_nlines(info), "info:\n%s\ndebug:\n%s", info, debug);
     cr_assert_eq(e2e_count_lines(debug, "sledtrace: debug: "), 3,
                  "expected the refusals header and 2 refused sleds:\n%s", debug);
     cr_assert_not_null(strstr(debug, "custom-event sled"), "%s", debug);
@@ -570,8 +576,8 @@ Test(log_level, debug_covers_info)
     char *info = log_lines(BIN("mix-nopie-rt"), "info");
     char *debug = log_lines(BIN("mix-nopie-rt"), "debug");
     check_debug_covers_info(info, debug);
-    cr_assert_geq(nlines(debug), nlines(info));
-    cr_assert_geq(nlines(info), 3, "%s", info);
+    cr_assert_geq(e2e_nlines(debug), e2e_nlines(info));
+    cr_assert_geq(e2e_nlines(info), 3, "%s", info);
     free(info);
     free(debug);
 }
@@ -582,8 +588,8 @@ Test(log_level, warn_is_quiet_info_is_not)
     char *warn = log_lines(BIN("fib-nopie-nort"), "warn");
     char *info = log_lines(BIN("fib-nopie-nort"), "info");
     cr_assert_str_empty(warn, "%s", warn);
-    cr_assert_geq(nlines(info), 3, "%s", info);
-    cr_assert_eq(e2e_count_lines(info, "sledtrace: info: "), nlines(info), "%s", info);
+    cr_assert_geq(e2e_nlines(info), 3, "%s", info);
+    cr_assert_eq(e2e_count_lines(info, "sledtrace: info: "), e2e_nlines(info), "%s", info);
     free(warn);
     free(info);
 }
