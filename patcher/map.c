@@ -323,6 +323,14 @@ void stp_object_sled(const struct stp_object *obj, size_t i, uintptr_t *addr, en
     *status = (enum stp_status)s->status;
 }
 
+void stp_object_leave_out(struct stp_object *obj, size_t i)
+{
+    const struct stp_func *f = &obj->funcs[i];
+    for (uint32_t k = 0; k < f->nsleds; k++)
+        if (obj->sleds[f->first_sled + k].status == STP_OK)
+            obj->sleds[f->first_sled + k].status = STP_FILTERED;
+}
+
 size_t stp_object_count(const struct stp_object *obj, enum stp_status st)
 {
     size_t n = 0;
@@ -369,6 +377,7 @@ const char *stp_status_name(enum stp_status s)
         [STP_UNSUPPORTED_VERSION] = "unknown map entry version",
         [STP_NO_STUB] = "no stub within rel32 reach",
         [STP_PROTECT_FAILED] = "mprotect refused",
+        [STP_FILTERED] = "left out by SLEDTRACE_FILTER/SLEDTRACE_EXCLUDE",
     };
     return (unsigned)s < STP_NSTATUS ? names[s] : "unknown";
 }

@@ -42,6 +42,7 @@ enum stp_status {
     STP_UNSUPPORTED_VERSION, /* a map entry version we do not understand */
     STP_NO_STUB,             /* no stub page could be mapped within +-2 GiB */
     STP_PROTECT_FAILED,      /* mprotect refused (EACCES/EPERM: SELinux, PaX...) */
+    STP_FILTERED,            /* left out on purpose (stp_object_leave_out) */
     STP_NSTATUS
 };
 
@@ -89,6 +90,9 @@ size_t stp_object_count(const struct stp_object *obj, enum stp_status s);
 int stp_object_has_xray_runtime(const struct stp_object *obj);
 uintptr_t stp_object_bias(const struct stp_object *obj);
 const char *stp_object_path(const struct stp_object *obj);
+
+/* Leaves function i (0-based, as stp_object_func) unpatched: its proven sleds get STP_FILTERED. */
+void stp_object_leave_out(struct stp_object *obj, size_t i);
 
 /* Proves every sled of the object in the live image (bytes, kind, instruction boundary). Sets
  * each sled's status. Returns 0 or STP_E_CAPSTONE. */

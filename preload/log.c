@@ -138,6 +138,12 @@ void str_config_load(void)
         else if (strcmp(v, "auto") != 0)
             str_log(STR_WARN, "SLEDTRACE_CLOCK=%s is not one of auto|tsc|monotonic; using auto", v);
     }
+    v = getenv("SLEDTRACE_FILTER");
+    if (v && *v)
+        str_cfg.filter = v;
+    v = getenv("SLEDTRACE_EXCLUDE");
+    if (v && *v)
+        str_cfg.exclude = v;
     v = getenv("SLEDTRACE_OUTPUT");
     if (v) {
         if (*v)

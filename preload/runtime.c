@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <limits.h>
 #include <link.h>
 #include <pthread.h>
@@ -105,6 +106,58 @@ static int write_syms(const char *path, const char *exe)
         fprintf(f, "f\t0\t%u\t0x%llx\t%s\n", id, (unsigned long long)addr, name);
     }
     return fclose(f) == 0 ? 0 : -1;
+}
+
+/* Whether `name` of object `lib` (its file's base name) matches a comma-separated list of
+ * [LIB:]GLOB patterns (fnmatch; a pattern without LIB: applies to every object). */
+static int matches(const char *list, const char *lib, const char *name)
+{
+    char pat[512];
+    for (const char *p = list; *p;) {
+        size_t n = strcspn(p, ",");
+        if (n > 0 && n < sizeof pat) {
+            memcpy(pat, p, n);
+            pat[n] = '\0';
+            char *colon = strchr(pat, ':');
+            const char *glob = pat;
+            int lib_ok = 1;
+            if (colon) {
+                *colon = '\0';
+                lib_ok = fnmatch(pat, lib, 0) == 0;
+                glob = colon + 1;
+            }
+            if (lib_ok && fnmatch(glob, name, 0) == 0)
+                return 1;
+        }
+        p += n;
+        if (*p == ',')
+            p++;
+    }
+    return 0;
+}
+
+/* SLEDTRACE_FILTER / SLEDTRACE_EXCLUDE: functions left out are never patched, so they cost
+ * nothing; functions without a symbol name match only "*". */
+static void apply_filters(struct stp_object *obj, const char *lib)
+{
+    if (!str_cfg.filter && !str_cfg.exclude)
+        return;
+    size_t n = stp_object_nfuncs(obj), left = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t id;
+        uintptr_t addr;
+        const char *name;
+        stp_object_func(obj, i, &id, &addr, &name);
+        int keep = !str_cfg.filter || matches(str_cfg.filter, lib, name);
+        if (keep && str_cfg.exclude && matches(str_cfg.exclude, lib, name))
+            keep = 0;
+        if (!keep) {
+            stp_object_leave_out(obj, i);
+            left++;
+        }
+    }
+    str_log(STR_INFO, "%s: %zu of %zu functions left out by SLEDTRACE_FILTER/SLEDTRACE_EXCLUDE",
+            lib, left, n);
 }
 
 static void log_counts(void)
@@ -203,6 +256,7 @@ static void start(void)
         str_log(STR_WARN, "%s: %s; running untraced", exe, stp_strerror(rc));
         return;
     }
+    apply_filters(main_obj, base_name(exe));
     if (stp_object_has_xray_runtime(main_obj))
         str_log(STR_INFO, "%s links compiler-rt's XRay runtime; sledtrace owns the sleds", exe);
 

@@ -24,15 +24,17 @@ enum str_policy { STR_LOSSLESS = 0, STR_DISCARD = 1, STR_FLIGHT = 2 };
 enum str_clock { STR_CLOCK_AUTO = 0, STR_CLOCK_TSC = 1, STR_CLOCK_MONOTONIC = 2 };
 
 struct str_config {
-    const char *output; /* SLEDTRACE_OUTPUT */
-    int log_level;      /* SLEDTRACE_LOG */
-    unsigned flush_ms;  /* SLEDTRACE_FLUSH_MS */
-    size_t chunk_size;  /* SLEDTRACE_BUFFER_KB * 1024 */
-    unsigned nchunks;   /* SLEDTRACE_BUFFERS */
-    int disable;        /* SLEDTRACE_DISABLE */
-    int policy;         /* SLEDTRACE_POLICY: enum str_policy */
-    int clock;          /* SLEDTRACE_CLOCK: enum str_clock */
-    int dump_signal;    /* SLEDTRACE_DUMP_SIGNAL (flight policy) */
+    const char *output;  /* SLEDTRACE_OUTPUT */
+    int log_level;       /* SLEDTRACE_LOG */
+    unsigned flush_ms;   /* SLEDTRACE_FLUSH_MS */
+    size_t chunk_size;   /* SLEDTRACE_BUFFER_KB * 1024 */
+    unsigned nchunks;    /* SLEDTRACE_BUFFERS */
+    int disable;         /* SLEDTRACE_DISABLE */
+    int policy;          /* SLEDTRACE_POLICY: enum str_policy */
+    int clock;           /* SLEDTRACE_CLOCK: enum str_clock */
+    int dump_signal;     /* SLEDTRACE_DUMP_SIGNAL (flight policy) */
+    const char *filter;  /* SLEDTRACE_FILTER: comma-separated [LIB:]GLOB, NULL = everything */
+    const char *exclude; /* SLEDTRACE_EXCLUDE: same syntax */
 };
 
 STR_HIDDEN extern struct str_config str_cfg;

@@ -1,0 +1,76 @@
+/* SLEDTRACE_FILTER / SLEDTRACE_EXCLUDE: comma-separated [LIB:]GLOB patterns on function names.
+ * A function that is kept has exactly the count the program prints; one left out does not appear
+ * in the trace at all (its sleds were never patched). With nothing kept there is no trace. */
+#include <criterion/criterion.h>
+
+#include <fnmatch.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "e2e.h"
+
+#define BIN(name) E2E_DIR "/" name
+
+/* Runs mix with `env`; `kept` is a comma-separated list of globs naming what must be in the
+ * trace (everything else must be absent), or NULL when no trace may be written. */
+static void check_filter(const char *env, const char *kept)
+{
+    char work[PATH_MAX], out[PATH_MAX], trace[PATH_MAX];
+    const char *bin = BIN("mix-pie-nort");
+    e2e_workdir(work, sizeof work);
+    snprintf(out, sizeof out, "%s/out", work);
+    struct e2e_spec s = {.prog = bin, .preload = 1, .outdir = out, .env = {env}};
+    struct e2e_run t;
+    e2e_run(work, &s, &t);
+    cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0, "status %#x", t.status);
+    cr_assert_str_empty(t.err, "stderr:\n%s", t.err);
+    if (!kept) {
+        cr_assert_leq(e2e_dir_entries(out), 0, "%s: nothing was kept, yet files were written", env);
+        e2e_run_free(&t);
+        e2e_rmtree(work);
+        return;
+    }
+    struct e2e_expect e;
+    e2e_parse_expect(t.out, &e);
+    e2e_trace_path(trace, sizeof trace, out, bin, t.pid, "fdr");
+    struct e2e_trace tr;
+    e2e_read_trace(trace, &tr);
+    cr_assert_str_empty(tr.error, "%s", tr.error);
+    int nkept = 0;
+    for (int i = 0; i < e.nfuncs; i++) {
+        char globs[256];
+        snprintf(globs, sizeof globs, "%s", kept);
+        int keep = 0;
+        for (char *g = strtok(globs, ","); g; g = strtok(NULL, ","))
+            keep |= fnmatch(g, e.f[i].name, 0) == 0;
+        long got = 0;
+        for (int j = 0; j < tr.nfuncs; j++)
+            if (strcmp(tr.f[j].name, e.f[i].name) == 0)
+                got = tr.f[j].enter;
+        cr_assert_eq(got, keep ? e.f[i].count : 0, "%s: %s entered %ld times, want %ld", env,
+                     e.f[i].name, got, keep ? e.f[i].count : 0L);
+        nkept += keep;
+    }
+    cr_assert_eq(tr.nfuncs, nkept, "%s: %d functions in the trace, %d kept", env, tr.nfuncs, nkept);
+    e2e_run_free(&t);
+    e2e_rmtree(work);
+}
+
+Test(filter, only)
+{
+    check_filter("SLEDTRACE_FILTER=is_*", "is_even,is_odd");
+}
+Test(filter, exclude)
+{
+    check_filter("SLEDTRACE_EXCLUDE=is_*,leaf", "main,chain,tailer,twoexits");
+}
+Test(filter, qualified_by_program)
+{
+    check_filter("SLEDTRACE_FILTER=mix-pie-*:chain", "chain");
+}
+Test(filter, other_library_only)
+{
+    check_filter("SLEDTRACE_FILTER=libother.so:chain", NULL);
+}
