@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static struct stp_object *main_obj;
@@ -229,8 +230,17 @@ int str_open_outputs(char *path, size_t plen, char *syms, size_t slen)
     return fd;
 }
 
+static double ms_since(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) * 1e3 + (double)(t.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
 static void start(void)
 {
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     str_config_load();
     if (str_cfg.disable)
         return;
@@ -251,7 +261,9 @@ static void start(void)
         main_obj = NULL;
         return;
     }
+    double t_map = ms_since(&t0);
     rc = stp_object_verify(main_obj);
+    double t_verify = ms_since(&t0);
     if (rc != 0) {
         str_log(STR_WARN, "%s: %s; running untraced", exe, stp_strerror(rc));
         return;
@@ -280,10 +292,16 @@ static void start(void)
     t.fn[STP_EXIT] = stp_tramp_exit;
     t.fn[STP_TAIL] = stp_tramp_tail;
     t.fn[STP_LOG_ARGS_ENTER] = stp_tramp_log_args;
+    double t_files = ms_since(&t0);
     rc = stp_object_patch(main_obj, &t);
     if (rc != 0)
         str_log(STR_WARN, "%s: %s; some sleds left untouched", exe, stp_strerror(rc));
+    double t_patch = ms_since(&t0);
     log_counts();
+    str_log(STR_INFO,
+            "start-up took %.1f ms: map and names %.1f, Capstone proofs %.1f, files and flush "
+            "thread %.1f, patching %.1f",
+            t_patch, t_map, t_verify - t_map, t_files - t_verify, t_patch - t_files);
     str_log(STR_INFO, "tracing to %s", path);
 }
 

@@ -19,7 +19,8 @@
 # the traced figure is compared with the untraced one plus the configured buffers
 # (SLEDTRACE_BUFFER_KB x SLEDTRACE_BUFFERS per thread that records events).
 #
-# Environment: BENCH_ROUNDS (default 7), BENCH_FIB_N (default 30), CLANG (default clang).
+# Environment: BENCH_ROUNDS (default 7), BENCH_FIB_N (default 30), BENCH_MANY (functions in
+# the start-up program, default 20000), CLANG (default clang).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -463,6 +464,45 @@ if ((mt_runs)); then
     ((mt_ok == mt_runs)) && verdict=met || verdict=MISSED
     printf '  %-36s %8s  (target 0)  %s\n' "2 thr runs with lost events" "$((mt_runs - mt_ok))" "$verdict"
 fi
+
+# ---- start-up at scale ------------------------------------------------------
+# A generated program with $MANY instrumented functions: sledtrace's whole start-up (map
+# reading, Capstone proof of every sled, files, flush thread, patching; from its own info
+# line) beside compiler-rt's __xray_patch() for the same program (scripts/bench/patch_timer.c;
+# compiler-rt reads its map earlier, in .preinit_array, and proves nothing).
+MANY=${BENCH_MANY:-20000}
+TARGET_STARTUP_MS=100
+echo
+log "start-up: building a program with $MANY functions (about half a minute)"
+scripts/bench/many.sh "$MANY" >"$bench_dir/many.c"
+"$CLANG" -O2 "${XRAY_CFLAGS[@]}" "$nodeps" "$bench_dir/many.c" -o "$bench_dir/many-sleds"
+"$CLANG" -O2 "${XRAY_CFLAGS[@]}" "$bench_dir/many.c" scripts/bench/patch_timer.c \
+    -o "$bench_dir/many-xray"
+st_ms=() cr_ms=()
+for ((i = 0; i < 5; i++)); do
+    if [[ -e "$preload" ]]; then
+        rm -rf "$tmp/many"
+        line=$(SLEDTRACE_LOG=info SLEDTRACE_OUTPUT="$tmp/many" LD_PRELOAD=$preload \
+            "$bench_dir/many-sleds" 2>&1 >/dev/null | grep 'start-up took' || true)
+        [[ $line =~ took\ ([0-9.]+)\ ms ]] && st_ms+=("${BASH_REMATCH[1]}")
+    fi
+    line=$("$bench_dir/many-xray" 2>&1 >/dev/null | grep 'xray_patch:' || true)
+    [[ $line =~ xray_patch:\ ([0-9.]+)\ ms ]] && cr_ms+=("${BASH_REMATCH[1]}")
+done
+med() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { if (NR) print a[int((NR + 1) / 2)]; else print "-" }'; }
+st_med=$(med "${st_ms[@]}")
+cr_med=$(med "${cr_ms[@]}")
+sleds=$(llvm-xray extract "$bench_dir/many-sleds" 2>/dev/null | grep -c 'kind:' || true)
+echo "start-up with $MANY instrumented functions ($sleds sleds), medians of 5 runs:"
+printf '  %-52s %8s ms\n' "sledtrace: map, Capstone proofs, files, patching" "$st_med"
+printf '  %-52s %8s ms\n' "compiler-rt: __xray_patch() alone" "$cr_med"
+if [[ "$st_med" != "-" ]]; then
+    verdict=$(awk -v v="$st_med" -v l="$TARGET_STARTUP_MS" 'BEGIN { print (v <= l) ? "met" : "MISSED" }')
+else
+    verdict="n/a"
+fi
+printf '  %-36s %8s  (target <= %s ms)  %s\n' "sledtrace start-up" "$st_med" "$TARGET_STARTUP_MS" "$verdict"
+
 echo
 echo "note: when compiler-rt cannot find the TSC frequency (no tsc_freq_khz, cpufreq or CPUID"
 echo "      0x15/0x16, as on KVM guests) it prints 'Unable to determine CPU frequency' and FDR"

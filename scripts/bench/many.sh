@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Writes a C program with N instrumented functions (default 20000) on stdout: each a small
+# function with an entry and an exit sled; main calls every one once through a table.
+set -euo pipefail
+n=${1:-20000}
+awk -v n="$n" 'BEGIN {
+    print "#include <stdio.h>"
+    for (i = 0; i < n; i++)
+        printf "__attribute__((noinline)) int f%d(int x) { if (x > %d) return x * %d + %d; return x - %d; }\n", i, i % 7, i % 13 + 1, i, i % 5
+    printf "int (*volatile tab[])(int) = {"
+    for (i = 0; i < n; i++)
+        printf "%sf%d", (i ? "," : ""), i
+    print "};"
+    printf "int main(void) { long s = 0; for (int i = 0; i < %d; i++) s += tab[i](i & 15); printf(\"%%ld\\n\", s); return 0; }\n", n
+}'
