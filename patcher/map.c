@@ -65,6 +65,7 @@ void stp_number_functions(const uint8_t *entries, size_t n, uintptr_t map_addr, 
 
 struct sym {
     uint64_t addr;
+    uint64_t size;
     size_t name_off;
     int global;
 };
@@ -113,6 +114,7 @@ static int read_symbols(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct stp_object
         }
         memcpy(obj->names + pool_len, name, len);
         syms[k].addr = s.st_value;
+        syms[k].size = s.st_size;
         syms[k].name_off = pool_len;
         syms[k].global = GELF_ST_BIND(s.st_info) != STB_LOCAL;
         k++;
@@ -234,6 +236,7 @@ static int load(struct stp_object *obj, Elf *elf)
     for (size_t i = 0; i < obj->nfuncs; i++) {
         const struct sym *s = find_sym(syms, nsyms, obj->funcs[i].addr - obj->bias);
         obj->funcs[i].name_off = s ? s->name_off : SIZE_MAX;
+        obj->funcs[i].size = s ? s->size : 0;
     }
     free(syms);
     return 0;
@@ -378,6 +381,7 @@ const char *stp_status_name(enum stp_status s)
         [STP_NO_STUB] = "no stub within rel32 reach",
         [STP_PROTECT_FAILED] = "mprotect refused",
         [STP_FILTERED] = "left out by SLEDTRACE_FILTER/SLEDTRACE_EXCLUDE",
+        [STP_BRANCH_INTO] = "a branch in its function lands inside it",
     };
     return (unsigned)s < STP_NSTATUS ? names[s] : "unknown";
 }

@@ -43,6 +43,7 @@ enum stp_status {
     STP_NO_STUB,             /* no stub page could be mapped within +-2 GiB */
     STP_PROTECT_FAILED,      /* mprotect refused (EACCES/EPERM: SELinux, PaX...) */
     STP_FILTERED,            /* left out on purpose (stp_object_leave_out) */
+    STP_BRANCH_INTO,         /* a branch in the function targets the inside of the sled */
     STP_NSTATUS
 };
 
@@ -104,8 +105,9 @@ int stp_object_verify(struct stp_object *obj);
 int stp_object_patch(struct stp_object *obj, const struct stp_targets *t);
 
 /* Proves one sled in a byte table: `code` holds the function's bytes from its start, mapped at
- * `func_addr`; the sled is at `sled_addr` (func_addr <= sled_addr < func_addr + len). For table
- * tests and for stp_object_verify. `expect_id` is the function id a sled already patched by
+ * `func_addr`; the sled is at `sled_addr` (func_addr <= sled_addr < func_addr + len). Every
+ * relative branch in code[0..len) is checked too: one that targets the inside of the sled refuses
+ * it (STP_BRANCH_INTO). For table tests and for stp_object_verify. `expect_id` is the function id a sled already patched by
  * compiler-rt or sledtrace must carry (such sleds are accepted). */
 enum stp_status stp_check_sled(const uint8_t *code, size_t len, uint64_t func_addr,
                                uint64_t sled_addr, enum stp_kind kind, unsigned version,

@@ -16,6 +16,7 @@ struct stp_sled {
 
 struct stp_func {
     uint64_t addr;       /* run-time address */
+    uint64_t size;       /* from its symbol, 0 if unknown */
     size_t name_off;     /* into stp_object.names, SIZE_MAX if unnamed */
     uint32_t first_sled; /* index of its first map entry */
     uint32_t nsleds;     /* consecutive entries sharing this id */

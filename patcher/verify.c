@@ -46,13 +46,61 @@ static enum stp_status check_bytes(const uint8_t *b, unsigned kind, uint32_t exp
     return STP_BAD_BYTES;
 }
 
-/* Sweeps code[0..len) (mapped at func_addr) once; sleds[] sorted by address. */
+/* Target of a relative jump, call, conditional jump or loop, or 0 for anything else. The
+ * opcode follows any legacy or REX prefixes; rel8 and rel32 are the instruction's last bytes. */
+static uint64_t branch_target(const cs_insn *insn)
+{
+    const uint8_t *b = insn->bytes;
+    size_t i = 0, n = insn->size;
+    while (i < n && (b[i] == 0x66 || b[i] == 0x67 || b[i] == 0xf2 || b[i] == 0xf3 || b[i] == 0x2e ||
+                     b[i] == 0x3e || b[i] == 0x26 || b[i] == 0x64 || b[i] == 0x65 || b[i] == 0x36 ||
+                     (b[i] & 0xf0) == 0x40))
+        i++;
+    if (i >= n)
+        return 0;
+    uint64_t next = insn->address + n;
+    uint8_t op = b[i];
+    if (op == 0xeb || (op >= 0x70 && op <= 0x7f) || (op >= 0xe0 && op <= 0xe3))
+        return next + (uint64_t)(int64_t)(int8_t)b[n - 1];
+    if (op == 0xe8 || op == 0xe9 || (op == 0x0f && i + 1 < n && (b[i + 1] & 0xf0) == 0x80)) {
+        int32_t rel;
+        memcpy(&rel, b + n - 4, 4);
+        return next + (uint64_t)(int64_t)rel;
+    }
+    return 0;
+}
+
+struct targets {
+    uint64_t *v;
+    size_t n, cap;
+};
+
+static void note_target(struct targets *t, const cs_insn *insn, uint64_t lo, uint64_t hi)
+{
+    uint64_t to = branch_target(insn);
+    if (to <= lo || to >= hi)
+        return; /* outside the function (or its first byte): cannot split a sled of it */
+    if (t->n == t->cap) {
+        size_t nc = t->cap ? t->cap * 2 : 32;
+        uint64_t *v = realloc(t->v, nc * sizeof *v);
+        if (!v)
+            return;
+        t->v = v;
+        t->cap = nc;
+    }
+    t->v[t->n++] = to;
+}
+
+/* Sweeps code[0..len) (mapped at func_addr) once, sleds[] sorted by address: proves each sled,
+ * and notes every relative branch target; then refuses any proven sled a branch lands inside
+ * (after its first byte: patching rewrites the instructions there). */
 static void check_function(csh cs, cs_insn *insn, const uint8_t *code, size_t len,
                            uint64_t func_addr, struct stp_sled **sleds, size_t n)
 {
     const uint8_t *p = code;
     size_t left = len;
-    uint64_t addr = func_addr;
+    uint64_t addr = func_addr, end = func_addr + len;
+    struct targets tg = {NULL, 0, 0};
     for (size_t i = 0; i < n; i++) {
         struct stp_sled *s = sleds[i];
         if (s->status != STP_OK)
@@ -65,7 +113,7 @@ static void check_function(csh cs, cs_insn *insn, const uint8_t *code, size_t le
             s->status = STP_UNSUPPORTED_VERSION;
             continue;
         }
-        if (s->addr < func_addr || s->addr + STP_SLED_SIZE > func_addr + len) {
+        if (s->addr < func_addr || s->addr + STP_SLED_SIZE > end) {
             s->status = STP_OUTSIDE_TEXT;
             continue;
         }
@@ -77,6 +125,7 @@ static void check_function(csh cs, cs_insn *insn, const uint8_t *code, size_t le
         while (addr < s->addr) {
             if (!cs_disasm_iter(cs, &p, &left, &addr, insn))
                 break;
+            note_target(&tg, insn, func_addr, end);
         }
         if (addr != s->addr) {
             s->status = addr < s->addr ? STP_UNDECODABLE : STP_NOT_ON_BOUNDARY;
@@ -88,6 +137,16 @@ static void check_function(csh cs, cs_insn *insn, const uint8_t *code, size_t le
             insn->id != shape.id1 || insn->size != shape.size1)
             s->status = STP_BAD_BYTES;
     }
+    /* The rest of the function: its branches may go back into a sled. */
+    while (left > 0 && cs_disasm_iter(cs, &p, &left, &addr, insn))
+        note_target(&tg, insn, func_addr, end);
+    for (size_t i = 0; i < n; i++) {
+        struct stp_sled *s = sleds[i];
+        for (size_t k = 0; s->status == STP_OK && k < tg.n; k++)
+            if (tg.v[k] > s->addr && tg.v[k] < s->addr + STP_SLED_SIZE)
+                s->status = STP_BRANCH_INTO;
+    }
+    free(tg.v);
 }
 
 static int sled_addr_cmp(const void *a, const void *b)
@@ -164,6 +223,9 @@ int stp_object_verify(struct stp_object *obj)
             if (s->status == STP_OK && s->addr + STP_SLED_SIZE > hi)
                 hi = s->addr + STP_SLED_SIZE;
         }
+        /* Sweep the whole function when its size is known (branches after the last sled). */
+        if (fn->size && fn->addr + fn->size > hi && stp_find_seg(obj, fn->addr, fn->size))
+            hi = fn->addr + fn->size;
         qsort(order, fn->nsleds, sizeof *order, sled_addr_cmp);
         /* The whole range swept must be mapped text of this object. */
         if (!stp_find_seg(obj, fn->addr, hi - fn->addr)) {

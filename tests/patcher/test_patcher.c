@@ -38,8 +38,7 @@ static size_t put(struct code *c, const void *bytes, size_t n)
     return at;
 }
 
-#define PUT(c, ...)                                                                                \
-    put((c), (const uint8_t[]){__VA_ARGS__}, sizeof((const uint8_t[]){__VA_ARGS__}))
+#define PUT(c, ...) put((c), (const uint8_t[]){__VA_ARGS__}, sizeof((const uint8_t[]){__VA_ARGS__}))
 
 /* The patched form `41 ba <id32> <op> <rel32>`. */
 static size_t put_patched(struct code *c, uint32_t id, uint8_t op, int32_t rel)
@@ -105,6 +104,41 @@ Test(check_sled, tail_before_jmp)
     cr_assert_eq(check(&c, tail, STP_TAIL, 2, 9), STP_OK);
     /* The tail sled is not an exit sled. */
     cr_assert_eq(check(&c, tail, STP_EXIT, 2, 9), STP_BAD_BYTES);
+}
+
+/* A branch that lands inside a sled would run half of a rewritten instruction: refused. */
+Test(check_sled, rel8_branch_into_entry_sled_is_refused)
+{
+    struct code c = {0};
+    size_t entry = put(&c, ENTRY_SLED, SLED);
+    PUT(&c, 0x85, 0xff); /* test edi, edi */
+    PUT(&c, 0x75, 0xf5); /* jne rel8 -11: FUNC + 4, inside the entry sled */
+    PUT(&c, 0xc3);
+    cr_assert_eq(check(&c, entry, STP_ENTRY, 2, 1), STP_BRANCH_INTO);
+}
+
+Test(check_sled, branches_to_sled_start_or_past_it_are_fine)
+{
+    struct code c = {0};
+    size_t entry = put(&c, ENTRY_SLED, SLED);
+    PUT(&c, 0x85, 0xff);                   /* test edi, edi */
+    PUT(&c, 0x75, 0xf1);                   /* jne rel8 -15: FUNC, the sled's first byte */
+    PUT(&c, 0xe9, 0xf7, 0xff, 0xff, 0xff); /* jmp rel32 -9: FUNC + 11, just past the sled */
+    PUT(&c, 0xc3);
+    cr_assert_eq(check(&c, entry, STP_ENTRY, 2, 1), STP_OK);
+}
+
+Test(check_sled, rel32_branch_after_an_exit_sled_back_into_it_is_refused)
+{
+    struct code c = {0};
+    size_t entry = put(&c, ENTRY_SLED, SLED);
+    PUT(&c, 0x85, 0xff); /* test edi, edi */
+    size_t exit = put(&c, EXIT_SLED, SLED);
+    PUT(&c, 0xe9, 0xf1, 0xff, 0xff, 0xff); /* jmp rel32 -15: FUNC + 14, inside the exit sled */
+    cr_assert_eq(exit, 13);
+    cr_assert_eq(check(&c, exit, STP_EXIT, 2, 1), STP_BRANCH_INTO);
+    /* The entry sled is not the one the branch lands in. */
+    cr_assert_eq(check(&c, entry, STP_ENTRY, 2, 1), STP_OK);
 }
 
 Test(check_sled, template_of_the_wrong_kind)
@@ -221,8 +255,7 @@ Test(check_sled, outside_the_code_range)
     /* Before the function. */
     cr_assert_eq(stp_check_sled(c.b, c.n, FUNC, FUNC - 16, STP_ENTRY, 2, 1), STP_OUTSIDE_TEXT);
     /* Past the end. */
-    cr_assert_eq(stp_check_sled(c.b, c.n, FUNC, FUNC + c.n + 32, STP_EXIT, 2, 1),
-                 STP_OUTSIDE_TEXT);
+    cr_assert_eq(stp_check_sled(c.b, c.n, FUNC, FUNC + c.n + 32, STP_EXIT, 2, 1), STP_OUTSIDE_TEXT);
     /* Starting inside but not all 11 bytes inside: cut the table 1 byte into the exit sled's
      * nop. */
     cr_assert_eq(stp_check_sled(c.b, exit + SLED - 1, FUNC, FUNC + exit, STP_EXIT, 2, 1),
@@ -347,7 +380,8 @@ Test(number, pc_relative_fields_are_resolved_before_comparing)
 {
     /* Version 2: the same function has a different raw field in each entry (the entry moved
      * 32 bytes), and identical raw fields in consecutive entries mean different functions. */
-    const struct ent same[] = {{0x1000, 0x1000, 0, 2}, {0x1010, 0x1000, 1, 2}, {0x1020, 0x1000, 1, 2}};
+    const struct ent same[] = {
+        {0x1000, 0x1000, 0, 2}, {0x1010, 0x1000, 1, 2}, {0x1020, 0x1000, 1, 2}};
     uint32_t ids[3];
     number(same, 3, ids);
     expect_ids(ids, (const uint32_t[]){1, 1, 1}, 3);
@@ -368,7 +402,9 @@ Test(number, absolute_versions)
 {
     /* Versions 0 and 1 hold absolute addresses: equal fields are the same function. */
     const struct ent e[] = {
-        {0x1000, 0x1000, 0, 1}, {0x1010, 0x1000, 1, 1}, {0x2000, 0x2000, 0, 1},
+        {0x1000, 0x1000, 0, 1},
+        {0x1010, 0x1000, 1, 1},
+        {0x2000, 0x2000, 0, 1},
         {0x1000, 0x1000, 0, 1},
     };
     uint32_t ids[4];
@@ -389,7 +425,6 @@ Test(number, single_entry_and_empty_map)
 
 /* ---- stp_object_open on real binaries ---------------------------------------------------- */
 
-
 struct yaml_sled {
     unsigned id;
     unsigned long long address, function;
@@ -400,7 +435,7 @@ struct yaml_sled {
 static int kind_of(const char *s)
 {
     static const char *const names[] = {"function-enter", "function-exit", "tail-exit",
-                                        "log-args-enter", "custom-event", "typed-event"};
+                                        "log-args-enter", "custom-event",  "typed-event"};
     for (int i = 0; i < 6; i++)
         if (strcmp(s, names[i]) == 0)
             return i;
@@ -423,8 +458,8 @@ static size_t read_yaml(const char *path, struct yaml_sled *out, size_t cap)
         int got = sscanf(line,
                          "- { id: %u, address: %llx, function: %llx, kind: %63[^,], "
                          "always-instrument: %15[^,], function-name: %255[^,], version: %u }",
-                         &out[n].id, &out[n].address, &out[n].function, kind, always,
-                         out[n].name, &version);
+                         &out[n].id, &out[n].address, &out[n].function, kind, always, out[n].name,
+                         &version);
         cr_assert_eq(got, 7, "unparsable extract line: %s", line);
         out[n].kind = kind_of(kind);
         cr_assert_geq(out[n].kind, 0, "unknown kind %s", kind);
@@ -522,4 +557,3 @@ Test(object, not_an_elf_file)
     cr_assert_eq(stp_object_open(PATCHER_NOT_ELF, 0, &obj), STP_E_ELF);
     cr_assert_null(obj);
 }
-
