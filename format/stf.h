@@ -307,12 +307,12 @@ const char *stf_syms_lookup(const struct stf_syms *s, uint32_t objid, uint32_t f
 uint64_t stf_syms_address(const struct stf_syms *s, uint32_t objid, uint32_t fid);
 size_t stf_syms_count(const struct stf_syms *s);
 
-/* Map a trace function id to (objid, fid). Today every id belongs to object 0; when shared
- * objects are traced this becomes (id >> 24, id & 0xffffff). */
+/* Map a trace function id to (objid, fid): the runtime packs the object number (0: the
+ * executable, then shared objects in the order they were found) into the top 4 of the 28 bits. */
 static inline void stf_split_id(uint32_t id, uint32_t *objid, uint32_t *fid)
 {
-    *objid = 0;
-    *fid = id;
+    *objid = id >> 24;
+    *fid = id & 0xffffffu;
 }
 
 /* Name for a trace function id: the symbol, or "#<id>" formatted into buf. */

@@ -326,6 +326,11 @@ void stp_object_sled(const struct stp_object *obj, size_t i, uintptr_t *addr, en
     *status = (enum stp_status)s->status;
 }
 
+void stp_object_set_id_base(struct stp_object *obj, uint32_t base)
+{
+    obj->id_base = base;
+}
+
 void stp_object_leave_out(struct stp_object *obj, size_t i)
 {
     const struct stp_func *f = &obj->funcs[i];

@@ -102,12 +102,14 @@ static void *map_stub_page(uint64_t lo, uint64_t hi, uint64_t page)
     return NULL;
 }
 
-static void encode(uint8_t b[STP_SLED_SIZE], const struct stp_sled *s, uint64_t target)
+static void encode(uint8_t b[STP_SLED_SIZE], const struct stp_sled *s, uint32_t id_base,
+                   uint64_t target)
 {
     int32_t rel = (int32_t)(int64_t)(target - (s->addr + STP_SLED_SIZE));
+    uint32_t id = id_base | s->fid;
     b[0] = 0x41; /* mov $id, %r10d */
     b[1] = 0xba;
-    memcpy(b + 2, &s->fid, 4);
+    memcpy(b + 2, &id, 4);
     b[6] = s->kind == STP_EXIT ? 0xe9 : 0xe8; /* jmp replaces ret; call otherwise */
     memcpy(b + 7, &rel, 4);
 }
@@ -213,7 +215,7 @@ int stp_object_patch(struct stp_object *obj, const struct stp_targets *t)
         for (size_t k = i; k < j; k++) {
             uint8_t b[STP_SLED_SIZE];
             uint64_t target = (uint64_t)(uintptr_t)stubs + STUB_SLOT * todo[k]->kind;
-            encode(b, todo[k], target);
+            encode(b, todo[k], obj->id_base, target);
             write_sled(todo[k], b);
         }
         if (mprotect(start, len, prot) != 0)

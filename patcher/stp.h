@@ -92,6 +92,10 @@ int stp_object_has_xray_runtime(const struct stp_object *obj);
 uintptr_t stp_object_bias(const struct stp_object *obj);
 const char *stp_object_path(const struct stp_object *obj);
 
+/* Ids written into this object's sleds are `base | function id` (default 0): the runtime packs
+ * an object number into the high bits, as clang's -fxray-shared does. */
+void stp_object_set_id_base(struct stp_object *obj, uint32_t base);
+
 /* Leaves function i (0-based, as stp_object_func) unpatched: its proven sleds get STP_FILTERED. */
 void stp_object_leave_out(struct stp_object *obj, size_t i);
 

@@ -39,7 +39,8 @@ struct stp_object {
     size_t names_cap;
     struct stp_seg segs[STP_MAX_SEGS];
     size_t nsegs;
-    void *stub_page; /* mapped by stp_object_patch, never unmapped while sleds point at it */
+    void *stub_page;  /* mapped by stp_object_patch, never unmapped while sleds point at it */
+    uint32_t id_base; /* ORed into the ids written into the sleds (stp_object_set_id_base) */
 };
 
 /* The executable segment holding [addr, addr + len), or NULL. */

@@ -18,6 +18,7 @@
 #include "stp.h"
 
 #include <errno.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <limits.h>
@@ -85,8 +86,39 @@ static const char *base_name(const char *p)
     return s ? s + 1 : p;
 }
 
-/* Writes the symbol sidecar (format/stf.h documents it). Returns 0 or -1. */
-static int write_syms(const char *path, const char *exe)
+/* Traced objects: [0] is the executable, then instrumented shared objects in the order they
+ * were found (at start-up, then by dlopen). An object's number is the high 4 bits of the 28-bit
+ * ids its sleds carry, `(object << 24) | function`, as with clang's -fxray-shared; the sidecar
+ * maps them back to names. Numbers are never reused, so a trace's ids stay unambiguous after a
+ * dlclose. objs_lock serialises dlopen/dlclose scans (start-up runs alone). */
+enum { MAX_OBJECTS = 16, OBJECT_SHIFT = 24 };
+struct traced {
+    struct stp_object *obj;
+    const char *name; /* path as the sidecar shows it */
+    int live;         /* still loaded */
+};
+static struct traced objs[MAX_OBJECTS];
+static unsigned nobjs;
+static pthread_mutex_t objs_lock = PTHREAD_MUTEX_INITIALIZER;
+static char syms_now[PATH_MAX]; /* this process's sidecar, for objects that come later */
+static int tracing;             /* start-up finished: dlopen/dlclose rescan */
+
+static void syms_object(FILE *f, unsigned objid)
+{
+    const struct traced *o = &objs[objid];
+    fprintf(f, "o\t%u\t0x%llx\t%s\n", objid, (unsigned long long)stp_object_bias(o->obj), o->name);
+    size_t n = stp_object_nfuncs(o->obj);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t id;
+        uintptr_t addr;
+        const char *name;
+        stp_object_func(o->obj, i, &id, &addr, &name);
+        fprintf(f, "f\t%u\t%u\t0x%llx\t%s\n", objid, id, (unsigned long long)addr, name);
+    }
+}
+
+/* Writes the symbol sidecar (format/stf.h documents it) for every object. Returns 0 or -1. */
+static int write_syms(const char *path)
 {
     int fd = create_file(path);
     if (fd < 0)
@@ -97,16 +129,26 @@ static int write_syms(const char *path, const char *exe)
         return -1;
     }
     fprintf(f, "sledtrace-syms\t1\n");
-    fprintf(f, "o\t0\t0x%llx\t%s\n", (unsigned long long)stp_object_bias(main_obj), exe);
-    size_t n = stp_object_nfuncs(main_obj);
-    for (size_t i = 0; i < n; i++) {
-        uint32_t id;
-        uintptr_t addr;
-        const char *name;
-        stp_object_func(main_obj, i, &id, &addr, &name);
-        fprintf(f, "f\t0\t%u\t0x%llx\t%s\n", id, (unsigned long long)addr, name);
-    }
+    for (unsigned i = 0; i < nobjs; i++)
+        syms_object(f, i);
     return fclose(f) == 0 ? 0 : -1;
+}
+
+/* Adds an object found after the sidecar was written. */
+static void append_syms(unsigned objid)
+{
+    if (!syms_now[0])
+        return;
+    int fd = open(syms_now, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+    FILE *f = fd >= 0 ? fdopen(fd, "a") : NULL;
+    if (!f) {
+        if (fd >= 0)
+            close(fd);
+        str_log(STR_WARN, "cannot add %s to %s (%s)", objs[objid].name, syms_now, strerror(errno));
+        return;
+    }
+    syms_object(f, objid);
+    fclose(f);
 }
 
 /* Whether `name` of object `lib` (its file's base name) matches a comma-separated list of
@@ -161,14 +203,14 @@ static void apply_filters(struct stp_object *obj, const char *lib)
             lib, left, n);
 }
 
-static void log_counts(void)
+static void log_counts(const struct stp_object *obj, const char *name)
 {
-    size_t ok = stp_object_count(main_obj, STP_OK);
-    size_t total = stp_object_nsleds(main_obj);
-    str_log(STR_INFO, "%s: %zu functions, %zu sleds, %zu patched", stp_object_path(main_obj),
-            stp_object_nfuncs(main_obj), total, ok);
+    size_t ok = stp_object_count(obj, STP_OK);
+    size_t total = stp_object_nsleds(obj);
+    str_log(STR_INFO, "%s: %zu functions, %zu sleds, %zu patched", name, stp_object_nfuncs(obj),
+            total, ok);
     for (int s = 1; s < STP_NSTATUS; s++) {
-        size_t c = stp_object_count(main_obj, (enum stp_status)s);
+        size_t c = stp_object_count(obj, (enum stp_status)s);
         if (c)
             str_log(STR_INFO, "%zu sleds left untouched: %s", c,
                     stp_status_name((enum stp_status)s));
@@ -181,13 +223,89 @@ static void log_counts(void)
         enum stp_kind kind;
         uint32_t fid;
         enum stp_status st;
-        stp_object_sled(main_obj, i, &addr, &kind, &fid, &st);
+        stp_object_sled(obj, i, &addr, &kind, &fid, &st);
         if (st != STP_OK) {
             str_log(STR_DEBUG, "  %s sled of function %u at %#lx: %s", stp_kind_name(kind), fid,
                     (unsigned long)addr, stp_status_name(st));
             shown++;
         }
     }
+}
+
+static int patch(struct stp_object *obj, const char *name)
+{
+    struct stp_targets t = {{0}};
+    t.fn[STP_ENTRY] = stp_tramp_entry;
+    t.fn[STP_EXIT] = stp_tramp_exit;
+    t.fn[STP_TAIL] = stp_tramp_tail;
+    t.fn[STP_LOG_ARGS_ENTER] = stp_tramp_log_args;
+    int rc = stp_object_patch(obj, &t);
+    if (rc != 0)
+        str_log(STR_WARN, "%s: %s; some sleds left untouched", name, stp_strerror(rc));
+    log_counts(obj, name);
+    return rc;
+}
+
+/* A shared object loaded at start-up or by dlopen: patched if it has an instrumentation map. */
+static void add_object(const char *path, uintptr_t bias)
+{
+    struct stp_object *obj;
+    int rc = stp_object_open(path, bias, &obj);
+    if (rc == STP_E_NO_MAP || rc == STP_E_OPEN)
+        return; /* not instrumented (the usual case), or not a file we can read */
+    if (rc == 0 && nobjs == MAX_OBJECTS) {
+        str_log(STR_WARN, "%s: more than %d instrumented objects; left alone", path,
+                MAX_OBJECTS - 1);
+        stp_object_close(obj);
+        return;
+    }
+    if (rc == 0)
+        rc = stp_object_verify(obj);
+    if (rc != 0) {
+        str_log(STR_WARN, "%s: %s; left alone", path, stp_strerror(rc));
+        stp_object_close(obj);
+        return;
+    }
+    unsigned objid = nobjs;
+    stp_object_set_id_base(obj, (uint32_t)objid << OBJECT_SHIFT);
+    apply_filters(obj, base_name(path));
+    objs[objid] = (struct traced){obj, stp_object_path(obj), 1};
+    nobjs++;
+    patch(obj, path);
+    append_syms(objid);
+}
+
+static uintptr_t self_base;
+
+static int scan_one(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    unsigned *seen = data;
+    const char *name = info->dlpi_name;
+    if (!name || !*name || info->dlpi_addr == self_base || strstr(name, "linux-vdso"))
+        return 0; /* the executable (listed first, with no name), sledtrace, the vDSO */
+    for (unsigned i = 1; i < nobjs; i++)
+        if (objs[i].live && stp_object_bias(objs[i].obj) == info->dlpi_addr &&
+            strcmp(objs[i].name, name) == 0) {
+            seen[i] = 1;
+            return 0;
+        }
+    add_object(name, info->dlpi_addr);
+    if (nobjs > 0)
+        seen[nobjs - 1] = 1;
+    return 0;
+}
+
+/* Patches every loaded object not seen yet and forgets those that are gone (dlclose). */
+static void scan_objects(void)
+{
+    unsigned seen[MAX_OBJECTS] = {1};
+    dl_iterate_phdr(scan_one, seen);
+    for (unsigned i = 1; i < nobjs; i++)
+        if (objs[i].live && !seen[i]) {
+            objs[i].live = 0;
+            str_log(STR_DEBUG, "%s unloaded", objs[i].name);
+        }
 }
 
 static char exe_path[PATH_MAX];
@@ -224,7 +342,8 @@ int str_open_outputs(char *path, size_t plen, char *syms, size_t slen)
         str_log(STR_WARN, "cannot create %s (%s); running untraced", path, strerror(errno));
         return -1;
     }
-    if (write_syms(syms, exe_path) != 0)
+    snprintf(syms_now, sizeof syms_now, "%s", syms);
+    if (write_syms(syms) != 0)
         str_log(STR_WARN, "cannot write %s (%s); tools will print ids, not names", syms,
                 strerror(errno));
     return fd;
@@ -269,6 +388,8 @@ static void start(void)
         return;
     }
     apply_filters(main_obj, base_name(exe));
+    objs[0] = (struct traced){main_obj, exe_path, 1};
+    nobjs = 1;
     if (stp_object_has_xray_runtime(main_obj))
         str_log(STR_INFO, "%s links compiler-rt's XRay runtime; sledtrace owns the sleds", exe);
 
@@ -287,20 +408,17 @@ static void start(void)
     at_quick_exit(str_buffers_finish);
     str_signals_install();
 
-    struct stp_targets t = {{0}};
-    t.fn[STP_ENTRY] = stp_tramp_entry;
-    t.fn[STP_EXIT] = stp_tramp_exit;
-    t.fn[STP_TAIL] = stp_tramp_tail;
-    t.fn[STP_LOG_ARGS_ENTER] = stp_tramp_log_args;
     double t_files = ms_since(&t0);
-    rc = stp_object_patch(main_obj, &t);
-    if (rc != 0)
-        str_log(STR_WARN, "%s: %s; some sleds left untouched", exe, stp_strerror(rc));
+    patch(main_obj, exe);
+    Dl_info self;
+    if (dladdr(objs, &self))
+        self_base = (uintptr_t)self.dli_fbase;
+    scan_objects();
+    tracing = 1;
     double t_patch = ms_since(&t0);
-    log_counts();
     str_log(STR_INFO,
             "start-up took %.1f ms: map and names %.1f, Capstone proofs %.1f, files and flush "
-            "thread %.1f, patching %.1f",
+            "thread %.1f, patching (shared objects included) %.1f",
             t_patch, t_map, t_verify - t_map, t_files - t_verify, t_patch - t_files);
     str_log(STR_INFO, "tracing to %s", path);
 }
@@ -317,4 +435,39 @@ __attribute__((destructor)) static void sledtrace_fini(void)
     int saved = errno;
     str_buffers_finish();
     errno = saved;
+}
+
+/* dlopen and dlclose: a library loaded later is patched before dlopen returns (its own
+ * constructors, which run inside dlopen, are not traced); one unloaded is forgotten. */
+
+__attribute__((visibility("default"))) void *dlopen(const char *file, int mode)
+{
+    static void *(*real)(const char *, int);
+    if (!real)
+        *(void **)&real = dlsym(RTLD_NEXT, "dlopen");
+    void *h = real(file, mode);
+    if (h && tracing) {
+        int saved = errno;
+        pthread_mutex_lock(&objs_lock);
+        scan_objects();
+        pthread_mutex_unlock(&objs_lock);
+        errno = saved;
+    }
+    return h;
+}
+
+__attribute__((visibility("default"))) int dlclose(void *handle)
+{
+    static int (*real)(void *);
+    if (!real)
+        *(void **)&real = dlsym(RTLD_NEXT, "dlclose");
+    int rc = real(handle);
+    if (tracing) {
+        int saved = errno;
+        pthread_mutex_lock(&objs_lock);
+        scan_objects();
+        pthread_mutex_unlock(&objs_lock);
+        errno = saved;
+    }
+    return rc;
 }
