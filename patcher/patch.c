@@ -128,6 +128,22 @@ static void write_sled(const struct stp_sled *s, const uint8_t b[STP_SLED_SIZE])
         memcpy(p, &head, 2);
 }
 
+/* Event sleds: their call is pointed at the stub (dead code behind the jmp), then the jmp over
+ * them becomes a 2-byte nop (`66 90`) with one aligned atomic store, like the other heads. */
+static void write_event_sled(const struct stp_sled *s, uint64_t target)
+{
+    uint8_t *p = (uint8_t *)(uintptr_t)s->addr;
+    unsigned off = stp_event_call_offset(s->kind);
+    int32_t rel = (int32_t)(int64_t)(target - (s->addr + off + 5));
+    memcpy(p + off + 1, &rel, 4);
+    uint16_t head = (uint16_t)(0x66 | (0x90 << 8));
+    if (((uintptr_t)p & 1) == 0)
+        /* Release, as in write_sled: no matching acquire (instruction fetch). */
+        atomic_store_explicit((_Atomic uint16_t *)(void *)p, head, memory_order_release);
+    else
+        memcpy(p, &head, 2);
+}
+
 static int sled_cmp(const void *a, const void *b)
 {
     const struct stp_sled *x = *(struct stp_sled *const *)a, *y = *(struct stp_sled *const *)b;
@@ -149,8 +165,8 @@ int stp_object_patch(struct stp_object *obj, const struct stp_targets *t)
         todo[n++] = s;
         if (s->addr < lo)
             lo = s->addr;
-        if (s->addr + STP_SLED_SIZE > hi)
-            hi = s->addr + STP_SLED_SIZE;
+        if (s->addr + stp_sled_size(s->kind) > hi)
+            hi = s->addr + stp_sled_size(s->kind);
     }
     if (n == 0) {
         free(todo);
@@ -188,13 +204,13 @@ int stp_object_patch(struct stp_object *obj, const struct stp_targets *t)
     /* Runs of sleds whose pages are contiguous and share one protection. */
     for (size_t i = 0; i < n;) {
         uint64_t first = todo[i]->addr & ~(page - 1);
-        const struct stp_seg *seg = stp_find_seg(obj, todo[i]->addr, STP_SLED_SIZE);
+        const struct stp_seg *seg = stp_find_seg(obj, todo[i]->addr, stp_sled_size(todo[i]->kind));
         int prot = prot_of(maps, nmaps, first, seg ? seg_prot(seg->flags) : PROT_READ | PROT_EXEC);
-        uint64_t last = (todo[i]->addr + STP_SLED_SIZE - 1) & ~(page - 1);
+        uint64_t last = (todo[i]->addr + stp_sled_size(todo[i]->kind) - 1) & ~(page - 1);
         size_t j = i + 1;
         while (j < n) {
             uint64_t a = todo[j]->addr & ~(page - 1);
-            uint64_t b = (todo[j]->addr + STP_SLED_SIZE - 1) & ~(page - 1);
+            uint64_t b = (todo[j]->addr + stp_sled_size(todo[j]->kind) - 1) & ~(page - 1);
             if (a > last + page)
                 break;
             if (b > last && prot_of(maps, nmaps, b, prot) != prot)
@@ -213,8 +229,12 @@ int stp_object_patch(struct stp_object *obj, const struct stp_targets *t)
             continue;
         }
         for (size_t k = i; k < j; k++) {
-            uint8_t b[STP_SLED_SIZE];
             uint64_t target = (uint64_t)(uintptr_t)stubs + STUB_SLOT * todo[k]->kind;
+            if (todo[k]->kind == STP_CUSTOM_EVENT || todo[k]->kind == STP_TYPED_EVENT) {
+                write_event_sled(todo[k], target);
+                continue;
+            }
+            uint8_t b[STP_SLED_SIZE];
             encode(b, todo[k], obj->id_base, target);
             write_sled(todo[k], b);
         }

@@ -126,6 +126,8 @@ void stp_tramp_entry(void);
 void stp_tramp_exit(void);
 void stp_tramp_tail(void);
 void stp_tramp_log_args(void);
+void stp_tramp_custom(void);
+void stp_tramp_typed(void);
 /* Calls fn(arg) with the whole extended FPU/vector state saved and restored around it (XSAVE,
  * or FXSAVE without OSXSAVE). stp_fpu_init() must have run once before. */
 void stp_call_preserving_fpu(void (*fn)(void *), void *arg);
@@ -135,5 +137,8 @@ void stp_fpu_init(void);
  * action: 0 enter, 1 exit, 2 tail exit, 3 enter with argument `arg`. */
 void stp_event(uint32_t id, uint32_t action);
 void stp_event_arg(uint32_t id, uint64_t arg);
+/* Custom and typed event sleds (__xray_customevent, __xray_typedevent): their payload. */
+void stp_event_custom(const void *data, uint64_t len);
+void stp_event_typed(uint64_t type, const void *data, uint64_t len);
 
 #endif

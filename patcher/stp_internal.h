@@ -4,7 +4,21 @@
 
 #include "stp.h"
 
-enum { STP_MAX_SEGS = 16, STP_SLED_SIZE = 11 };
+enum { STP_MAX_SEGS = 16, STP_SLED_SIZE = 11, STP_CUSTOM_SIZE = 17, STP_TYPED_SIZE = 22 };
+
+/* Bytes a sled of this kind spans. */
+static inline unsigned stp_sled_size(unsigned kind)
+{
+    return kind == STP_CUSTOM_EVENT  ? STP_CUSTOM_SIZE
+           : kind == STP_TYPED_EVENT ? STP_TYPED_SIZE
+                                     : STP_SLED_SIZE;
+}
+
+/* Offset of the `call rel32` inside an event sled (custom: +10, typed: +14). */
+static inline unsigned stp_event_call_offset(unsigned kind)
+{
+    return kind == STP_CUSTOM_EVENT ? 10 : 14;
+}
 
 struct stp_sled {
     uint64_t addr;   /* run-time address */

@@ -117,6 +117,59 @@ stp_tramp_exit:
     .cfi_endproc
     .size stp_tramp_exit, . - stp_tramp_exit
 
+/* Event trampolines, reached by the call inside an enabled custom/typed event sled, whose own
+ * pushes leave the stack at any alignment. They keep every caller-saved general register and
+ * RFLAGS (the sled saved only its argument registers), align the stack through rbp, and call
+ * stp_event_custom(ptr, len) or stp_event_typed(type, ptr, len) with the sled's arguments. */
+    .macro EVENT_TRAMPOLINE name, handler
+    .globl \name
+    .hidden \name
+    .type \name, @function
+    .p2align 4
+\name:
+    .cfi_startproc
+    push %rbp
+    .cfi_adjust_cfa_offset 8
+    .cfi_offset %rbp, -16
+    mov %rsp, %rbp
+    .cfi_def_cfa_register %rbp
+    push %rax
+    lahf
+    seto %al
+    push %rax
+    push %rdi
+    push %rsi
+    push %rdx
+    push %rcx
+    push %r8
+    push %r9
+    push %r10
+    push %r11
+    and $-16, %rsp
+    call \handler
+    lea -80(%rbp), %rsp
+    pop %r11
+    pop %r10
+    pop %r9
+    pop %r8
+    pop %rcx
+    pop %rdx
+    pop %rsi
+    pop %rdi
+    pop %rax
+    add $0x7f, %al
+    sahf
+    pop %rax
+    pop %rbp
+    .cfi_def_cfa %rsp, 8
+    ret
+    .cfi_endproc
+    .size \name, . - \name
+    .endm
+
+    EVENT_TRAMPOLINE stp_tramp_custom, stp_event_custom
+    EVENT_TRAMPOLINE stp_tramp_typed, stp_event_typed
+
 /* void stp_call_preserving_fpu(void (*fn)(void *), void *arg)
  * Saves the whole extended state (XSAVE with every XCR0 component, into a 64-byte aligned stack
  * area of stp_xsave_size bytes whose header is zeroed first), or FXSAVE when stp_xsave_size is

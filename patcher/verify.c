@@ -46,6 +46,42 @@ static enum stp_status check_bytes(const uint8_t *b, unsigned kind, uint32_t exp
     return STP_BAD_BYTES;
 }
 
+/* Proves an event sled (the sweep stands on its first byte) and moves the sweep past it: the
+ * exact instruction sequence clang emits, `jmp` over the rest (or the 2-byte nop that enables
+ * it), pushes of the argument registers, one mov per argument, the call at its fixed offset,
+ * the pops. Returns STP_OK or STP_BAD_BYTES. */
+static enum stp_status check_event(csh cs, cs_insn *insn, const uint8_t **p, size_t *left,
+                                   uint64_t *addr, const struct stp_sled *s)
+{
+    static const unsigned custom[] = {X86_INS_JMP, X86_INS_PUSH, X86_INS_PUSH, X86_INS_MOV,
+                                      X86_INS_MOV, X86_INS_CALL, X86_INS_POP,  X86_INS_POP};
+    static const unsigned typed[] = {X86_INS_JMP, X86_INS_PUSH, X86_INS_PUSH, X86_INS_PUSH,
+                                     X86_INS_MOV, X86_INS_MOV,  X86_INS_MOV,  X86_INS_CALL,
+                                     X86_INS_POP, X86_INS_POP,  X86_INS_POP};
+    const unsigned *want = s->kind == STP_CUSTOM_EVENT ? custom : typed;
+    size_t n = s->kind == STP_CUSTOM_EVENT ? sizeof custom / sizeof custom[0]
+                                           : sizeof typed / sizeof typed[0];
+    unsigned size = stp_sled_size(s->kind);
+    const uint8_t *b = *p;
+    int enabled = b[0] == 0x66 && b[1] == 0x90;
+    if (!enabled && !(b[0] == 0xeb && b[1] == size - 2))
+        return STP_BAD_BYTES;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t at = *addr;
+        if (!cs_disasm_iter(cs, p, left, addr, insn))
+            return STP_BAD_BYTES;
+        unsigned id = i == 0 && enabled ? X86_INS_JMP : insn->id;
+        if (i == 0 && enabled && insn->id != X86_INS_NOP)
+            return STP_BAD_BYTES;
+        if (id != want[i])
+            return STP_BAD_BYTES;
+        if (want[i] == X86_INS_CALL && (at - s->addr != stp_event_call_offset(s->kind) ||
+                                        insn->size != 5 || insn->bytes[0] != 0xe8))
+            return STP_BAD_BYTES;
+    }
+    return *addr - s->addr == size ? STP_OK : STP_BAD_BYTES;
+}
+
 /* Target of a relative jump, call, conditional jump or loop, or 0 for anything else. The
  * opcode follows any legacy or REX prefixes; rel8 and rel32 are the instruction's last bytes. */
 static uint64_t branch_target(const cs_insn *insn)
@@ -105,7 +141,7 @@ static void check_function(csh cs, cs_insn *insn, const uint8_t *code, size_t le
         struct stp_sled *s = sleds[i];
         if (s->status != STP_OK)
             continue;
-        if (s->kind > STP_LOG_ARGS_ENTER) {
+        if (s->kind >= STP_NKINDS) {
             s->status = STP_UNSUPPORTED_KIND;
             continue;
         }
@@ -113,8 +149,20 @@ static void check_function(csh cs, cs_insn *insn, const uint8_t *code, size_t le
             s->status = STP_UNSUPPORTED_VERSION;
             continue;
         }
-        if (s->addr < func_addr || s->addr + STP_SLED_SIZE > end) {
+        if (s->addr < func_addr || s->addr + stp_sled_size(s->kind) > end) {
             s->status = STP_OUTSIDE_TEXT;
+            continue;
+        }
+        if (s->kind == STP_CUSTOM_EVENT || s->kind == STP_TYPED_EVENT) {
+            while (addr < s->addr) {
+                if (!cs_disasm_iter(cs, &p, &left, &addr, insn))
+                    break;
+                note_target(&tg, insn, func_addr, end);
+            }
+            if (addr != s->addr)
+                s->status = addr < s->addr ? STP_UNDECODABLE : STP_NOT_ON_BOUNDARY;
+            else
+                s->status = check_event(cs, insn, &p, &left, &addr, s);
             continue;
         }
         struct shape shape;
@@ -143,7 +191,7 @@ static void check_function(csh cs, cs_insn *insn, const uint8_t *code, size_t le
     for (size_t i = 0; i < n; i++) {
         struct stp_sled *s = sleds[i];
         for (size_t k = 0; s->status == STP_OK && k < tg.n; k++)
-            if (tg.v[k] > s->addr && tg.v[k] < s->addr + STP_SLED_SIZE)
+            if (tg.v[k] > s->addr && tg.v[k] < s->addr + stp_sled_size(s->kind))
                 s->status = STP_BRANCH_INTO;
     }
     free(tg.v);
@@ -220,8 +268,8 @@ int stp_object_verify(struct stp_object *obj)
         for (uint32_t k = 0; k < fn->nsleds; k++) {
             struct stp_sled *s = &obj->sleds[fn->first_sled + k];
             order[k] = s;
-            if (s->status == STP_OK && s->addr + STP_SLED_SIZE > hi)
-                hi = s->addr + STP_SLED_SIZE;
+            if (s->status == STP_OK && s->addr + stp_sled_size(s->kind) > hi)
+                hi = s->addr + stp_sled_size(s->kind);
         }
         /* Sweep the whole function when its size is known (branches after the last sled). */
         if (fn->size && fn->addr + fn->size > hi && stp_find_seg(obj, fn->addr, fn->size))

@@ -184,10 +184,18 @@ static uint64_t tsc_after(const uint8_t *p, const uint8_t *end, uint64_t tsc)
             continue;
         }
         unsigned kind = p[0] >> 1;
-        if (kind == STF_M_TSC_WRAP)
+        if (kind == STF_M_TSC_WRAP) {
             memcpy(&tsc, p + 1, 8);
-        else if (kind == STF_M_NEW_CPU)
+        } else if (kind == STF_M_NEW_CPU) {
             memcpy(&tsc, p + 3, 8);
+        } else if (kind == STF_M_CUSTOM_EVENT || kind == STF_M_TYPED_EVENT) {
+            /* v5: size and TSC delta; the payload follows (loss markers are custom events). */
+            int32_t size, delta;
+            memcpy(&size, p + 1, 4);
+            memcpy(&delta, p + 5, 4);
+            tsc += (uint64_t)(int64_t)delta;
+            p += size > 0 ? (size_t)size : 0;
+        }
         p += STF_META_SIZE;
     }
     return tsc;

@@ -239,6 +239,8 @@ static int patch(struct stp_object *obj, const char *name)
     t.fn[STP_EXIT] = stp_tramp_exit;
     t.fn[STP_TAIL] = stp_tramp_tail;
     t.fn[STP_LOG_ARGS_ENTER] = stp_tramp_log_args;
+    t.fn[STP_CUSTOM_EVENT] = stp_tramp_custom;
+    t.fn[STP_TYPED_EVENT] = stp_tramp_typed;
     int rc = stp_object_patch(obj, &t);
     if (rc != 0)
         str_log(STR_WARN, "%s: %s; some sleds left untouched", name, stp_strerror(rc));

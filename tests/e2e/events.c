@@ -1,16 +1,17 @@
-/* A program with XRay custom-event and typed-event sleds (__xray_customevent,
- * __xray_typedevent), which sledtrace recognises but does not patch: the runtime reports them as
- * left untouched (and lists them at SLEDTRACE_LOG=debug), and the function sleds around them
- * must still be traced exactly. Built only without compiler-rt's runtime, so it defines the two
- * symbols clang's event sleds refer to (never called: the event sleds stay unpatched). */
+/* XRay custom-event and typed-event sleds (__xray_customevent, __xray_typedevent): sledtrace
+ * patches them to record the payloads as FDR custom/typed event records. Built twice: without
+ * compiler-rt (this file then defines the two symbols the sleds call, never called once patched)
+ * and with it (-DWITH_XRAY_RUNTIME: the sleds call compiler-rt's, which sledtrace redirects). */
 #include <stdio.h>
 
 #include "progs.h"
 
 enum { N = 50 };
 
+#ifndef WITH_XRAY_RUNTIME
 __attribute__((xray_never_instrument)) void __xray_CustomEvent(void) {}
 __attribute__((xray_never_instrument)) void __xray_TypedEvent(void) {}
+#endif
 
 void (*volatile emitp)(long);
 

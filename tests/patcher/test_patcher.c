@@ -264,22 +264,35 @@ Test(check_sled, outside_the_code_range)
     cr_assert_eq(stp_check_sled(c.b, exit + SLED, FUNC, FUNC + exit, STP_EXIT, 2, 1), STP_OK);
 }
 
-Test(check_sled, event_kinds_are_unsupported)
+Test(check_sled, event_sleds_are_proven)
 {
-    /* Custom (17 bytes, eb 0f) and typed (22 bytes, eb 14) event sleds. */
+    /* Custom (17 bytes, eb 0f, call at +10) and typed (22 bytes, eb 14, call at +14). */
     struct code c = {0};
     PUT(&c, 0xeb, 0x0f, 0x57, 0x56, 0x48, 0x89, 0xc7, 0x48, 0x89, 0xd6, 0xe8, 0, 0, 0, 0, 0x5e,
         0x5f);
     PUT(&c, 0xeb, 0x14, 0x57, 0x56, 0x52, 0x48, 0x89, 0xcf, 0x48, 0x89, 0xd6, 0x4c, 0x89, 0xc2,
         0xe8, 0, 0, 0, 0, 0x5a, 0x5e, 0x5f);
     PUT(&c, 0xc3);
-    cr_assert_eq(check(&c, 0, STP_CUSTOM_EVENT, 2, 1), STP_UNSUPPORTED_KIND);
-    cr_assert_eq(check(&c, 17, STP_TYPED_EVENT, 2, 1), STP_UNSUPPORTED_KIND);
-    /* Even over a perfect entry template. */
+    cr_assert_eq(check(&c, 0, STP_CUSTOM_EVENT, 2, 1), STP_OK);
+    cr_assert_eq(check(&c, 17, STP_TYPED_EVENT, 2, 1), STP_OK);
+    /* The wrong kind for the shape. */
+    cr_assert_eq(check(&c, 0, STP_TYPED_EVENT, 2, 1), STP_BAD_BYTES);
+    /* Enabled already (66 90 over the jmp): still proven. */
+    c.b[0] = 0x66;
+    c.b[1] = 0x90;
+    cr_assert_eq(check(&c, 0, STP_CUSTOM_EVENT, 2, 1), STP_OK);
+    /* An entry sled is no event sled. */
     struct code d = {0};
     put(&d, ENTRY_SLED, SLED);
-    cr_assert_eq(check(&d, 0, STP_CUSTOM_EVENT, 2, 1), STP_UNSUPPORTED_KIND);
-    cr_assert_eq(check(&d, 0, STP_TYPED_EVENT, 2, 1), STP_UNSUPPORTED_KIND);
+    PUT(&d, 0xc3, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc);
+    cr_assert_eq(check(&d, 0, STP_CUSTOM_EVENT, 2, 1), STP_BAD_BYTES);
+    cr_assert_eq(check(&d, 0, STP_TYPED_EVENT, 2, 1), STP_BAD_BYTES);
+    /* The call one byte off its place (a 4-byte mov before it). */
+    struct code e = {0};
+    PUT(&e, 0xeb, 0x10, 0x57, 0x56, 0x48, 0x89, 0xc7, 0x67, 0x48, 0x89, 0xd6, 0xe8, 0, 0, 0, 0,
+        0x5e, 0x5f);
+    PUT(&e, 0xc3);
+    cr_assert_eq(check(&e, 0, STP_CUSTOM_EVENT, 2, 1), STP_BAD_BYTES);
 }
 
 Test(check_sled, unknown_version)
