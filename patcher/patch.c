@@ -246,3 +246,64 @@ int stp_object_patch(struct stp_object *obj, const struct stp_targets *t)
     free(todo);
     return rc;
 }
+
+/* The first two bytes of a sled, patched (on) or not. */
+static uint16_t head_bytes(unsigned kind, int on)
+{
+    if (kind == STP_CUSTOM_EVENT || kind == STP_TYPED_EVENT)
+        return on ? 0x9066 : kind == STP_CUSTOM_EVENT ? 0x0feb : 0x14eb;
+    if (on)
+        return 0xba41;                         /* 41 ba: mov $id, %r10d */
+    return kind == STP_EXIT ? 0x2ec3 : 0x09eb; /* c3 2e: ret; eb 09: jmp +9 */
+}
+
+int stp_object_toggle(struct stp_object *obj, long func, int on)
+{
+    if (!obj->stub_page)
+        return 0;
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    struct mapping *maps;
+    size_t nmaps = read_maps(&maps);
+    int rc = 0;
+    uint32_t fid = func < 0 ? 0 : (uint32_t)func + 1;
+    for (size_t g = 0; g < obj->nsegs; g++) {
+        const struct stp_seg *seg = &obj->segs[g];
+        uint64_t lo = UINT64_MAX, hi = 0;
+        for (size_t i = 0; i < obj->nsleds; i++) {
+            const struct stp_sled *s = &obj->sleds[i];
+            if (s->status == STP_OK && (!fid || s->fid == fid) && s->addr >= seg->start &&
+                s->addr < seg->end) {
+                if (s->addr < lo)
+                    lo = s->addr;
+                if (s->addr + stp_sled_size(s->kind) > hi)
+                    hi = s->addr + stp_sled_size(s->kind);
+            }
+        }
+        if (hi == 0)
+            continue;
+        uint64_t first = lo & ~(page - 1), len = ((hi + page - 1) & ~(page - 1)) - first;
+        int prot = prot_of(maps, nmaps, first, seg_prot(seg->flags));
+        /* Writable while other threads may execute these pages: executable all along. */
+        if (mprotect((void *)(uintptr_t)first, len, prot | PROT_WRITE | PROT_EXEC) != 0) {
+            rc = STP_E_PROTECT;
+            continue;
+        }
+        for (size_t i = 0; i < obj->nsleds; i++) {
+            const struct stp_sled *s = &obj->sleds[i];
+            if (s->status != STP_OK || (fid && s->fid != fid) || s->addr < seg->start ||
+                s->addr >= seg->end)
+                continue;
+            uint16_t head = head_bytes(s->kind, on);
+            uint8_t *p = (uint8_t *)(uintptr_t)s->addr;
+            if (((uintptr_t)p & 1) == 0)
+                /* Release, as in write_sled: the instruction fetch side has no acquire. */
+                atomic_store_explicit((_Atomic uint16_t *)(void *)p, head, memory_order_release);
+            else
+                memcpy(p, &head, 2);
+        }
+        if (mprotect((void *)(uintptr_t)first, len, prot) != 0)
+            rc = STP_E_PROTECT;
+    }
+    free(maps);
+    return rc;
+}

@@ -108,6 +108,13 @@ int stp_object_verify(struct stp_object *obj);
  * and executable at once. */
 int stp_object_patch(struct stp_object *obj, const struct stp_targets *t);
 
+/* Turns the patched sleds of function `func` (0-based, as stp_object_func; -1: all) on or off
+ * while other threads may be executing them: each sled's first two bytes are rewritten with one
+ * aligned atomic store (the rest stays patched behind the jmp or ret), the pages holding them
+ * being writable and executable only for the time of the toggle. Only after stp_object_patch;
+ * not thread-safe with itself. Returns 0 or STP_E_PROTECT. */
+int stp_object_toggle(struct stp_object *obj, long func, int on);
+
 /* Proves one sled in a byte table: `code` holds the function's bytes from its start, mapped at
  * `func_addr`; the sled is at `sled_addr` (func_addr <= sled_addr < func_addr + len). Every
  * relative branch in code[0..len) is checked too: one that targets the inside of the sled refuses

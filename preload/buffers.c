@@ -54,7 +54,8 @@ enum { ST_OFF = 0, ST_ACTIVE = 1, ST_STOPPING = 2, ST_DONE = 3, ST_FORKED = 4 };
 
 static _Atomic int state = ST_OFF;
 static _Atomic(struct str_chunk *) queue_head;
-static _Atomic int dump_requested; /* flight policy: set by the dump signal's handler */
+static _Atomic int dump_requested;   /* flight policy: set by the dump signal's handler */
+static _Atomic int toggle_requested; /* set by the toggle signal's handler */
 static _Atomic uint32_t wake_seq;
 static _Atomic int flusher_sleeping;
 static pthread_t flusher;
@@ -484,6 +485,8 @@ static void *flush_main(void *arg)
             flush_committed(NULL);
         }
         writer_give();
+        if (atomic_exchange_explicit(&toggle_requested, 0, memory_order_acq_rel))
+            str_toggle();
         if (period_due) {
             deadline = ns_of(&now) + period;
             int expect = ST_ACTIVE;
@@ -873,6 +876,13 @@ static int fork_activate(void)
     if (fd < 0 || begin_file(fd, path, spath) != 0 || start_flusher() != 0)
         return ST_OFF;
     return ST_ACTIVE;
+}
+
+void str_request_toggle(void)
+{
+    atomic_store_explicit(&toggle_requested, 1, memory_order_release);
+    wake_flusher();
+    futex(&wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL);
 }
 
 void str_request_dump(void)

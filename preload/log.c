@@ -129,6 +129,17 @@ void str_config_load(void)
                     "(not KILL, STOP, SEGV, BUS, FPE, ILL or ABRT); using USR2",
                     v);
     }
+    v = getenv("SLEDTRACE_TOGGLE_SIGNAL");
+    if (v && *v) {
+        int sig = parse_signal(v);
+        if (sig)
+            str_cfg.toggle_signal = sig;
+        else
+            str_log(STR_WARN,
+                    "SLEDTRACE_TOGGLE_SIGNAL=%s is not a signal name or number sledtrace can use "
+                    "(not KILL, STOP, SEGV, BUS, FPE, ILL or ABRT); no toggle signal",
+                    v);
+    }
     v = getenv("SLEDTRACE_CLOCK");
     if (v) {
         if (strcmp(v, "tsc") == 0)

@@ -14,6 +14,7 @@
  *
  * errno is saved and restored around everything here.
  */
+#include "sledtrace.h"
 #include "str.h"
 #include "stp.h"
 
@@ -102,6 +103,7 @@ static unsigned nobjs;
 static pthread_mutex_t objs_lock = PTHREAD_MUTEX_INITIALIZER;
 static char syms_now[PATH_MAX]; /* this process's sidecar, for objects that come later */
 static int tracing;             /* start-up finished: dlopen/dlclose rescan */
+static int patched_now = 1;     /* sleds switched on (sledtrace_patch/unpatch, toggle signal) */
 
 static void syms_object(FILE *f, unsigned objid)
 {
@@ -472,4 +474,67 @@ __attribute__((visibility("default"))) int dlclose(void *handle)
         errno = saved;
     }
     return rc;
+}
+
+/* ---- control: sledtrace.h, and SLEDTRACE_TOGGLE_SIGNAL (through the flush thread) ---- */
+
+static int switch_all(int on, const char *name)
+{
+    if (!tracing)
+        return -1;
+    int saved = errno, rc = 0, count = 0;
+    pthread_mutex_lock(&objs_lock);
+    for (unsigned i = 0; i < nobjs; i++) {
+        if (!objs[i].live)
+            continue;
+        if (!name) {
+            if (stp_object_toggle(objs[i].obj, -1, on) != 0)
+                rc = -1;
+            continue;
+        }
+        size_t n = stp_object_nfuncs(objs[i].obj);
+        for (size_t f = 0; f < n; f++) {
+            uint32_t id;
+            uintptr_t addr;
+            const char *fname;
+            stp_object_func(objs[i].obj, f, &id, &addr, &fname);
+            if (strcmp(fname, name) != 0)
+                continue;
+            if (stp_object_toggle(objs[i].obj, (long)f, on) != 0)
+                rc = -1;
+            count++;
+        }
+    }
+    patched_now = name ? patched_now : on;
+    pthread_mutex_unlock(&objs_lock);
+    errno = saved;
+    return rc < 0 ? -1 : name ? count : 0;
+}
+
+__attribute__((visibility("default"))) int sledtrace_patch(void)
+{
+    return switch_all(1, NULL);
+}
+
+__attribute__((visibility("default"))) int sledtrace_unpatch(void)
+{
+    return switch_all(0, NULL);
+}
+
+__attribute__((visibility("default"))) int sledtrace_patch_function(const char *name)
+{
+    return name ? switch_all(1, name) : -1;
+}
+
+__attribute__((visibility("default"))) int sledtrace_unpatch_function(const char *name)
+{
+    return name ? switch_all(0, name) : -1;
+}
+
+/* The flush thread, asked by SLEDTRACE_TOGGLE_SIGNAL: everything off if on, on if off. */
+void str_toggle(void)
+{
+    int on = !patched_now;
+    str_log(STR_INFO, "SLEDTRACE_TOGGLE_SIGNAL: tracing %s", on ? "on" : "off");
+    switch_all(on, NULL);
 }

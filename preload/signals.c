@@ -123,6 +123,16 @@ static void on_dump(int sig, siginfo_t *si, void *uc)
         errno = saved;
 }
 
+/* SLEDTRACE_TOGGLE_SIGNAL: asks the flush thread to switch every sled, then goes to the
+ * program's handler if it has one (the signal's default action is not taken). */
+static void on_toggle(int sig, siginfo_t *si, void *uc)
+{
+    int saved = errno;
+    str_request_toggle();
+    if (!call_program_handler(sig, si, uc, saved))
+        errno = saved;
+}
+
 static void hook(int sig, void (*fn)(int, siginfo_t *, void *), const char *why)
 {
     struct sigaction ours;
@@ -142,6 +152,8 @@ void str_signals_install(void)
         hook(fatal[i], on_fatal, "a crash on it loses the trace's tail");
     if (str_cfg.policy == STR_FLIGHT)
         hook(str_cfg.dump_signal, on_dump, "the flight recorder dumps only at exit");
+    if (str_cfg.toggle_signal && !hooked[str_cfg.toggle_signal])
+        hook(str_cfg.toggle_signal, on_toggle, "tracing cannot be switched by signal");
 }
 
 void str_signals_before_exec(void)

@@ -33,6 +33,7 @@ struct str_config {
     int policy;          /* SLEDTRACE_POLICY: enum str_policy */
     int clock;           /* SLEDTRACE_CLOCK: enum str_clock */
     int dump_signal;     /* SLEDTRACE_DUMP_SIGNAL (flight policy) */
+    int toggle_signal;   /* SLEDTRACE_TOGGLE_SIGNAL, 0 = none */
     const char *filter;  /* SLEDTRACE_FILTER: comma-separated [LIB:]GLOB, NULL = everything */
     const char *exclude; /* SLEDTRACE_EXCLUDE: same syntax */
 };
@@ -154,6 +155,10 @@ STR_HIDDEN void str_crash_flush(void);
 STR_HIDDEN void str_checkpoint(void);
 /* Flight policy: asks the flush thread to write every thread's ring (async-signal-safe). */
 STR_HIDDEN void str_request_dump(void);
+/* SLEDTRACE_TOGGLE_SIGNAL: asks the flush thread to switch every sled (async-signal-safe); it
+ * then calls str_toggle (runtime.c). */
+STR_HIDDEN void str_request_toggle(void);
+STR_HIDDEN void str_toggle(void);
 /* signals.c */
 STR_HIDDEN void str_signals_install(void);
 STR_HIDDEN void str_signals_before_exec(void);
