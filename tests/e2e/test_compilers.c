@@ -87,3 +87,45 @@ Test(compilers, cf_protection_full)
     e2e_run_free(&t);
     e2e_rmtree(work);
 }
+
+/* A program built by another clang: exact counts, tail calls included, through the e2e checks. */
+static void check_built_by(const char *bin, const char *arg)
+{
+    char work[PATH_MAX], out[PATH_MAX], trace[PATH_MAX];
+    e2e_workdir(work, sizeof work);
+    snprintf(out, sizeof out, "%s/out", work);
+    struct e2e_spec s = {.prog = bin, .argv1 = arg, .preload = 1, .outdir = out};
+    struct e2e_run t;
+    e2e_run(work, &s, &t);
+    cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0, "%s: status %#x", bin, t.status);
+    cr_assert_str_empty(t.err, "%s: stderr:\n%s", bin, t.err);
+    struct e2e_expect e;
+    e2e_parse_expect(t.out, &e);
+    e2e_trace_path(trace, sizeof trace, out, bin, t.pid, "fdr");
+    struct e2e_trace tr;
+    e2e_read_trace(trace, &tr);
+    e2e_check_trace(&tr, &e, bin);
+    e2e_run_free(&t);
+    e2e_rmtree(work);
+}
+
+#define BUILT_BY(cc, tag)                                                                          \
+    Test(compilers, tag##_fib)                                                                     \
+    {                                                                                              \
+        check_built_by(BIN("fib-" cc), NULL);                                                      \
+    }                                                                                              \
+    Test(compilers, tag##_mix_tail_calls)                                                          \
+    {                                                                                              \
+        check_built_by(BIN("mix-" cc), NULL);                                                      \
+    }                                                                                              \
+    Test(compilers, tag##_threads)                                                                 \
+    {                                                                                              \
+        check_built_by(BIN("threads-" cc), "4");                                                   \
+    }                                                                                              \
+    Test(compilers, tag##_regs)                                                                    \
+    {                                                                                              \
+        check_built_by(BIN("regs-" cc), NULL);                                                     \
+    }
+
+BUILT_BY("clang-19", clang19)
+BUILT_BY("clang-22", clang22)
