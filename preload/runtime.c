@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <fnmatch.h>
 #include <limits.h>
 #include <link.h>
@@ -537,4 +538,32 @@ void str_toggle(void)
     int on = !patched_now;
     str_log(STR_INFO, "SLEDTRACE_TOGGLE_SIGNAL: tracing %s", on ? "on" : "off");
     switch_all(on, NULL);
+}
+
+/* Libraries built with clang >= 20 -fxray-shared register themselves with compiler-rt's runtime
+ * and read handler pointers from it; without those symbols they cannot even be loaded into a
+ * program that does not link compiler-rt. sledtrace defines them: it patches such a library's
+ * sleds itself (its map is read like any other's, at start-up or in dlopen), pointing them at
+ * its own stubs, so the library's own trampolines and these handlers are never used. The names
+ * are the mangled C++ ones the libraries refer to (__xray::XRayPatchedFunction...). */
+#define STR_EXPORT_DATA __attribute__((visibility("default")))
+STR_EXPORT_DATA void *_ZN6__xray19XRayPatchedFunctionE;
+STR_EXPORT_DATA void *_ZN6__xray13XRayArgLoggerE;
+STR_EXPORT_DATA void *_ZN6__xray22XRayPatchedCustomEventE;
+STR_EXPORT_DATA void *_ZN6__xray21XRayPatchedTypedEventE;
+
+static _Atomic int32_t dso_ids = 1;
+
+__attribute__((visibility("default"))) int32_t
+__xray_register_dso(const void *sleds_begin, const void *sleds_end, const void *fn_index_begin,
+                    const void *fn_index_end, const void *trampolines)
+{
+    (void)sleds_begin, (void)sleds_end, (void)fn_index_begin, (void)fn_index_end, (void)trampolines;
+    return atomic_fetch_add_explicit(&dso_ids, 1, memory_order_relaxed);
+}
+
+__attribute__((visibility("default"))) _Bool __xray_deregister_dso(int32_t id)
+{
+    (void)id;
+    return 1;
 }
