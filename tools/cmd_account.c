@@ -63,6 +63,12 @@ struct acct {
     size_t nt, capt;
     uint64_t repairs, unmatched, calls;
     uint64_t gaps, gap_events, gap_frames; /* loss markers (discard policy) */
+    /* Lookup caches (indices, not pointers: the arrays move when they grow). Consecutive
+     * records nearly always belong to one thread; function ids are few and small. */
+    uint64_t last_tkey;
+    size_t last_ti; /* index + 1; 0 = none */
+    uint32_t fcache_id[1024];
+    uint32_t fcache_ix[1024]; /* index + 1; 0 = empty */
 };
 
 static int hist_add(struct fstat *f, uint64_t v)
@@ -116,6 +122,9 @@ static uint64_t hist_rank(const struct fstat *f, uint64_t k)
 
 static struct fstat *fget(struct acct *a, uint32_t id)
 {
+    size_t slot = id & 1023;
+    if (a->fcache_ix[slot] && a->fcache_id[slot] == id)
+        return &a->f[a->fcache_ix[slot] - 1];
     bool added;
     long i = u64map_get(&a->fmap, id, &added);
     if (i < 0)
@@ -133,13 +142,18 @@ static struct fstat *fget(struct acct *a, uint32_t id)
         a->f[a->nf].id = id;
         a->nf++;
     }
+    a->fcache_id[slot] = id;
+    a->fcache_ix[slot] = (uint32_t)i + 1;
     return &a->f[i];
 }
 
 static struct thread *tget(struct acct *a, int32_t pid, int32_t tid)
 {
+    uint64_t key = ((uint64_t)(uint32_t)pid << 32) | (uint32_t)tid;
+    if (a->last_ti && a->last_tkey == key)
+        return &a->t[a->last_ti - 1];
     bool added;
-    long i = u64map_get(&a->tmap, ((uint64_t)(uint32_t)pid << 32) | (uint32_t)tid, &added);
+    long i = u64map_get(&a->tmap, key, &added);
     if (i < 0)
         return NULL;
     if (added) {
@@ -154,6 +168,8 @@ static struct thread *tget(struct acct *a, int32_t pid, int32_t tid)
         memset(&a->t[a->nt], 0, sizeof a->t[a->nt]);
         a->nt++;
     }
+    a->last_tkey = key;
+    a->last_ti = (size_t)i + 1;
     return &a->t[i];
 }
 
