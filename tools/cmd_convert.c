@@ -1,4 +1,9 @@
-/* sledtrace convert TRACE --format fdr -o OUT: the same trace with one block per thread.
+/* sledtrace convert TRACE --format fdr|chrome|yaml [-o OUT]
+ *
+ * chrome and yaml live in convert_chrome.c and convert_yaml.c; this file has the fdr rewrite, the
+ * helpers they share (convert.h: output, progress, the call-stack walker) and the dispatch.
+ *
+ * --format fdr: the same trace with one block per thread.
  *
  * Why: llvm-xray 14 sorts each thread's blocks by their WalltimeMarker with a comparator that is
  * not a strict weak order (both the seconds and the microseconds must be smaller), so a thread
@@ -13,7 +18,7 @@
  * BufferExtents, NewBuffer, the first block's WalltimeMarker, Pid (v3+), and the bodies one after
  * another, copied byte for byte. Every body starts with a NewCPUId carrying an absolute TSC, so
  * the deltas that follow stay valid. Records are neither dropped nor altered. */
-#include "common.h"
+#include "convert.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -26,14 +31,21 @@
 static void help(FILE *out)
 {
     fputs("usage: sledtrace convert TRACE --format fdr -o OUT\n"
+          "       sledtrace convert TRACE --format chrome|yaml [-o OUT] [--syms FILE]\n"
           "\n"
-          "Rewrites an FDR trace (version 2 or later) with one block per thread: the same\n"
-          "records, byte for byte, in the same order per thread. llvm-xray 14 can reorder\n"
-          "the blocks of a thread that has more than 16 of them; the converted trace is\n"
-          "safe for llvm-xray account, convert and stack.\n"
-          "\n"
-          "  --format fdr   the only format so far\n"
-          "  -o OUT         output file (created, or truncated if it exists)\n",
+          "  --format fdr     rewrites an FDR trace (version 2 or later) with one block per\n"
+          "                   thread: the same records, byte for byte, in the same order per\n"
+          "                   thread. llvm-xray 14 can reorder the blocks of a thread that has\n"
+          "                   more than 16 of them; the converted trace is safe for llvm-xray\n"
+          "                   account, convert and stack.\n"
+          "  --format chrome  Chrome trace_event JSON (Perfetto, chrome://tracing): one\n"
+          "                   complete event per call, times in microseconds from the first\n"
+          "                   record; custom/typed events and loss markers as instant events.\n"
+          "  --format yaml    the YAML of 'llvm-xray convert --output-format=yaml', one record\n"
+          "                   per line, in file order, names from the symbols file.\n"
+          "  -o OUT           output file (created, or truncated if it exists); chrome and yaml\n"
+          "                   write to stdout without it\n"
+          "  --syms FILE      symbols file (default: TRACE with .fdr replaced by .syms)\n",
           out);
 }
 
@@ -127,9 +139,11 @@ static int copy_range(int in, int out, uint64_t start, uint64_t end)
     return 0;
 }
 
+static int convert_fdr(const char *path, const char *out);
+
 int cmd_convert(int argc, char **argv)
 {
-    const char *path = NULL, *out = NULL, *format = NULL;
+    const char *path = NULL, *out = NULL, *format = NULL, *syms = NULL;
     if (tool_wants_help(argc, argv)) {
         help(stdout);
         return EXIT_OK;
@@ -141,6 +155,10 @@ int cmd_convert(int argc, char **argv)
             format = argv[++i];
         else if (strncmp(argv[i], "--format=", 9) == 0)
             format = argv[i] + 9;
+        else if (strcmp(argv[i], "--syms") == 0 && i + 1 < argc)
+            syms = argv[++i];
+        else if (strncmp(argv[i], "--syms=", 7) == 0)
+            syms = argv[i] + 7;
         else if (argv[i][0] != '-' && !path)
             path = argv[i];
         else {
@@ -149,15 +167,27 @@ int cmd_convert(int argc, char **argv)
             return EXIT_USAGE;
         }
     }
-    if (!path || !out || !format) {
+    if (!path || !format) {
         help(stderr);
         return EXIT_USAGE;
     }
+    if (strcmp(format, "chrome") == 0)
+        return convert_chrome(path, out, syms);
+    if (strcmp(format, "yaml") == 0)
+        return convert_yaml(path, out, syms);
     if (strcmp(format, "fdr") != 0) {
-        tool_err("convert: unknown format '%s' (known: fdr)", format);
+        tool_err("convert: unknown format '%s' (known: fdr, chrome, yaml)", format);
         return EXIT_USAGE;
     }
+    if (!out) {
+        tool_err("convert: --format fdr needs -o OUT");
+        return EXIT_USAGE;
+    }
+    return convert_fdr(path, out);
+}
 
+static int convert_fdr(const char *path, const char *out)
+{
     struct stf_reader *r = tool_open_trace(path, STF_READ_LENIENT);
     if (!r)
         return EXIT_BAD_TRACE;
@@ -261,4 +291,193 @@ int cmd_convert(int argc, char **argv)
     u64map_free(&s.map);
     stf_reader_close(r);
     return status;
+}
+
+/* ---- shared helpers (convert.h) ---------------------------------------------------------- */
+
+FILE *conv_open_out(const char *out)
+{
+    if (!out)
+        return stdout;
+    FILE *f = fopen(out, "w");
+    if (!f)
+        tool_err("%s: %s", out, strerror(errno));
+    return f;
+}
+
+int conv_close_out(FILE *f, const char *out)
+{
+    errno = 0;
+    int bad = ferror(f);
+    if (f == stdout)
+        bad |= fflush(f) != 0;
+    else
+        bad |= fclose(f) != 0;
+    if (bad) {
+        tool_err("%s: %s", out ? out : "stdout", errno ? strerror(errno) : "write failed");
+        return EXIT_BAD_TRACE;
+    }
+    return EXIT_OK;
+}
+
+enum { PROGRESS_MIN_BYTES = 4 << 20, PROGRESS_EVERY = 4096 };
+
+void conv_progress_init(struct conv_progress *p, const struct stf_reader *r)
+{
+    struct stf_reader_stats st;
+    stf_reader_stats(r, &st);
+    p->on = st.file_size >= PROGRESS_MIN_BYTES && isatty(STDERR_FILENO);
+    p->pct = 101;
+    p->n = 0;
+}
+
+void conv_progress(struct conv_progress *p, const struct stf_reader *r)
+{
+    if (!p->on || ++p->n % PROGRESS_EVERY != 0)
+        return;
+    struct stf_reader_stats st;
+    stf_reader_stats(r, &st);
+    unsigned pct = st.file_size ? (unsigned)(st.bytes * 100 / st.file_size) : 0;
+    if (pct > 100)
+        pct = 100;
+    if (pct != p->pct) {
+        p->pct = pct;
+        fprintf(stderr, "\rsledtrace: converting: %3u%%", pct);
+    }
+}
+
+void conv_progress_done(struct conv_progress *p)
+{
+    if (p->on && p->pct != 101)
+        fputs("\rsledtrace: converting: 100%\n", stderr);
+}
+
+void json_escape(FILE *f, const uint8_t *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint8_t c = s[i];
+        if (c == '"' || c == '\\') {
+            fputc('\\', f);
+            fputc(c, f);
+        } else if (c < 0x20 || c > 0x7e) {
+            fprintf(f, "\\u%04x", (unsigned)c);
+        } else {
+            fputc(c, f);
+        }
+    }
+}
+
+struct walk_thread *walk_thread_of(struct walk *w, const struct stf_item *it)
+{
+    bool added;
+    long i = u64map_get(&w->map, ((uint64_t)(uint32_t)it->pid << 32) | (uint32_t)it->tid, &added);
+    if (i < 0)
+        return NULL;
+    if (added) {
+        if (w->nt == w->cap) {
+            size_t nc = w->cap ? w->cap * 2 : 16;
+            struct walk_thread *n = realloc(w->t, nc * sizeof *n);
+            if (!n)
+                return NULL;
+            w->t = n;
+            w->cap = nc;
+        }
+        w->t[w->nt] = (struct walk_thread){.pid = it->pid, .tid = it->tid, .last = it->tsc};
+        w->nt++;
+        if (w->on_thread && w->on_thread(w->ctx, &w->t[i]) != 0)
+            return NULL;
+    }
+    return &w->t[i];
+}
+
+static int walk_close_top(struct walk *w, struct walk_thread *t, uint64_t end, enum walk_why why)
+{
+    struct walk_frame f = t->st[--t->depth];
+    const struct walk_frame *parent = t->depth ? &t->st[t->depth - 1] : NULL;
+    return w->on_close ? w->on_close(w->ctx, t, &f, parent, end, why) : 0;
+}
+
+static int walk_close_all(struct walk *w, struct walk_thread *t, enum walk_why why)
+{
+    while (t->depth)
+        if (walk_close_top(w, t, t->last, why) != 0)
+            return -1;
+    return 0;
+}
+
+int walk_item(struct walk *w, const struct stf_item *it, struct walk_thread **out)
+{
+    if (out)
+        *out = NULL;
+    switch (it->kind) {
+    case STF_K_FUNCTION:
+    case STF_M_NEW_CPU:
+    case STF_M_TSC_WRAP:
+    case STF_M_CALL_ARG:
+    case STF_M_CUSTOM_EVENT:
+    case STF_M_TYPED_EVENT:
+        break;
+    default:
+        return 0; /* block preamble: no thread yet */
+    }
+    struct walk_thread *t = walk_thread_of(w, it);
+    if (!t)
+        return -1;
+    if (out)
+        *out = t;
+    uint64_t lost;
+    if (it->kind == STF_M_CUSTOM_EVENT && stf_decode_loss(it->payload, it->payload_len, &lost)) {
+        w->gaps++;
+        w->lost += lost;
+        if (walk_close_all(w, t, WALK_GAP) != 0)
+            return -1;
+        t->last = it->tsc;
+        return 0;
+    }
+    if (it->kind == STF_M_CUSTOM_EVENT || it->kind == STF_M_TYPED_EVENT)
+        t->last = it->tsc;
+    if (it->kind != STF_K_FUNCTION)
+        return 0;
+    t->last = it->tsc;
+    if (it->action == STF_ENTER || it->action == STF_ENTER_ARGS) {
+        if (t->depth == t->cap) {
+            size_t nc = t->cap ? t->cap * 2 : 64;
+            struct walk_frame *n = realloc(t->st, nc * sizeof *n);
+            if (!n)
+                return -1;
+            t->st = n;
+            t->cap = nc;
+        }
+        t->st[t->depth++] = (struct walk_frame){.id = it->func_id, .start = it->tsc};
+        return 0;
+    }
+    size_t i = t->depth;
+    while (i > 0 && t->st[i - 1].id != it->func_id)
+        i--;
+    if (i == 0) {
+        w->unmatched++;
+        return 0;
+    }
+    while (t->depth > i) {
+        w->repairs++;
+        if (walk_close_top(w, t, it->tsc, WALK_REPAIR) != 0)
+            return -1;
+    }
+    return walk_close_top(w, t, it->tsc, WALK_EXIT);
+}
+
+int walk_finish(struct walk *w)
+{
+    for (size_t i = 0; i < w->nt; i++)
+        if (walk_close_all(w, &w->t[i], WALK_END) != 0)
+            return -1;
+    return 0;
+}
+
+void walk_free(struct walk *w)
+{
+    for (size_t i = 0; i < w->nt; i++)
+        free(w->t[i].st);
+    free(w->t);
+    u64map_free(&w->map);
 }

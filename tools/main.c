@@ -1,8 +1,11 @@
 /* sledtrace: command-line front end. Dispatches to one subcommand per file (cmd_*.c). */
 #include "common.h"
+#include "callstack.h" /* cmd_replay, cmd_stack, cmd_flamegraph */
 
 #include <stdio.h>
 #include <string.h>
+
+int cmd_graph(int argc, char **argv); /* cmd_graph.c */
 
 #ifndef SLEDTRACE_VERSION
 #define SLEDTRACE_VERSION "unknown"
@@ -21,6 +24,16 @@ static void usage(FILE *out)
           "                                  per-function call statistics\n"
           "  convert TRACE --format fdr -o OUT\n"
           "                                  one block per thread (safe for llvm-xray 14)\n"
+          "  convert TRACE --format chrome|yaml [-o OUT] [--syms FILE]\n"
+          "                                  Chrome/Perfetto JSON, or llvm-xray's YAML\n"
+          "  graph TRACE [-o OUT] [--syms FILE]\n"
+          "                                  call graph as Graphviz DOT\n"
+          "  replay TRACE [--tid N] [--depth N] [--min-duration NS] [--filter GLOB]\n"
+          "                                  per-thread call tree with times and durations\n"
+          "  stack TRACE [--by time|count] [--format text|folded]\n"
+          "                                  aggregated call stacks (folded for flame graphs)\n"
+          "  flamegraph TRACE -o OUT.svg [--by time|count]\n"
+          "                                  interactive SVG flame graph\n"
           "\n"
           "'sledtrace COMMAND --help' describes each command. Exit status: 0 success,\n"
           "1 unreadable or malformed input, 2 usage error (run: the program's status).\n",
@@ -52,6 +65,14 @@ int main(int argc, char **argv)
         return cmd_account(argc - 1, argv + 1);
     if (strcmp(cmd, "convert") == 0)
         return cmd_convert(argc - 1, argv + 1);
+    if (strcmp(cmd, "graph") == 0)
+        return cmd_graph(argc - 1, argv + 1);
+    if (strcmp(cmd, "replay") == 0)
+        return cmd_replay(argc - 1, argv + 1);
+    if (strcmp(cmd, "stack") == 0)
+        return cmd_stack(argc - 1, argv + 1);
+    if (strcmp(cmd, "flamegraph") == 0)
+        return cmd_flamegraph(argc - 1, argv + 1);
     tool_err("unknown command '%s' (try 'sledtrace --help')", cmd);
     return EXIT_USAGE;
 }

@@ -2,6 +2,7 @@
  * plus a cross-check against llvm-xray 14 ($LLVM_XRAY, skipped when not found): its verifier
  * and converter must accept a v5 trace we wrote, agree on absolute TSCs, and count the same
  * calls as `sledtrace account`. */
+#include "toolrun.h"
 #include "tracegen.h"
 
 #include <criterion/criterion.h>
@@ -10,69 +11,6 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-struct out {
-    char *o, *e;
-    int code;
-};
-
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert(f);
-    char *buf = NULL;
-    size_t n = 0, cap = 0;
-    int c;
-    while ((c = fgetc(f)) != EOF) {
-        if (n + 2 > cap) {
-            cap = cap ? cap * 2 : 4096;
-            buf = realloc(buf, cap);
-            cr_assert(buf);
-        }
-        buf[n++] = (char)c;
-    }
-    fclose(f);
-    if (!buf) buf = calloc(1, 1);
-    buf[n] = '\0';
-    return buf;
-}
-
-/* Run argv (argv[0] a path), capturing stdout/stderr. */
-static struct out run(const char *const *argv)
-{
-    char *po = tg_tmpname(".out"), *pe = tg_tmpname(".err");
-    pid_t pid = fork();
-    cr_assert(pid >= 0);
-    if (pid == 0) {
-        int fo = open(po, O_WRONLY | O_TRUNC), fe = open(pe, O_WRONLY | O_TRUNC);
-        if (fo < 0 || fe < 0) _exit(120);
-        dup2(fo, 1);
-        dup2(fe, 2);
-        execv(argv[0], (char *const *)argv);
-        _exit(121);
-    }
-    int st;
-    cr_assert_eq(waitpid(pid, &st, 0), pid);
-    struct out r = {slurp(po), slurp(pe), WIFEXITED(st) ? WEXITSTATUS(st) : 200 + WTERMSIG(st)};
-    unlink(po);
-    unlink(pe);
-    free(po);
-    free(pe);
-    return r;
-}
-
-static void out_free(struct out *r)
-{
-    free(r->o);
-    free(r->e);
-}
-
-static const char *bin(void)
-{
-    const char *b = getenv("SLEDTRACE_BIN");
-    cr_assert(b && *b, "SLEDTRACE_BIN not set");
-    return b;
-}
 
 /* main(1) calls f(2) twice and #3 once; 1 tick = 1 ns. */
 static void golden_trace(struct tg *g)
@@ -93,40 +31,13 @@ static void golden_trace(struct tg *g)
     tg_block_end(g);
 }
 
-static char *write_trace(const struct tg *g, bool with_syms)
-{
-    char *p = tg_tmpname(".fdr");
-    cr_assert_eq(tg_write(g, p), 0);
-    char *s = stf_syms_path_for(p);
-    if (with_syms) {
-        FILE *f = fopen(s, "w");
-        fputs("sledtrace-syms\t1\no\t0\t0x0\t/bin/prog\nf\t0\t1\t0x1000\tmain\n"
-              "f\t0\t2\t0x1100\tf\nf\t0\t3\t0x1200\t\n",
-              f);
-        fclose(f);
-    } else {
-        unlink(s);
-    }
-    free(s);
-    return p;
-}
-
-static void remove_trace(char *p)
-{
-    char *s = stf_syms_path_for(p);
-    unlink(s);
-    unlink(p);
-    free(s);
-    free(p);
-}
-
 Test(tools, account_text_golden)
 {
     struct tg g;
     golden_trace(&g);
-    char *p = write_trace(&g, true);
-    const char *argv[] = {bin(), "account", p, NULL};
-    struct out r = run(argv);
+    char *p = tr_write_trace(&g, true);
+    const char *argv[] = {tr_bin(), "account", p, NULL};
+    struct tr_out r = tr_run(argv);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
     cr_assert_str_eq(r.o,
                      "     count        total         self          min       median          p90"
@@ -140,8 +51,8 @@ Test(tools, account_text_golden)
                      "# functions: 3, calls: 4, stack repairs: 0, unmatched exits: 0, "
                      "unfinished frames: 0\n");
     cr_assert_str_eq(r.e, "");
-    out_free(&r);
-    remove_trace(p);
+    tr_out_free(&r);
+    tr_remove_trace(p);
     tg_free(&g);
 }
 
@@ -149,27 +60,28 @@ Test(tools, account_csv_sort_top)
 {
     struct tg g;
     golden_trace(&g);
-    char *p = write_trace(&g, true);
-    const char *argv[] = {bin(), "account", p, "--format", "csv", "--sort", "count", NULL};
-    struct out r = run(argv);
+    char *p = tr_write_trace(&g, true);
+    const char *argv[] = {tr_bin(), "account", p, "--format", "csv", "--sort", "count", NULL};
+    struct tr_out r = tr_run(argv);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
     cr_assert_str_eq(r.o, "function,id,count,total_ns,self_ns,min_ns,median_ns,p90_ns,p99_ns,"
                           "max_ns\n"
                           "f,2,2,1300,1300,300,1000,1000,1000,1000\n"
                           "main,1,1,3000,1650,3000,3000,3000,3000,3000\n"
                           "#3,3,1,50,50,50,50,50,50,50\n");
-    out_free(&r);
-    const char *argv2[] = {bin(), "account", p, "--format=csv", "--sort=name", "--top", "1", NULL};
-    r = run(argv2);
+    tr_out_free(&r);
+    const char *argv2[] = {tr_bin(),      "account", p,   "--format=csv",
+                           "--sort=name", "--top",   "1", NULL};
+    r = tr_run(argv2);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
     cr_assert_str_eq(r.o, "function,id,count,total_ns,self_ns,min_ns,median_ns,p90_ns,p99_ns,"
                           "max_ns\n#3,3,1,50,50,50,50,50,50,50\n");
-    out_free(&r);
-    const char *argv3[] = {bin(), "account", p, "--sort", "bogus", NULL};
-    r = run(argv3);
+    tr_out_free(&r);
+    const char *argv3[] = {tr_bin(), "account", p, "--sort", "bogus", NULL};
+    r = tr_run(argv3);
     cr_assert_eq(r.code, 2);
-    out_free(&r);
-    remove_trace(p);
+    tr_out_free(&r);
+    tr_remove_trace(p);
     tg_free(&g);
 }
 
@@ -184,9 +96,9 @@ Test(tools, account_repairs_and_unmatched)
     tg_func(&g, 1, STF_EXIT, 110);
     tg_func(&g, 4, STF_ENTER, 200); /* unfinished */
     tg_block_end(&g);
-    char *p = write_trace(&g, false);
-    const char *argv[] = {bin(), "account", p, "--format", "csv", "--sort", "id", NULL};
-    struct out r = run(argv);
+    char *p = tr_write_trace(&g, false);
+    const char *argv[] = {tr_bin(), "account", p, "--format", "csv", "--sort", "id", NULL};
+    struct tr_out r = tr_run(argv);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
     cr_assert_str_eq(r.o, "function,id,count,total_ns,self_ns,min_ns,median_ns,p90_ns,p99_ns,"
                           "max_ns\n"
@@ -194,8 +106,8 @@ Test(tools, account_repairs_and_unmatched)
                           "#2,2,1,90,90,90,90,90,90,90\n");
     cr_assert(strstr(r.e, "stack repairs: 1, unmatched exits: 1, unfinished frames: 1"), "%s", r.e);
     cr_assert(strstr(r.e, "warning: no symbols file"), "%s", r.e);
-    out_free(&r);
-    remove_trace(p);
+    tr_out_free(&r);
+    tr_remove_trace(p);
     tg_free(&g);
 }
 
@@ -203,14 +115,14 @@ Test(tools, dump_verify_ok_and_lines)
 {
     struct tg g;
     golden_trace(&g);
-    char *p = write_trace(&g, true);
-    const char *argv[] = {bin(), "dump", p, "--verify", NULL};
-    struct out r = run(argv);
+    char *p = tr_write_trace(&g, true);
+    const char *argv[] = {tr_bin(), "dump", p, "--verify", NULL};
+    struct tr_out r = tr_run(argv);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
     cr_assert_str_eq(r.o, "OK: 19 records, 2 blocks\n");
-    out_free(&r);
-    const char *argv2[] = {bin(), "dump", p, NULL};
-    r = run(argv2);
+    tr_out_free(&r);
+    const char *argv2[] = {tr_bin(), "dump", p, NULL};
+    r = tr_run(argv2);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
     cr_assert(strstr(r.o, "32 BufferExtents tid=0 pid=0 cpu=0 tsc=0 bytes=") == r.o, "%s", r.o);
     cr_assert(strstr(r.o, "\n112 Function tid=100 pid=100 cpu=0 tsc=1000 id=1 action=enter "
@@ -218,8 +130,8 @@ Test(tools, dump_verify_ok_and_lines)
               "%s", r.o);
     cr_assert(strstr(r.o, " tsc=2500 id=2 action=tail-exit name=f\n"), "%s", r.o);
     cr_assert(strstr(r.o, "CallArgument tid=100 pid=100 cpu=0 tsc=0 arg=0x7\n"), "%s", r.o);
-    out_free(&r);
-    remove_trace(p);
+    tr_out_free(&r);
+    tr_remove_trace(p);
     tg_free(&g);
 }
 
@@ -231,9 +143,9 @@ Test(tools, dump_verify_reports_offset_and_rule)
     tg_func(&g, 1, STF_ENTER, 110);
     tg_call_arg(&g, 1); /* @120 */
     tg_block_end(&g);
-    char *p = write_trace(&g, false);
-    const char *argv[] = {bin(), "dump", "--verify", p, NULL};
-    struct out r = run(argv);
+    char *p = tr_write_trace(&g, false);
+    const char *argv[] = {tr_bin(), "dump", "--verify", p, NULL};
+    struct tr_out r = tr_run(argv);
     cr_assert_eq(r.code, 1);
     cr_assert_str_eq(r.o, "");
     char want[512];
@@ -242,8 +154,8 @@ Test(tools, dump_verify_reports_offset_and_rule)
              "enter-with-args\n",
              p);
     cr_assert_str_eq(r.e, want);
-    out_free(&r);
-    remove_trace(p);
+    tr_out_free(&r);
+    tr_remove_trace(p);
     tg_free(&g);
 }
 
@@ -251,9 +163,9 @@ Test(tools, info_golden_lines)
 {
     struct tg g;
     golden_trace(&g);
-    char *p = write_trace(&g, true);
-    const char *argv[] = {bin(), "info", p, NULL};
-    struct out r = run(argv);
+    char *p = tr_write_trace(&g, true);
+    const char *argv[] = {tr_bin(), "info", p, NULL};
+    struct tr_out r = tr_run(argv);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
     const char *want[] = {
         "format:        FDR version 5 (type 1)\n",
@@ -276,8 +188,8 @@ Test(tools, info_golden_lines)
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         cr_assert(strstr(r.o, want[i]), "missing '%s' in:\n%s", want[i], r.o);
-    out_free(&r);
-    remove_trace(p);
+    tr_out_free(&r);
+    tr_remove_trace(p);
     tg_free(&g);
 }
 
@@ -286,34 +198,34 @@ Test(tools, bad_inputs_fail_cleanly)
     char *empty = tg_tmpname(".fdr");
     const char *cmds[] = {"info", "dump", "account"};
     for (size_t c = 0; c < 3; c++) {
-        const char *a1[] = {bin(), cmds[c], "/nonexistent/t.fdr", NULL};
-        struct out r = run(a1);
+        const char *a1[] = {tr_bin(), cmds[c], "/nonexistent/t.fdr", NULL};
+        struct tr_out r = tr_run(a1);
         cr_assert_eq(r.code, 1);
         cr_assert_str_eq(r.e, "sledtrace: /nonexistent/t.fdr: No such file or directory\n");
-        out_free(&r);
-        const char *a2[] = {bin(), cmds[c], "/", NULL};
-        r = run(a2);
+        tr_out_free(&r);
+        const char *a2[] = {tr_bin(), cmds[c], "/", NULL};
+        r = tr_run(a2);
         cr_assert_eq(r.code, 1);
         cr_assert_str_eq(r.e, "sledtrace: /: Is a directory\n");
-        out_free(&r);
-        const char *a3[] = {bin(), cmds[c], empty, NULL};
-        r = run(a3);
+        tr_out_free(&r);
+        const char *a3[] = {tr_bin(), cmds[c], empty, NULL};
+        r = tr_run(a3);
         cr_assert_eq(r.code, 1);
         char want[512];
         snprintf(want, sizeof want, "sledtrace: %s: offset 0: truncated header (0 of 32 bytes)\n",
                  empty);
         cr_assert_str_eq(r.e, want);
-        out_free(&r);
-        const char *a4[] = {bin(), cmds[c], "--help", NULL};
-        r = run(a4);
+        tr_out_free(&r);
+        const char *a4[] = {tr_bin(), cmds[c], "--help", NULL};
+        r = tr_run(a4);
         cr_assert_eq(r.code, 0);
         cr_assert(strstr(r.o, "usage: sledtrace"));
-        out_free(&r);
+        tr_out_free(&r);
     }
-    const char *a5[] = {bin(), "frobnicate", NULL};
-    struct out r = run(a5);
+    const char *a5[] = {tr_bin(), "frobnicate", NULL};
+    struct tr_out r = tr_run(a5);
     cr_assert_eq(r.code, 2);
-    out_free(&r);
+    tr_out_free(&r);
     unlink(empty);
     free(empty);
 }
@@ -335,10 +247,10 @@ Test(tools, corrupt_traces_never_crash_tools)
         fclose(f);
         const char *cmds[][4] = {{"account", NULL}, {"info", NULL}, {"dump", "--verify"}};
         for (int c = 0; c < 3; c++) {
-            const char *argv[] = {bin(), cmds[c][0], p, cmds[c][1], NULL};
-            struct out r = run(argv);
+            const char *argv[] = {tr_bin(), cmds[c][0], p, cmds[c][1], NULL};
+            struct tr_out r = tr_run(argv);
             cr_assert(r.code == 0 || r.code == 1, "exit %d for %s: %s", r.code, cmds[c][0], r.e);
-            out_free(&r);
+            tr_out_free(&r);
         }
     }
     free(w);
@@ -349,16 +261,9 @@ Test(tools, corrupt_traces_never_crash_tools)
 
 /* ---- llvm-xray cross-check ------------------------------------------------------------------ */
 
-static const char *llvm_xray(void)
-{
-    const char *x = getenv("LLVM_XRAY");
-    if (!x || !*x) cr_skip_test("llvm-xray not found");
-    return x;
-}
-
 Test(llvm_xray, verify_convert_account_agree)
 {
-    const char *x = llvm_xray();
+    const char *x = tr_llvm_xray();
     struct tg g;
     tg_init(&g, 5, 1000000000, 4096);
     tg_block_begin(&g, 100, 100, 0, 900);
@@ -377,15 +282,15 @@ Test(llvm_xray, verify_convert_account_agree)
     tg_func(&g, 2, STF_EXIT, 7000002300ull);
     tg_func(&g, 1, STF_EXIT, 7000003000ull);
     tg_block_end(&g);
-    char *p = write_trace(&g, false);
+    char *p = tr_write_trace(&g, false);
 
     const char *v[] = {x, "fdr-dump", "--verify", p, NULL};
-    struct out r = run(v);
+    struct tr_out r = tr_run(v);
     cr_assert_eq(r.code, 0, "llvm-xray fdr-dump --verify rejected our trace: %s", r.e);
-    out_free(&r);
+    tr_out_free(&r);
 
     const char *c[] = {x, "convert", "-f", "yaml", p, NULL};
-    r = run(c);
+    r = tr_run(c);
     cr_assert_eq(r.code, 0, "llvm-xray convert failed: %s", r.e);
     const char *tscs[] = {"tsc: 1000,",       "tsc: 1100,",       "tsc: 1150,",
                           "tsc: 1400,",       "tsc: 1450,",       "tsc: 1500,",
@@ -393,14 +298,14 @@ Test(llvm_xray, verify_convert_account_agree)
                           "tsc: 7000003000,", "args: [ 7 ]",      "data: evt"};
     for (size_t i = 0; i < sizeof tscs / sizeof tscs[0]; i++)
         cr_assert(strstr(r.o, tscs[i]), "llvm-xray convert lacks '%s':\n%s", tscs[i], r.o);
-    out_free(&r);
+    tr_out_free(&r);
 
     /* call counts must match llvm-xray account */
     const char *a[] = {x, "account", "-f", "csv", p, NULL};
-    r = run(a);
+    r = tr_run(a);
     cr_assert_eq(r.code, 0, "llvm-xray account failed: %s", r.e);
-    const char *ours[] = {bin(), "account", "--format", "csv", "--sort", "id", p, NULL};
-    struct out o = run(ours);
+    const char *ours[] = {tr_bin(), "account", "--format", "csv", "--sort", "id", p, NULL};
+    struct tr_out o = tr_run(ours);
     cr_assert_eq(o.code, 0, "%s", o.e);
     /* llvm: "funcid,count,..." ; ours: "function,id,count,..." */
     for (int id = 1; id <= 3; id++) {
@@ -416,15 +321,15 @@ Test(llvm_xray, verify_convert_account_agree)
         cr_assert_eq(lcount, mcount, "function %d: llvm-xray counts %ld, we count %ld", id, lcount,
                      mcount);
     }
-    out_free(&o);
-    out_free(&r);
-    remove_trace(p);
+    tr_out_free(&o);
+    tr_out_free(&r);
+    tr_remove_trace(p);
     tg_free(&g);
 }
 
 Test(llvm_xray, v1_trace_accepted)
 {
-    const char *x = llvm_xray();
+    const char *x = tr_llvm_xray();
     struct tg g;
     tg_init(&g, 1, 1000000000, 256);
     tg_block_begin(&g, 7, 0, 0, 500);
@@ -435,17 +340,17 @@ Test(llvm_xray, v1_trace_accepted)
     tg_func(&g, 2, STF_ENTER, 1100);
     tg_func(&g, 2, STF_EXIT, 1500);
     tg_block_end(&g);
-    char *p = write_trace(&g, false);
+    char *p = tr_write_trace(&g, false);
     const char *c[] = {x, "convert", "-f", "yaml", p, NULL};
-    struct out r = run(c);
+    struct tr_out r = tr_run(c);
     cr_assert_eq(r.code, 0, "llvm-xray convert failed: %s", r.e);
     cr_assert(strstr(r.o, "tsc: 1500,"), "%s", r.o);
-    out_free(&r);
-    const char *ours[] = {bin(), "dump", "--verify", p, NULL};
-    r = run(ours);
+    tr_out_free(&r);
+    const char *ours[] = {tr_bin(), "dump", "--verify", p, NULL};
+    r = tr_run(ours);
     cr_assert_eq(r.code, 0, "%s", r.e);
     cr_assert_str_eq(r.o, "OK: 12 records, 2 blocks\n");
-    out_free(&r);
-    remove_trace(p);
+    tr_out_free(&r);
+    tr_remove_trace(p);
     tg_free(&g);
 }

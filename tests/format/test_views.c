@@ -1,0 +1,293 @@
+/* Golden tests of `sledtrace replay`, `stack` and `flamegraph` (path in $SLEDTRACE_BIN) on a
+ * small crafted two-thread trace with a tail exit, a stack repair, an unknown id and a loss
+ * marker. */
+#include "toolrun.h"
+#include "tracegen.h"
+
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+enum { MAIN = 1, F = 2, G = 3, H = 4, UNKNOWN = 9 };
+
+/* 1 tick = 1 ns; the first record (NewCPUId of the first block) is at TSC 900.
+ * Thread 100: main[1000,3000] { f[1100,1400] { g[1200,1300] } (closed by a tail exit);
+ *             f[1500,2000] { h[1600,..] { #9[1700,..] } } } -- the exit of f at 2000 repairs
+ *             #9 and h (both closed at 2000).
+ * Thread 200: f[1050,1450] { g[1150,1250] }; h entered at 1600, then a loss marker (5 events)
+ *             at 1700 drops it; g[1800,1850].
+ * Closed top-level time: main 2000 + f 400 + g 50 = 2450 ns. */
+static const uint64_t TOP_LEVEL_NS = 2000 + 400 + 50;
+
+static void views_trace(struct tg *g)
+{
+    tg_init(g, 5, 1000000000, 4096);
+    tg_block_begin(g, 100, 100, 0, 900);
+    tg_func(g, MAIN, STF_ENTER, 1000);
+    tg_func(g, F, STF_ENTER, 1100);
+    tg_func(g, G, STF_ENTER_ARGS, 1200);
+    tg_call_arg(g, 42);
+    tg_func(g, G, STF_EXIT, 1300);
+    tg_func(g, F, STF_TAIL_EXIT, 1400);
+    tg_func(g, F, STF_ENTER, 1500);
+    tg_func(g, H, STF_ENTER, 1600);
+    tg_func(g, UNKNOWN, STF_ENTER, 1700);
+    tg_func(g, F, STF_EXIT, 2000);
+    tg_func(g, MAIN, STF_EXIT, 3000);
+    tg_block_end(g);
+
+    tg_block_begin(g, 200, 100, 1, 950);
+    tg_func(g, F, STF_ENTER, 1050);
+    tg_func(g, G, STF_ENTER, 1150);
+    tg_func(g, G, STF_EXIT, 1250);
+    tg_func(g, F, STF_EXIT, 1450);
+    tg_func(g, H, STF_ENTER, 1600);
+    tg_block_end(g);
+
+    uint8_t loss[STF_LOSS_SIZE];
+    stf_encode_loss(loss, 5);
+    tg_block_begin(g, 200, 100, 1, 1700);
+    tg_custom(g, 1700, loss + STF_META_SIZE, STF_LOSS_PAYLOAD);
+    tg_func(g, G, STF_ENTER, 1800);
+    tg_func(g, G, STF_EXIT, 1850);
+    tg_block_end(g);
+}
+
+static char *write_trace(void)
+{
+    struct tg g;
+    views_trace(&g);
+    char *p = tg_tmpname(".fdr");
+    cr_assert_eq(tg_write(&g, p), 0);
+    tg_free(&g);
+    char *s = stf_syms_path_for(p);
+    FILE *f = fopen(s, "w");
+    cr_assert(f);
+    fputs("sledtrace-syms\t1\no\t0\t0x0\t/bin/prog\nf\t0\t1\t0x1000\tmain\n"
+          "f\t0\t2\t0x1100\tf\nf\t0\t3\t0x1200\tg\nf\t0\t4\t0x1300\th\n",
+          f);
+    fclose(f);
+    free(s);
+    return p;
+}
+
+Test(views, replay_golden)
+{
+    char *p = write_trace();
+    const char *argv[] = {tr_bin(), "replay", p, NULL};
+    struct tr_out r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert_str_eq(r.o, "100      0.000000300      100ns      g\n"
+                          "100      0.000000200      300ns    f\n"
+                          "100      0.000000800      300ns        #9 [repaired]\n"
+                          "100      0.000000700      400ns      h [repaired]\n"
+                          "100      0.000000600      500ns    f\n"
+                          "100      0.000000100    2.000us  main\n"
+                          "200      0.000000250      100ns    g\n"
+                          "200      0.000000150      400ns  f\n"
+                          "200      0.000000800 -- 5 events lost --\n"
+                          "200      0.000000900       50ns  g\n"
+                          "# shown: 9 of 9 calls, stack repairs: 2, unmatched exits: 0, "
+                          "unfinished frames: 0\n"
+                          "# gaps: 1 (5 events dropped by the runtime); 1 frames open at a gap "
+                          "were left out\n");
+    cr_assert_str_eq(r.e, "");
+    tr_out_free(&r);
+    tr_remove_trace(p);
+}
+
+Test(views, replay_filters)
+{
+    char *p = write_trace();
+    const char *argv[] = {tr_bin(), "replay",         p,     "--tid",    "100", "--depth",
+                          "2",      "--min-duration", "300", "--filter", "*",   NULL};
+    struct tr_out r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert_str_eq(r.o, "100      0.000000200      300ns    f\n"
+                          "100      0.000000600      500ns    f\n"
+                          "100      0.000000100    2.000us  main\n"
+                          "# shown: 3 of 9 calls, stack repairs: 2, unmatched exits: 0, "
+                          "unfinished frames: 0\n"
+                          "# gaps: 1 (5 events dropped by the runtime); 1 frames open at a gap "
+                          "were left out\n");
+    tr_out_free(&r);
+    const char *argv2[] = {tr_bin(), "replay", p, "--filter=#*", NULL};
+    r = tr_run(argv2);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    /* Loss lines are per thread: only --tid hides them. */
+    cr_assert_str_eq(r.o, "100      0.000000800      300ns        #9 [repaired]\n"
+                          "200      0.000000800 -- 5 events lost --\n"
+                          "# shown: 1 of 9 calls, stack repairs: 2, unmatched exits: 0, "
+                          "unfinished frames: 0\n"
+                          "# gaps: 1 (5 events dropped by the runtime); 1 frames open at a gap "
+                          "were left out\n");
+    tr_out_free(&r);
+    tr_remove_trace(p);
+}
+
+static const char FOLDED_TIME[] = "f 300\n"
+                                  "f;g 100\n"
+                                  "g 50\n"
+                                  "main 1200\n"
+                                  "main;f 300\n"
+                                  "main;f;g 100\n"
+                                  "main;f;h 100\n"
+                                  "main;f;h;#9 300\n";
+
+Test(views, stack_folded_golden)
+{
+    char *p = write_trace();
+    const char *argv[] = {tr_bin(), "stack", p, "--format", "folded", NULL};
+    struct tr_out r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert_str_eq(r.o, FOLDED_TIME);
+    /* The self-time weights add up to exactly the time covered by closed top-level frames. */
+    uint64_t sum = 0;
+    for (const char *l = r.o; *l;) {
+        const char *nl = strchr(l, '\n'), *sp = nl;
+        cr_assert(nl);
+        while (sp > l && sp[-1] != ' ')
+            sp--;
+        sum += strtoull(sp, NULL, 10);
+        l = nl + 1;
+    }
+    cr_assert_eq(sum, TOP_LEVEL_NS, "sum %" PRIu64, sum);
+    cr_assert(strstr(r.e, "# stacks: 8, total weight: 2450ns\n"), "%s", r.e);
+    cr_assert(strstr(r.e, "stack repairs: 2"), "%s", r.e);
+    tr_out_free(&r);
+
+    const char *argv2[] = {tr_bin(), "stack", p, "--format=folded", "--by", "count", NULL};
+    r = tr_run(argv2);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert_str_eq(r.o, "f 1\nf;g 1\ng 1\nmain 1\nmain;f 2\nmain;f;g 1\nmain;f;h 1\n"
+                          "main;f;h;#9 1\n");
+    tr_out_free(&r);
+    tr_remove_trace(p);
+}
+
+Test(views, stack_text_golden)
+{
+    char *p = write_trace();
+    const char *argv[] = {tr_bin(), "stack", p, NULL};
+    struct tr_out r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert_str_eq(r.o,
+                     "        self      calls       %  stack\n"
+                     "     1.200us          1  48.98%  main\n"
+                     "       300ns          1  12.24%  f\n"
+                     "       300ns          2  12.24%  main;f\n"
+                     "       300ns          1  12.24%  main;f;h;#9\n"
+                     "       100ns          1   4.08%  f;g\n"
+                     "       100ns          1   4.08%  main;f;g\n"
+                     "       100ns          1   4.08%  main;f;h\n"
+                     "        50ns          1   2.04%  g\n"
+                     "# stacks: 8, total weight: 2450ns\n"
+                     "# calls: 9, stack repairs: 2, unmatched exits: 0, unfinished frames: 0\n"
+                     "# gaps: 1 (5 events dropped by the runtime); 1 frames open at a gap were "
+                     "left out\n");
+    tr_out_free(&r);
+    tr_remove_trace(p);
+}
+
+static size_t count(const char *s, const char *needle)
+{
+    size_t n = 0;
+    for (const char *q = strstr(s, needle); q; q = strstr(q + 1, needle))
+        n++;
+    return n;
+}
+
+Test(views, flamegraph_svg)
+{
+    char *p = write_trace();
+    char *svg = tg_tmpname(".svg");
+    const char *argv[] = {tr_bin(), "flamegraph", p, "-o", svg, NULL};
+    struct tr_out r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    tr_out_free(&r);
+
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "python3 -c \"import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])\" '%s'",
+             svg);
+    cr_assert_eq(system(cmd), 0, "not well-formed XML: %s", svg);
+
+    char *s = tr_slurp(svg);
+    /* all, main, main;f, main;f;g, main;f;h, main;f;h;#9, f, f;g, g (h on thread 200 never
+     * closed: no frame). One <title> per frame. */
+    cr_assert_eq(count(s, "<g class=\"f\""), 9);
+    cr_assert_eq(count(s, "<title>"), 9);
+    cr_assert(strstr(s, "<title>all (2.450us, 100.00%)</title>"), "%s", s);
+    cr_assert(strstr(s, "<title>main (2.000us, 81.63%)</title>"), "%s", s);
+    cr_assert(strstr(s, "<title>#9 (300ns, 12.24%)</title>"), "%s", s);
+    cr_assert(strstr(s, "<script"));
+    cr_assert(strstr(s, "prompt("));
+    cr_assert(!strstr(s, "http://") || !strstr(strstr(s, "http://") + 1, "http://"),
+              "only the SVG namespace may name a URL");
+    free(s);
+
+    const char *argv2[] = {tr_bin(), "flamegraph", p, "--by=count", "--output", svg, NULL};
+    r = tr_run(argv2);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    tr_out_free(&r);
+    cr_assert_eq(system(cmd), 0, "not well-formed XML: %s", svg);
+    s = tr_slurp(svg);
+    cr_assert(strstr(s, "<title>all (9 calls, 100.00%)</title>"), "%s", s);
+    cr_assert(strstr(s, "<title>main (6 calls, 66.67%)</title>"), "%s", s);
+    free(s);
+    unlink(svg);
+    free(svg);
+    tr_remove_trace(p);
+}
+
+Test(views, truncated_file_errors)
+{
+    char *p = write_trace();
+    cr_assert_eq(truncate(p, 20), 0);
+    char *svg = tg_tmpname(".svg");
+    const char *cmds[][6] = {
+        {tr_bin(), "replay", p, NULL},
+        {tr_bin(), "stack", p, NULL},
+        {tr_bin(), "flamegraph", p, "-o", svg, NULL},
+    };
+    for (size_t i = 0; i < 3; i++) {
+        struct tr_out r = tr_run(cmds[i]);
+        cr_assert_eq(r.code, 1, "%s: exit %d", cmds[i][1], r.code);
+        cr_assert_str_eq(r.o, "");
+        cr_assert(strncmp(r.e, "sledtrace: ", 11) == 0 && strstr(r.e, p) && strstr(r.e, "offset") &&
+                      count(r.e, "\n") == 1,
+                  "%s: %s", cmds[i][1], r.e);
+        tr_out_free(&r);
+    }
+    unlink(svg);
+    free(svg);
+    tr_remove_trace(p);
+}
+
+Test(views, help_and_usage)
+{
+    const char *names[] = {"replay", "stack", "flamegraph"};
+    for (size_t i = 0; i < 3; i++) {
+        const char *argv[] = {tr_bin(), names[i], "--help", NULL};
+        struct tr_out r = tr_run(argv);
+        cr_assert_eq(r.code, 0);
+        cr_assert(strncmp(r.o, "usage: sledtrace ", 17) == 0, "%s", r.o);
+        tr_out_free(&r);
+    }
+    const char *bad[][5] = {
+        {tr_bin(), "replay", "x.fdr", "--depth", NULL},
+        {tr_bin(), "stack", "x.fdr", "--by", "size"},
+        {tr_bin(), "flamegraph", "x.fdr", NULL, NULL},
+    };
+    for (size_t i = 0; i < 3; i++) {
+        struct tr_out r = tr_run(bad[i]);
+        cr_assert_eq(r.code, 2, "%s", r.e);
+        cr_assert_eq(count(r.e, "\n"), 1, "%s", r.e);
+        tr_out_free(&r);
+    }
+}

@@ -1,0 +1,297 @@
+/* Shared call-stack replay and stack aggregation (see callstack.h). */
+#include "callstack.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct cs_thread *tget(struct callstack *cs, int32_t pid, int32_t tid)
+{
+    bool added;
+    long i = u64map_get(&cs->tmap, ((uint64_t)(uint32_t)pid << 32) | (uint32_t)tid, &added);
+    if (i < 0)
+        return NULL;
+    if (added) {
+        if (cs->nt == cs->capt) {
+            size_t nc = cs->capt ? cs->capt * 2 : 16;
+            struct cs_thread *n = realloc(cs->t, nc * sizeof *n);
+            if (!n)
+                return NULL;
+            cs->t = n;
+            cs->capt = nc;
+        }
+        memset(&cs->t[cs->nt], 0, sizeof cs->t[cs->nt]);
+        cs->t[cs->nt].pid = pid;
+        cs->t[cs->nt].tid = tid;
+        cs->nt++;
+    }
+    return &cs->t[i];
+}
+
+static int close_top(struct callstack *cs, struct cs_thread *t, uint64_t tsc, bool repaired,
+                     const struct cs_ops *ops, void *ctx)
+{
+    struct cs_frame fr = t->st[--t->depth];
+    uint64_t dur = tsc >= fr.start ? tsc - fr.start : fr.start - tsc;
+    uint64_t self = dur > fr.child ? dur - fr.child : 0;
+    if (t->depth > 0)
+        t->st[t->depth - 1].child += dur;
+    else
+        cs->top_ticks += dur;
+    cs->calls++;
+    if (repaired)
+        cs->repairs++;
+    if (!ops || !ops->close)
+        return 0;
+    struct cs_close c = {.t = t,
+                         .f = &fr,
+                         .depth = t->depth,
+                         .end = tsc,
+                         .dur = dur,
+                         .self = self,
+                         .repaired = repaired};
+    return ops->close(ctx, &c);
+}
+
+int cs_feed(struct callstack *cs, const struct stf_item *it, const struct cs_ops *ops, void *ctx)
+{
+    uint64_t lost;
+    if (it->kind == STF_M_CUSTOM_EVENT && stf_decode_loss(it->payload, it->payload_len, &lost)) {
+        struct cs_thread *t = tget(cs, it->pid, it->tid);
+        if (!t)
+            return -1;
+        size_t dropped = t->depth;
+        cs->gaps++;
+        cs->gap_events += lost;
+        cs->gap_frames += dropped;
+        if (dropped)
+            cs->lost_ticks += t->st[0].child;
+        t->depth = 0;
+        return ops && ops->loss ? ops->loss(ctx, t, it->tsc, lost, dropped) : 0;
+    }
+    if (it->kind != STF_K_FUNCTION)
+        return 0;
+    struct cs_thread *t = tget(cs, it->pid, it->tid);
+    if (!t)
+        return -1;
+    if (it->action == STF_ENTER || it->action == STF_ENTER_ARGS) {
+        if (t->depth == t->cap) {
+            size_t nc = t->cap ? t->cap * 2 : 64;
+            struct cs_frame *n = realloc(t->st, nc * sizeof *n);
+            if (!n)
+                return -1;
+            t->st = n;
+            t->cap = nc;
+        }
+        struct cs_frame *f = &t->st[t->depth++];
+        *f = (struct cs_frame){.id = it->func_id, .node = 0, .start = it->tsc, .child = 0};
+        return ops && ops->enter ? ops->enter(ctx, t, f, t->depth - 1) : 0;
+    }
+    size_t i = t->depth;
+    while (i > 0 && t->st[i - 1].id != it->func_id)
+        i--;
+    if (i == 0) {
+        cs->unmatched++;
+        return 0;
+    }
+    while (t->depth > i) {
+        int rc = close_top(cs, t, it->tsc, true, ops, ctx);
+        if (rc)
+            return rc;
+    }
+    return close_top(cs, t, it->tsc, false, ops, ctx);
+}
+
+uint64_t cs_open_frames(const struct callstack *cs)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < cs->nt; i++)
+        n += cs->t[i].depth;
+    return n;
+}
+
+uint64_t cs_orphan_ticks(const struct callstack *cs)
+{
+    uint64_t n = cs->lost_ticks;
+    for (size_t i = 0; i < cs->nt; i++)
+        if (cs->t[i].depth)
+            n += cs->t[i].st[0].child;
+    return n;
+}
+
+void cs_free(struct callstack *cs)
+{
+    for (size_t i = 0; i < cs->nt; i++)
+        free(cs->t[i].st);
+    free(cs->t);
+    u64map_free(&cs->tmap);
+    memset(cs, 0, sizeof *cs);
+}
+
+int cs_option(int argc, char **argv, int *i, const char *cmd, const char *name, const char **val)
+{
+    const char *o = argv[*i];
+    size_t n = strlen(name);
+    if (strcmp(o, name) == 0) {
+        if (*i + 1 >= argc) {
+            tool_err("%s: %s needs a value", cmd, name);
+            return -1;
+        }
+        *val = argv[++*i];
+        return 1;
+    }
+    if (strncmp(o, name, n) == 0 && o[n] == '=') {
+        *val = o + n + 1;
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- stack tree -------------------------------------------------------------------------- */
+
+static int tree_root(struct cs_tree *tr)
+{
+    if (tr->nn)
+        return 0;
+    tr->n = calloc(64, sizeof *tr->n);
+    if (!tr->n)
+        return -1;
+    tr->capn = 64;
+    tr->nn = 1;
+    return 0;
+}
+
+static long tree_child(struct cs_tree *tr, uint32_t parent, uint32_t id)
+{
+    if (tree_root(tr) != 0)
+        return -1;
+    bool added;
+    long i = u64map_get(&tr->map, ((uint64_t)parent << 32) | id, &added);
+    if (i < 0)
+        return -1;
+    if (added) {
+        if (tr->nn == tr->capn) {
+            size_t nc = tr->capn * 2;
+            struct cs_node *n = realloc(tr->n, nc * sizeof *n);
+            if (!n)
+                return -1;
+            tr->n = n;
+            tr->capn = nc;
+        }
+        tr->n[tr->nn] = (struct cs_node){.parent = parent, .id = id, .self = 0, .calls = 0};
+        tr->nn++;
+    }
+    return i + 1; /* map index i is node i + 1 (node 0 is the root) */
+}
+
+static int tree_enter(void *ctx, const struct cs_thread *t, struct cs_frame *f, size_t depth)
+{
+    struct cs_tree *tr = ctx;
+    uint32_t parent = depth ? t->st[depth - 1].node : 0;
+    long n = tree_child(tr, parent, f->id);
+    if (n < 0)
+        return -1;
+    f->node = (uint32_t)n;
+    return 0;
+}
+
+static int tree_close(void *ctx, const struct cs_close *c)
+{
+    struct cs_tree *tr = ctx;
+    tr->n[c->f->node].self += c->self;
+    tr->n[c->f->node].calls++;
+    return 0;
+}
+
+int cs_tree_load(const char *path, const char *syms_opt, struct cs_tree *tree, struct callstack *cs,
+                 struct stf_syms **syms, uint64_t *freq)
+{
+    *syms = NULL;
+    struct stf_reader *r = tool_open_trace(path, STF_READ_LENIENT);
+    if (!r)
+        return EXIT_BAD_TRACE;
+    bool ok;
+    *syms = tool_load_syms(path, syms_opt, &ok);
+    if (!ok) {
+        stf_reader_close(r);
+        return EXIT_BAD_TRACE;
+    }
+    *freq = stf_reader_header(r)->cycle_freq;
+    if (tree_root(tree) != 0) {
+        stf_reader_close(r);
+        tool_err("out of memory");
+        return EXIT_BAD_TRACE;
+    }
+    static const struct cs_ops ops = {.enter = tree_enter, .close = tree_close, .loss = NULL};
+    struct stf_item it;
+    int rc, status = EXIT_OK;
+    while ((rc = stf_reader_next(r, &it)) == STF_OK) {
+        if (cs_feed(cs, &it, &ops, tree) != 0) {
+            tool_err("out of memory");
+            status = EXIT_BAD_TRACE;
+            break;
+        }
+    }
+    if (rc < 0 && status == EXIT_OK)
+        status = tool_reader_fail(r, path, rc);
+    tool_warn_summary(path);
+    stf_reader_close(r);
+    return status;
+}
+
+void cs_tree_free(struct cs_tree *tree)
+{
+    free(tree->n);
+    u64map_free(&tree->map);
+    memset(tree, 0, sizeof *tree);
+}
+
+void cs_summary(FILE *out, const struct callstack *cs, uint64_t freq)
+{
+    fprintf(out,
+            "# calls: %" PRIu64 ", stack repairs: %" PRIu64 ", unmatched exits: %" PRIu64
+            ", unfinished frames: %" PRIu64 "\n",
+            cs->calls, cs->repairs, cs->unmatched, cs_open_frames(cs));
+    uint64_t orphan = cs_orphan_ticks(cs);
+    if (orphan)
+        fprintf(out,
+                "# %" PRIu64 "ns of closed calls lie under top-level frames that never closed\n",
+                tool_ticks_to_ns(orphan, freq));
+    if (cs->gaps)
+        fprintf(out,
+                "# gaps: %" PRIu64 " (%" PRIu64 " events dropped by the runtime); %" PRIu64
+                " frames open at a gap were left out\n",
+                cs->gaps, cs->gap_events, cs->gap_frames);
+}
+
+char **cs_tree_names(const struct cs_tree *tree, const struct stf_syms *syms)
+{
+    char **names = calloc(tree->nn ? tree->nn : 1, sizeof *names);
+    if (!names)
+        return NULL;
+    for (size_t i = 0; i < tree->nn; i++) {
+        char buf[24];
+        const char *nm = i ? stf_syms_name(syms, tree->n[i].id, buf, sizeof buf) : "all";
+        names[i] = strdup(nm);
+        if (!names[i]) {
+            cs_names_free(names, i);
+            return NULL;
+        }
+        for (char *p = names[i]; *p; p++)
+            if (*p == ';')
+                *p = ':';
+            else if (*p == '\n' || *p == '\r' || *p == '\t')
+                *p = ' ';
+    }
+    return names;
+}
+
+void cs_names_free(char **names, size_t n)
+{
+    if (!names)
+        return;
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+}

@@ -1,0 +1,95 @@
+/* Shared call-stack replay for replay, stack and flamegraph.
+ *
+ * The stack rule is account's, per (pid, tid): ENTER / ENTER_ARGS push a frame; EXIT or TAIL_EXIT
+ * of f closes the nearest open frame of f, and frames above it are closed at the same TSC (each
+ * one a "repair"); an exit with no open frame of f is ignored ("unmatched"). A loss marker empties
+ * the thread's stack. Memory grows with threads and stack depth only. */
+#ifndef SLEDTRACE_TOOLS_CALLSTACK_H
+#define SLEDTRACE_TOOLS_CALLSTACK_H
+
+#include "common.h"
+
+#include <stdio.h>
+
+struct cs_frame {
+    uint32_t id;
+    uint32_t node; /* free for the caller (stack tree node) */
+    uint64_t start, child;
+};
+
+struct cs_thread {
+    int32_t pid, tid;
+    struct cs_frame *st;
+    size_t depth, cap;
+};
+
+/* One closed frame. depth 0 = top-level. Durations in ticks. */
+struct cs_close {
+    const struct cs_thread *t;
+    const struct cs_frame *f;
+    size_t depth;
+    uint64_t end, dur, self;
+    bool repaired;
+};
+
+/* Callbacks (any may be NULL); a non-zero return stops cs_feed with that value. */
+struct cs_ops {
+    int (*enter)(void *ctx, const struct cs_thread *t, struct cs_frame *f, size_t depth);
+    int (*close)(void *ctx, const struct cs_close *c);
+    int (*loss)(void *ctx, const struct cs_thread *t, uint64_t tsc, uint64_t lost, size_t dropped);
+};
+
+struct callstack {
+    struct u64map tmap;
+    struct cs_thread *t;
+    size_t nt, capt;
+    uint64_t calls, repairs, unmatched;
+    uint64_t gaps, gap_events, gap_frames;
+    uint64_t top_ticks;  /* sum of the durations of closed top-level frames */
+    uint64_t lost_ticks; /* closed ticks under top-level frames dropped at a loss marker */
+};
+
+/* Feed one record (non-function, non-loss records are ignored). 0, -1 on allocation failure, or
+ * a callback's non-zero value. */
+int cs_feed(struct callstack *cs, const struct stf_item *it, const struct cs_ops *ops, void *ctx);
+/* Frames still open (never exited). */
+uint64_t cs_open_frames(const struct callstack *cs);
+/* Closed ticks beneath top-level frames that never closed (still open at the end, or dropped at a
+ * loss marker): counted by stack, not in top_ticks. */
+uint64_t cs_orphan_ticks(const struct callstack *cs);
+void cs_free(struct callstack *cs);
+
+/* Option "--name VALUE" or "--name=VALUE" at argv[*i]: 1 (value in *val, *i advanced), 0 (not
+ * this option) or -1 (value missing; error printed, prefixed by cmd). */
+int cs_option(int argc, char **argv, int *i, const char *cmd, const char *name, const char **val);
+
+/* Aggregated stacks: a tree of (parent, function) nodes; node 0 is the (unnamed) root. */
+struct cs_node {
+    uint32_t parent, id;
+    uint64_t self, calls; /* self ticks and closed calls with exactly this stack */
+};
+
+struct cs_tree {
+    struct u64map map;
+    struct cs_node *n;
+    size_t nn, capn;
+};
+
+/* Read a whole trace into tree (stacks of closed frames). Prints errors; returns an exit code.
+ * On success *syms (may be NULL) and *freq are set; the caller frees tree, cs and syms. */
+int cs_tree_load(const char *path, const char *syms_opt, struct cs_tree *tree, struct callstack *cs,
+                 struct stf_syms **syms, uint64_t *freq);
+void cs_tree_free(struct cs_tree *tree);
+/* Display name per node (node 0: "all"), ';' -> ':' and control characters -> ' ' so that
+ * names fit the folded format. NULL on allocation failure. */
+char **cs_tree_names(const struct cs_tree *tree, const struct stf_syms *syms);
+void cs_names_free(char **names, size_t n);
+/* Footer shared by stack and flamegraph (to the given stream). */
+void cs_summary(FILE *out, const struct callstack *cs, uint64_t freq);
+
+/* The subcommands built on this (declared here to leave common.h alone). */
+int cmd_replay(int argc, char **argv);
+int cmd_stack(int argc, char **argv);
+int cmd_flamegraph(int argc, char **argv);
+
+#endif

@@ -1,0 +1,303 @@
+/* sledtrace flamegraph: a self-contained interactive SVG flame graph of the aggregated stacks.
+ *
+ * Same data as `sledtrace stack` (one streaming pass, memory grows with distinct stacks). Layout
+ * as flamegraph.pl: root ("all") at the bottom, callees above their caller, siblings sorted by
+ * name, widths proportional to the inclusive weight. An embedded script (no network) zooms on a
+ * clicked frame, resets the zoom, and searches frame names by regular expression (prompt()). */
+#include "callstack.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { SVG_W = 1200, PAD = 10, FRAME_H = 16, TOP = 44, CHAR_W = 7 };
+
+static void help(FILE *out)
+{
+    fputs("usage: sledtrace flamegraph TRACE -o OUT.svg [--by time|count] [--syms FILE]\n"
+          "\n"
+          "Write an interactive flame graph of the aggregated call stacks (see 'sledtrace\n"
+          "stack') as a self-contained SVG: hover a frame for its name, weight and share,\n"
+          "click to zoom on it, 'Reset zoom' to go back, 'Search' to highlight functions\n"
+          "matching a regular expression. Open it in a web browser.\n"
+          "\n"
+          "  -o, --output FILE  the SVG file to write (required)\n"
+          "  --by time|count    width: inclusive time (default) or number of calls\n"
+          "  --syms FILE        symbols file (default: TRACE with .fdr replaced by .syms)\n",
+          out);
+}
+
+static void xml_esc(FILE *f, const char *s, size_t max)
+{
+    for (size_t i = 0; s[i] && i < max; i++) {
+        unsigned char c = (unsigned char)s[i];
+        switch (c) {
+        case '<':
+            fputs("&lt;", f);
+            break;
+        case '>':
+            fputs("&gt;", f);
+            break;
+        case '&':
+            fputs("&amp;", f);
+            break;
+        case '"':
+            fputs("&quot;", f);
+            break;
+        case '\'':
+            fputs("&apos;", f);
+            break;
+        default:
+            fputc(c < 0x20 || c == 0x7f ? '?' : c, f);
+        }
+    }
+}
+
+/* Label fitting w pixels: name, name truncated with "..", or nothing. */
+static void label(FILE *f, const char *name, double w)
+{
+    double c = (w - 6) / CHAR_W;
+    if (c < 3)
+        return;
+    size_t n = strlen(name);
+    if ((double)n <= c) {
+        xml_esc(f, name, n);
+        return;
+    }
+    size_t k = (size_t)c - 2;
+    while (k > 0 && ((unsigned char)name[k] & 0xc0) == 0x80)
+        k--; /* do not cut a UTF-8 sequence */
+    xml_esc(f, name, k);
+    fputs("..", f);
+}
+
+static char **g_names;
+static const struct cs_tree *g_tree;
+
+static int cmp_child(const void *pa, const void *pb)
+{
+    uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
+    uint32_t pa_ = g_tree->n[a].parent, pb_ = g_tree->n[b].parent;
+    if (pa_ != pb_)
+        return pa_ < pb_ ? -1 : 1;
+    int c = strcmp(g_names[a], g_names[b]);
+    return c ? c : (a < b ? -1 : a > b);
+}
+
+static const char script[] =
+    "var PAD=10,FW=1180,fr=[].slice.call(document.querySelectorAll('g.f'));\n"
+    "function num(g,k){return +g.getAttribute('data-'+k);}\n"
+    "function lab(n,w){var c=Math.floor((w-6)/7);if(c<3)return '';"
+    "return n.length<=c?n:n.substring(0,c-2)+'..';}\n"
+    "function show(zx,zw,zd){var e=1e-9;fr.forEach(function(g){"
+    "var x=num(g,'x'),w=num(g,'w'),d=num(g,'d'),nx,nw,vis;"
+    "if(d<zd){vis=x<=zx+e&&x+w>=zx+zw-e;nx=0;nw=1;}"
+    "else{vis=x>=zx-e&&x+w<=zx+zw+e;nx=(x-zx)/zw;nw=w/zw;}"
+    "g.style.display=vis?'':'none';if(!vis)return;"
+    "var r=g.getElementsByTagName('rect')[0],t=g.getElementsByTagName('text')[0],"
+    "px=PAD+nx*FW,pw=nw*FW;r.setAttribute('x',px.toFixed(2));"
+    "r.setAttribute('width',pw.toFixed(2));t.setAttribute('x',(px+3).toFixed(2));"
+    "t.textContent=lab(g.getAttribute('data-n'),pw);});}\n"
+    "fr.forEach(function(g){g.addEventListener('click',function(){"
+    "show(num(g,'x'),num(g,'w'),num(g,'d'));"
+    "document.getElementById('unzoom').style.opacity='1';});});\n"
+    "document.getElementById('unzoom').addEventListener('click',function(){"
+    "show(0,1,0);this.style.opacity='0.3';});\n"
+    "document.getElementById('search').addEventListener('click',function(){"
+    "var q=prompt('Highlight functions matching (regular expression, empty: clear):','');"
+    "if(q===null)return;var re=null;"
+    "if(q!==''){try{re=new RegExp(q);}catch(err){alert('bad regular expression');return;}}"
+    "var m=[];fr.forEach(function(g){var r=g.getElementsByTagName('rect')[0],"
+    "hit=re!==null&&re.test(g.getAttribute('data-n'));"
+    "r.setAttribute('fill',hit?'rgb(230,0,230)':g.getAttribute('data-c'));"
+    "if(hit)m.push([num(g,'x'),num(g,'w')]);});"
+    "m.sort(function(a,b){return a[0]-b[0]||b[1]-a[1];});var end=-1,cov=0;"
+    "m.forEach(function(a){if(a[0]>=end-1e-12){cov+=a[1];end=a[0]+a[1];}});"
+    "document.getElementById('matched').textContent=re?"
+    "'Matched: '+(100*cov).toFixed(2)+'%':'';});\n";
+
+static int write_svg(FILE *f, const struct cs_tree *tr, char **names, const uint64_t *tot,
+                     const double *x, const uint32_t *depth, const uint32_t *order, size_t nord,
+                     uint32_t maxd, bool by_count)
+{
+    int height = TOP + (int)(maxd + 1) * FRAME_H + PAD;
+    double fw = SVG_W - 2 * PAD;
+    fprintf(f,
+            "<?xml version=\"1.0\" standalone=\"no\"?>\n"
+            "<svg version=\"1.1\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+            "xmlns=\"http://www.w3.org/2000/svg\">\n"
+            "<style>text{font-family:monospace;font-size:12px;fill:#000}"
+            "g.f{cursor:pointer}g.f:hover rect{stroke:#000;stroke-width:0.5}"
+            "#unzoom,#search{cursor:pointer}</style>\n"
+            "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#f8f8f0\"/>\n"
+            "<text x=\"%d\" y=\"20\" text-anchor=\"middle\" style=\"font-size:16px\">"
+            "Flame graph (%s)</text>\n"
+            "<text id=\"unzoom\" x=\"%d\" y=\"20\" style=\"opacity:0.3\">Reset zoom</text>\n"
+            "<text id=\"search\" x=\"%d\" y=\"20\" text-anchor=\"end\">Search</text>\n"
+            "<text id=\"matched\" x=\"%d\" y=\"36\" text-anchor=\"end\"></text>\n",
+            SVG_W, height, SVG_W, height, SVG_W, height, SVG_W / 2, by_count ? "calls" : "time",
+            PAD, SVG_W - PAD, SVG_W - PAD);
+    uint64_t total = tot[0];
+    for (size_t k = 0; k < nord; k++) {
+        uint32_t i = order[k];
+        if (tot[i] == 0)
+            continue;
+        double fx = total ? x[i] / (double)total : 0,
+               fwid = total ? (double)tot[i] / (double)total : 0;
+        double px = PAD + fx * fw, pw = fwid * fw;
+        int y = height - PAD - (int)(depth[i] + 1) * FRAME_H;
+        uint32_t h = 2166136261u;
+        for (const char *p = names[i]; *p; p++)
+            h = (h ^ (unsigned char)*p) * 16777619u;
+        unsigned cr = 205 + h % 51, cg = (h >> 8) % 231, cb = (h >> 16) % 56;
+        char wb[48];
+        if (by_count)
+            snprintf(wb, sizeof wb, "%" PRIu64 " call%s", tot[i], tot[i] == 1 ? "" : "s");
+        else
+            tool_fmt_ns(wb, sizeof wb, tot[i]);
+        fprintf(f,
+                "<g class=\"f\" data-x=\"%.12g\" data-w=\"%.12g\" data-d=\"%" PRIu32
+                "\" data-c=\"rgb(%u,%u,%u)\" data-n=\"",
+                fx, fwid, depth[i], cr, cg, cb);
+        xml_esc(f, names[i], SIZE_MAX);
+        fputs("\"><title>", f);
+        xml_esc(f, names[i], SIZE_MAX);
+        fprintf(f,
+                " (%s, %.2f%%)</title><rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" "
+                "rx=\"2\" fill=\"rgb(%u,%u,%u)\"/><text x=\"%.2f\" y=\"%d\">",
+                wb, total ? 100.0 * (double)tot[i] / (double)total : 0.0, px, y, pw, FRAME_H - 1,
+                cr, cg, cb, px + 3, y + FRAME_H - 4);
+        label(f, names[i], pw);
+        fputs("</text></g>\n", f);
+    }
+    (void)tr;
+    if (total == 0)
+        fprintf(f, "<text x=\"%d\" y=\"%d\">no closed calls in the trace</text>\n", PAD, TOP + 12);
+    fprintf(f, "<script type=\"text/ecmascript\"><![CDATA[\n%s]]></script>\n</svg>\n", script);
+    return 0;
+}
+
+int cmd_flamegraph(int argc, char **argv)
+{
+    const char *path = NULL, *syms_path = NULL, *out = NULL;
+    bool by_count = false;
+    if (tool_wants_help(argc, argv)) {
+        help(stdout);
+        return EXIT_OK;
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *v = NULL;
+        int m;
+        if ((m = cs_option(argc, argv, &i, "flamegraph", "--by", &v)) != 0) {
+            if (m < 0)
+                return EXIT_USAGE;
+            if (strcmp(v, "time") == 0 || strcmp(v, "count") == 0) {
+                by_count = strcmp(v, "count") == 0;
+            } else {
+                tool_err("flamegraph: unknown weight '%s' (time, count)", v);
+                return EXIT_USAGE;
+            }
+        } else if ((m = cs_option(argc, argv, &i, "flamegraph", "-o", &v)) != 0 ||
+                   (m = cs_option(argc, argv, &i, "flamegraph", "--output", &v)) != 0) {
+            if (m < 0)
+                return EXIT_USAGE;
+            out = v;
+        } else if ((m = cs_option(argc, argv, &i, "flamegraph", "--syms", &v)) != 0) {
+            if (m < 0)
+                return EXIT_USAGE;
+            syms_path = v;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            tool_err("flamegraph: unknown option '%s'", argv[i]);
+            return EXIT_USAGE;
+        } else if (!path) {
+            path = argv[i];
+        } else {
+            tool_err("flamegraph: more than one trace given");
+            return EXIT_USAGE;
+        }
+    }
+    if (!path || !out) {
+        if (path)
+            tool_err("flamegraph: -o OUT.svg is required");
+        else
+            help(stderr);
+        return EXIT_USAGE;
+    }
+
+    struct cs_tree tree = {0};
+    struct callstack cs = {0};
+    struct stf_syms *syms = NULL;
+    uint64_t freq = 0;
+    int status = cs_tree_load(path, syms_path, &tree, &cs, &syms, &freq);
+    size_t nn = tree.nn;
+    char **names = NULL;
+    uint64_t *tot = NULL;
+    double *x = NULL;
+    uint32_t *depth = NULL, *order = NULL;
+    if (status == EXIT_OK) {
+        names = cs_tree_names(&tree, syms);
+        tot = calloc(nn, sizeof *tot);
+        x = calloc(nn, sizeof *x);
+        depth = calloc(nn, sizeof *depth);
+        order = calloc(nn, sizeof *order);
+        if (!names || !tot || !x || !depth || !order) {
+            tool_err("out of memory");
+            status = EXIT_BAD_TRACE;
+        }
+    }
+    if (status == EXIT_OK) {
+        /* Parents are created before their children: index order is a topological order. */
+        uint32_t maxd = 0;
+        for (size_t i = nn; i-- > 1;) {
+            const struct cs_node *n = &tree.n[i];
+            tot[i] += by_count ? n->calls : tool_ticks_to_ns(n->self, freq);
+            tot[n->parent] += tot[i];
+        }
+        for (size_t i = 0; i < nn; i++) {
+            order[i] = (uint32_t)i;
+            depth[i] = i ? depth[tree.n[i].parent] + 1 : 0;
+            if (tot[i] && depth[i] > maxd)
+                maxd = depth[i];
+        }
+        g_tree = &tree;
+        g_names = names;
+        if (nn > 1)
+            qsort(order + 1, nn - 1, sizeof *order, cmp_child);
+        /* Children start at their parent's left edge, in name order. */
+        uint32_t cur_parent = UINT32_MAX;
+        double off = 0;
+        for (size_t k = 1; k < nn; k++) {
+            uint32_t i = order[k], p = tree.n[i].parent;
+            if (p != cur_parent) {
+                cur_parent = p;
+                off = x[p];
+            }
+            x[i] = off;
+            off += (double)tot[i];
+        }
+        FILE *f = fopen(out, "w");
+        if (!f) {
+            tool_err("%s: cannot write: %s", out, strerror(errno));
+            status = EXIT_BAD_TRACE;
+        } else {
+            write_svg(f, &tree, names, tot, x, depth, order, nn, maxd, by_count);
+            if (ferror(f) | (fclose(f) != 0)) {
+                tool_err("%s: write failed: %s", out, strerror(errno));
+                status = EXIT_BAD_TRACE;
+            }
+        }
+        if (status == EXIT_OK)
+            cs_summary(stderr, &cs, freq);
+    }
+    cs_names_free(names, nn);
+    free(tot);
+    free(x);
+    free(depth);
+    free(order);
+    cs_tree_free(&tree);
+    cs_free(&cs);
+    stf_syms_free(syms);
+    return status;
+}

@@ -1,0 +1,230 @@
+/* sledtrace graph TRACE [-o FILE] [--syms FILE]: the dynamic call graph as Graphviz DOT, in one
+ * streaming pass (memory grows with functions, caller/callee pairs, threads and stack depth).
+ *
+ *   digraph calls {
+ *     node [shape=box];
+ *     f1 [label="main\ncalls: 1\ntotal: 3.000us"];
+ *     f1 -> f2 [label="calls: 2\ntotal: 1.300us"];
+ *   }
+ *
+ * One node per function that was entered (calls: frames of it that closed; total: their
+ * summed durations, recursion counted at every level), one edge per caller -> callee pair (calls
+ * and summed callee durations for that pair). Frames are closed by the account stack rule (see
+ * convert.h); frames open at a loss marker or at the end are closed at their thread's last
+ * timestamp and counted. Nodes and edges are listed in order of first appearance. */
+#include "convert.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void help(FILE *out)
+{
+    fputs("usage: sledtrace graph TRACE [-o OUT] [--syms FILE]\n"
+          "\n"
+          "Writes the call graph as Graphviz DOT (render with 'dot -Tsvg'): one node per\n"
+          "function (name, calls, total time), one edge per caller -> callee pair (calls and\n"
+          "total time of the callee under that caller). Calls follow the account stack rule;\n"
+          "calls still open at a loss marker or at the end are closed at the thread's last\n"
+          "timestamp.\n"
+          "\n"
+          "  -o OUT        output file (default: stdout)\n"
+          "  --syms FILE   symbols file (default: TRACE with .fdr replaced by .syms)\n",
+          out);
+}
+
+struct gnode {
+    uint32_t id;
+    uint64_t calls, total;
+};
+
+struct gedge {
+    uint32_t from, to;
+    uint64_t calls, total;
+};
+
+struct graph {
+    struct u64map nmap, emap;
+    struct gnode *n;
+    size_t nn, capn;
+    struct gedge *e;
+    size_t ne, cape;
+};
+
+static struct gnode *node(struct graph *g, uint32_t id)
+{
+    bool added;
+    long i = u64map_get(&g->nmap, id, &added);
+    if (i < 0)
+        return NULL;
+    if (added) {
+        if (g->nn == g->capn) {
+            size_t nc = g->capn ? g->capn * 2 : 64;
+            struct gnode *p = realloc(g->n, nc * sizeof *p);
+            if (!p)
+                return NULL;
+            g->n = p;
+            g->capn = nc;
+        }
+        g->n[g->nn++] = (struct gnode){.id = id};
+    }
+    return &g->n[i];
+}
+
+static struct gedge *edge(struct graph *g, uint32_t from, uint32_t to)
+{
+    bool added;
+    long i = u64map_get(&g->emap, ((uint64_t)from << 32) | to, &added);
+    if (i < 0)
+        return NULL;
+    if (added) {
+        if (g->ne == g->cape) {
+            size_t nc = g->cape ? g->cape * 2 : 64;
+            struct gedge *p = realloc(g->e, nc * sizeof *p);
+            if (!p)
+                return NULL;
+            g->e = p;
+            g->cape = nc;
+        }
+        g->e[g->ne++] = (struct gedge){.from = from, .to = to};
+    }
+    return &g->e[i];
+}
+
+static int on_close(void *ctx, const struct walk_thread *t, const struct walk_frame *fr,
+                    const struct walk_frame *parent, uint64_t end, enum walk_why why)
+{
+    (void)t;
+    (void)why;
+    struct graph *g = ctx;
+    uint64_t dur = end >= fr->start ? end - fr->start : 0;
+    struct gnode *n = node(g, fr->id);
+    if (!n)
+        return -1;
+    n->calls++;
+    n->total += dur;
+    if (parent) {
+        struct gedge *e = edge(g, parent->id, fr->id);
+        if (!e)
+            return -1;
+        e->calls++;
+        e->total += dur;
+    }
+    return 0;
+}
+
+/* DOT double-quoted string body. */
+static void dot_escape(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fputc('\\', f);
+        if (*s == '\n')
+            fputs("\\n", f);
+        else
+            fputc(*s, f);
+    }
+}
+
+static void dot_time(FILE *f, uint64_t ticks, uint64_t freq)
+{
+    char b[32];
+    tool_fmt_ns(b, sizeof b, tool_ticks_to_ns(ticks, freq));
+    fputs(b, f);
+}
+
+int cmd_graph(int argc, char **argv);
+
+int cmd_graph(int argc, char **argv)
+{
+    const char *path = NULL, *out = NULL, *syms_opt = NULL;
+    if (tool_wants_help(argc, argv)) {
+        help(stdout);
+        return EXIT_OK;
+    }
+    for (int i = 1; i < argc; i++) {
+        if ((strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) && i + 1 < argc)
+            out = argv[++i];
+        else if (strcmp(argv[i], "--syms") == 0 && i + 1 < argc)
+            syms_opt = argv[++i];
+        else if (strncmp(argv[i], "--syms=", 7) == 0)
+            syms_opt = argv[i] + 7;
+        else if (argv[i][0] != '-' && !path)
+            path = argv[i];
+        else {
+            tool_err("graph: unexpected argument '%s'", argv[i]);
+            help(stderr);
+            return EXIT_USAGE;
+        }
+    }
+    if (!path) {
+        help(stderr);
+        return EXIT_USAGE;
+    }
+
+    struct stf_reader *r = tool_open_trace(path, STF_READ_LENIENT);
+    if (!r)
+        return EXIT_BAD_TRACE;
+    bool ok;
+    struct stf_syms *syms = tool_load_syms(path, syms_opt, &ok);
+    if (!ok) {
+        stf_reader_close(r);
+        return EXIT_BAD_TRACE;
+    }
+    uint64_t freq = stf_reader_header(r)->cycle_freq;
+    struct graph g = {0};
+    struct walk w = {.on_close = on_close, .ctx = &g};
+    struct conv_progress prog;
+    conv_progress_init(&prog, r);
+    struct stf_item it;
+    int rc, status = EXIT_OK;
+    while ((rc = stf_reader_next(r, &it)) == STF_OK) {
+        conv_progress(&prog, r);
+        bool enter =
+            it.kind == STF_K_FUNCTION && (it.action == STF_ENTER || it.action == STF_ENTER_ARGS);
+        if (walk_item(&w, &it, NULL) != 0 || (enter && !node(&g, it.func_id))) {
+            tool_err("out of memory");
+            status = EXIT_BAD_TRACE;
+            break;
+        }
+    }
+    conv_progress_done(&prog);
+    if (status == EXIT_OK && rc < 0)
+        status = tool_reader_fail(r, path, rc);
+    if (status == EXIT_OK && walk_finish(&w) != 0) {
+        tool_err("out of memory");
+        status = EXIT_BAD_TRACE;
+    }
+    FILE *f = status == EXIT_OK ? conv_open_out(out) : NULL;
+    if (status == EXIT_OK && !f)
+        status = EXIT_BAD_TRACE;
+    if (f) {
+        fputs("digraph calls {\n  node [shape=box];\n", f);
+        for (size_t i = 0; i < g.nn; i++) {
+            char buf[24];
+            const char *name = stf_syms_name(syms, g.n[i].id, buf, sizeof buf);
+            fprintf(f, "  f%" PRIu32 " [label=\"", g.n[i].id);
+            dot_escape(f, name);
+            fprintf(f, "\\ncalls: %" PRIu64 "\\ntotal: ", g.n[i].calls);
+            dot_time(f, g.n[i].total, freq);
+            fputs("\"];\n", f);
+        }
+        for (size_t i = 0; i < g.ne; i++) {
+            fprintf(f, "  f%" PRIu32 " -> f%" PRIu32 " [label=\"calls: %" PRIu64 "\\ntotal: ",
+                    g.e[i].from, g.e[i].to, g.e[i].calls);
+            dot_time(f, g.e[i].total, freq);
+            fputs("\"];\n", f);
+        }
+        fputs("}\n", f);
+        status = conv_close_out(f, out);
+    }
+    tool_warn_summary(path);
+    walk_free(&w);
+    free(g.n);
+    free(g.e);
+    u64map_free(&g.nmap);
+    u64map_free(&g.emap);
+    stf_syms_free(syms);
+    stf_reader_close(r);
+    return status;
+}

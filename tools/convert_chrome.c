@@ -1,0 +1,169 @@
+/* sledtrace convert --format chrome: Chrome trace_event JSON (the "JSON Array/Object Format"
+ * that Perfetto and chrome://tracing load), in one streaming pass.
+ *
+ *   {"traceEvents":[
+ *   {"ph":"M","name":"thread_name","pid":P,"tid":T,"ts":0,"args":{"name":"thread T"}},
+ *   {"ph":"X","name":"main","cat":"function","pid":P,"tid":T,"ts":1.000,"dur":3.000},
+ *   {"ph":"i","s":"t","name":"custom event","cat":"event",...,"args":{"payload":"..."}},
+ *   ...
+ *   ],"displayTimeUnit":"ns"}
+ *
+ * A complete event ("X") is written when its frame closes (the walker in cmd_convert.c applies
+ * the account stack rule), so events are not in timestamp order; viewers sort them. Frames that
+ * did not close with their own exit carry args.closed: "repaired" (closed by an exit of a
+ * function below them), "gap" (open at a loss marker: closed at the thread's last timestamp
+ * before it) or "unfinished" (open at the end: closed at the thread's last timestamp). Times are
+ * microseconds with three decimals, relative to the TSC of the trace's first timed record; they
+ * are computed in integer nanoseconds, so nested calls stay nested after rounding. */
+#include "convert.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct chrome {
+    FILE *f;
+    const struct stf_syms *syms;
+    uint64_t freq, base;
+    bool have_base, first;
+};
+
+/* Nanoseconds from the base, signed. */
+static int64_t rel_ns(const struct chrome *c, uint64_t tsc)
+{
+    if (tsc >= c->base)
+        return (int64_t)tool_ticks_to_ns(tsc - c->base, c->freq);
+    return -(int64_t)tool_ticks_to_ns(c->base - tsc, c->freq);
+}
+
+static void put_us(FILE *f, int64_t ns)
+{
+    uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
+    fprintf(f, "%s%" PRIu64 ".%03" PRIu64, ns < 0 ? "-" : "", a / 1000, a % 1000);
+}
+
+/* Starts an event object: separator, ph, pid, tid and ts. */
+static void begin_event(struct chrome *c, const char *ph, int32_t pid, int32_t tid, int64_t ts)
+{
+    fputs(c->first ? "\n{\"ph\":\"" : ",\n{\"ph\":\"", c->f);
+    c->first = false;
+    fprintf(c->f, "%s\",\"pid\":%" PRId32 ",\"tid\":%" PRId32 ",\"ts\":", ph, pid, tid);
+    put_us(c->f, ts);
+}
+
+static int on_thread(void *ctx, const struct walk_thread *t)
+{
+    struct chrome *c = ctx;
+    begin_event(c, "M", t->pid, t->tid, 0);
+    fprintf(c->f, ",\"name\":\"thread_name\",\"args\":{\"name\":\"thread %" PRId32 "\"}}", t->tid);
+    return 0;
+}
+
+static int on_close(void *ctx, const struct walk_thread *t, const struct walk_frame *fr,
+                    const struct walk_frame *parent, uint64_t end, enum walk_why why)
+{
+    (void)parent;
+    struct chrome *c = ctx;
+    int64_t s = rel_ns(c, fr->start), e = rel_ns(c, end);
+    begin_event(c, "X", t->pid, t->tid, s);
+    fputs(",\"dur\":", c->f);
+    put_us(c->f, e > s ? e - s : 0);
+    char buf[24];
+    const char *name = stf_syms_name(c->syms, fr->id, buf, sizeof buf);
+    fputs(",\"cat\":\"function\",\"name\":\"", c->f);
+    json_escape(c->f, (const uint8_t *)name, strlen(name));
+    fprintf(c->f, "\",\"args\":{\"id\":%" PRIu32, fr->id);
+    static const char *const closed[] = {NULL, "repaired", "gap", "unfinished"};
+    if (closed[why])
+        fprintf(c->f, ",\"closed\":\"%s\"", closed[why]);
+    fputs("}}", c->f);
+    return 0;
+}
+
+static void instant(struct chrome *c, const struct stf_item *it)
+{
+    uint64_t lost;
+    begin_event(c, "i", it->pid, it->tid, rel_ns(c, it->tsc));
+    if (it->kind == STF_M_CUSTOM_EVENT && stf_decode_loss(it->payload, it->payload_len, &lost)) {
+        fprintf(
+            c->f,
+            ",\"s\":\"t\",\"cat\":\"loss\",\"name\":\"events lost\",\"args\":{\"count\":%" PRIu64
+            "}}",
+            lost);
+        return;
+    }
+    if (it->kind == STF_M_TYPED_EVENT)
+        fprintf(c->f,
+                ",\"s\":\"t\",\"cat\":\"event\",\"name\":\"typed event\",\"args\":{\"type\":%u,"
+                "\"payload\":\"",
+                (unsigned)it->event_type);
+    else
+        fputs(",\"s\":\"t\",\"cat\":\"event\",\"name\":\"custom event\",\"args\":{\"payload\":\"",
+              c->f);
+    json_escape(c->f, it->payload, it->payload_len);
+    fputs("\"}}", c->f);
+}
+
+static bool timed(int kind)
+{
+    return kind == STF_K_FUNCTION || kind == STF_M_NEW_CPU || kind == STF_M_TSC_WRAP ||
+           kind == STF_M_CUSTOM_EVENT || kind == STF_M_TYPED_EVENT;
+}
+
+int convert_chrome(const char *path, const char *out, const char *syms_opt)
+{
+    struct stf_reader *r = tool_open_trace(path, STF_READ_LENIENT);
+    if (!r)
+        return EXIT_BAD_TRACE;
+    bool ok;
+    struct stf_syms *syms = tool_load_syms(path, syms_opt, &ok);
+    FILE *f = ok ? conv_open_out(out) : NULL;
+    if (!f) {
+        stf_syms_free(syms);
+        stf_reader_close(r);
+        return EXIT_BAD_TRACE;
+    }
+    static char obuf[1 << 16];
+    if (f != stdout)
+        setvbuf(f, obuf, _IOFBF, sizeof obuf);
+    struct chrome c = {
+        .f = f, .syms = syms, .freq = stf_reader_header(r)->cycle_freq, .first = true};
+    struct walk w = {.on_close = on_close, .on_thread = on_thread, .ctx = &c};
+    struct conv_progress prog;
+    conv_progress_init(&prog, r);
+    fputs("{\"traceEvents\":[", f);
+
+    struct stf_item it;
+    int rc, status = EXIT_OK;
+    while ((rc = stf_reader_next(r, &it)) == STF_OK) {
+        conv_progress(&prog, r);
+        if (!c.have_base && timed(it.kind)) {
+            c.base = it.tsc;
+            c.have_base = true;
+        }
+        struct walk_thread *t;
+        if (walk_item(&w, &it, &t) != 0) {
+            tool_err("out of memory");
+            status = EXIT_BAD_TRACE;
+            break;
+        }
+        if (t && (it.kind == STF_M_CUSTOM_EVENT || it.kind == STF_M_TYPED_EVENT))
+            instant(&c, &it);
+    }
+    conv_progress_done(&prog);
+    if (status == EXIT_OK && rc < 0)
+        status = tool_reader_fail(r, path, rc);
+    if (status == EXIT_OK && walk_finish(&w) != 0) {
+        tool_err("out of memory");
+        status = EXIT_BAD_TRACE;
+    }
+    fputs("\n],\"displayTimeUnit\":\"ns\"}\n", f);
+    int st = conv_close_out(f, out);
+    if (status == EXIT_OK)
+        status = st;
+    tool_warn_summary(path);
+    walk_free(&w);
+    stf_syms_free(syms);
+    stf_reader_close(r);
+    return status;
+}

@@ -1,0 +1,322 @@
+/* sledtrace convert --format yaml: the YAML that `llvm-xray convert --output-format=yaml` (LLVM
+ * 14) writes, in one streaming pass and in file order (llvm-xray groups records by thread; with
+ * -sort, by TSC):
+ *
+ *   ---
+ *   header:
+ *     version:         5
+ *     ...
+ *   records:
+ *     - { type: 0, func-id: 1, function: main, cpu: 0, thread: 100, process: 100,
+ *         kind: function-enter, tsc: 1000, data: '' }      (one line per record)
+ *   ...
+ *
+ * Like llvm-xray, event records repeat the func-id of the thread's last function record, and
+ * `type` keeps the thread's last typed-event type (function records do not reset it).
+ * `function` is the sidecar's name, or the id as a string (what llvm-xray prints without -m).
+ * Scalars are quoted by LLVM's YAML rules; one difference: payload bytes >= 0x80 are written as
+ * \xXX escapes (llvm-xray passes valid UTF-8 through and mangles invalid UTF-8). Loss markers are
+ * ordinary custom events here, as in llvm-xray. */
+#include "convert.h"
+
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct ythr {
+    uint32_t func_id;
+    uint16_t type;
+};
+
+struct yaml {
+    FILE *f;
+    const struct stf_syms *syms;
+    struct u64map map;
+    struct ythr *t;
+    size_t nt, cap;
+    /* a function record waits for the CallArguments that follow it */
+    bool pending;
+    struct stf_item fn;
+    uint64_t *args;
+    size_t nargs, capargs;
+};
+
+static bool is_numeric(const char *s, size_t n)
+{
+    if (n == 0)
+        return false;
+    static const char *const special[] = {".inf",  ".Inf",  ".INF",  "+.inf", "+.Inf", "+.INF",
+                                          "-.inf", "-.Inf", "-.INF", ".nan",  ".NaN",  ".NAN"};
+    for (size_t k = 0; k < sizeof special / sizeof special[0]; k++)
+        if (strlen(special[k]) == n && memcmp(s, special[k], n) == 0)
+            return true;
+    size_t i = 0;
+    if (n > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'o')) {
+        for (i = 2; i < n; i++)
+            if (s[1] == 'x' ? !isxdigit((unsigned char)s[i]) : (s[i] < '0' || s[i] > '7'))
+                return false;
+        return true;
+    }
+    if (s[i] == '+' || s[i] == '-')
+        i++;
+    size_t digits = 0;
+    while (i < n && isdigit((unsigned char)s[i]))
+        i++, digits++;
+    if (i < n && s[i] == '.') {
+        i++;
+        while (i < n && isdigit((unsigned char)s[i]))
+            i++, digits++;
+    }
+    if (digits == 0)
+        return false;
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        i++;
+        if (i < n && (s[i] == '+' || s[i] == '-'))
+            i++;
+        size_t ed = 0;
+        while (i < n && isdigit((unsigned char)s[i]))
+            i++, ed++;
+        if (ed == 0)
+            return false;
+    }
+    return i == n;
+}
+
+static bool is_word(const char *s, size_t n, const char *const *words, size_t nw)
+{
+    for (size_t k = 0; k < nw; k++)
+        if (strlen(words[k]) == n && memcmp(s, words[k], n) == 0)
+            return true;
+    return false;
+}
+
+enum quote { Q_NONE, Q_SINGLE, Q_DOUBLE };
+
+/* llvm::yaml::needsQuotes (LLVM 14). */
+static enum quote needs_quotes(const char *s, size_t n)
+{
+    static const char *const nulls[] = {"null", "Null", "NULL", "~"};
+    static const char *const bools[] = {"true", "True", "TRUE", "false", "False", "FALSE"};
+    if (n == 0)
+        return Q_SINGLE;
+    enum quote q = Q_NONE;
+    if (isspace((unsigned char)s[0]) || isspace((unsigned char)s[n - 1]))
+        q = Q_SINGLE;
+    if (is_word(s, n, nulls, 4) || is_word(s, n, bools, 6) || is_numeric(s, n))
+        q = Q_SINGLE;
+    if (strchr("-?:\\,[]{}#&*!|>'\"%@`", s[0]))
+        q = Q_SINGLE;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (isalnum(c) || strchr("_-^., \t", c))
+            continue;
+        if (c <= 0x1f || c >= 0x7f)
+            return Q_DOUBLE;
+        q = Q_SINGLE;
+    }
+    return q;
+}
+
+static void scalar(FILE *f, const void *p, size_t n)
+{
+    const char *s = p;
+    switch (needs_quotes(s, n)) {
+    case Q_NONE:
+        fwrite(s, 1, n, f);
+        return;
+    case Q_SINGLE:
+        fputc('\'', f);
+        for (size_t i = 0; i < n; i++) {
+            if (s[i] == '\'')
+                fputc('\'', f);
+            fputc(s[i], f);
+        }
+        fputc('\'', f);
+        return;
+    case Q_DOUBLE:
+        break;
+    }
+    fputc('"', f);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        static const char esc[] = "0\0\0\0\0\0\0abtnvfre";
+        if (c == '"' || c == '\\') {
+            fputc('\\', f);
+            fputc(c, f);
+        } else if (c < 0x0e && esc[c]) {
+            fputc('\\', f);
+            fputc(esc[c], f);
+        } else if (c == 0x1b) {
+            fputs("\\e", f);
+        } else if (c < 0x20 || c >= 0x7f) {
+            fprintf(f, "\\x%02X", c);
+        } else {
+            fputc(c, f);
+        }
+    }
+    fputc('"', f);
+}
+
+static struct ythr *ythread(struct yaml *y, const struct stf_item *it)
+{
+    bool added;
+    long i = u64map_get(&y->map, ((uint64_t)(uint32_t)it->pid << 32) | (uint32_t)it->tid, &added);
+    if (i < 0)
+        return NULL;
+    if (added) {
+        if (y->nt == y->cap) {
+            size_t nc = y->cap ? y->cap * 2 : 16;
+            struct ythr *n = realloc(y->t, nc * sizeof *n);
+            if (!n)
+                return NULL;
+            y->t = n;
+            y->cap = nc;
+        }
+        y->t[y->nt++] = (struct ythr){0, 0};
+    }
+    return &y->t[i];
+}
+
+/* The sidecar's name, else the id in decimal (llvm-xray without -m). */
+static const char *yname(const struct stf_syms *s, uint32_t id, char *buf, size_t len)
+{
+    uint32_t obj, fid;
+    stf_split_id(id, &obj, &fid);
+    const char *nm = stf_syms_lookup(s, obj, fid);
+    if (nm)
+        return nm;
+    snprintf(buf, len, "%" PRIu32, id);
+    return buf;
+}
+
+static void record(struct yaml *y, const struct stf_item *it, const struct ythr *t,
+                   const char *kind, const uint8_t *data, size_t len)
+{
+    char buf[24];
+    const char *name = yname(y->syms, t->func_id, buf, sizeof buf);
+    fprintf(y->f, "  - { type: %u, func-id: %" PRIu32 ", function: ", (unsigned)t->type,
+            t->func_id);
+    scalar(y->f, name, strlen(name));
+    if (y->nargs && it->kind == STF_K_FUNCTION) {
+        fputs(", args: [ ", y->f);
+        for (size_t i = 0; i < y->nargs; i++)
+            fprintf(y->f, "%s%" PRIu64, i ? ", " : "", y->args[i]);
+        fputs(" ]", y->f);
+    }
+    fprintf(y->f,
+            ", cpu: %u, thread: %" PRId32 ", process: %" PRId32 ", kind: %s, tsc: %" PRIu64
+            ", data: ",
+            (unsigned)it->cpu, it->tid, it->pid, kind, it->tsc);
+    scalar(y->f, data, len);
+    fputs(" }\n", y->f);
+}
+
+static int flush_pending(struct yaml *y)
+{
+    if (!y->pending)
+        return 0;
+    y->pending = false;
+    struct ythr *t = ythread(y, &y->fn);
+    if (!t)
+        return -1;
+    t->func_id = y->fn.func_id;
+    static const char *const kinds[] = {"function-enter", "function-exit", "function-tail-exit",
+                                        "function-enter-arg"};
+    record(y, &y->fn, t, y->fn.action < 4 ? kinds[y->fn.action] : "function-enter", NULL, 0);
+    y->nargs = 0;
+    return 0;
+}
+
+static int yaml_item(struct yaml *y, const struct stf_item *it)
+{
+    if (it->kind == STF_M_CALL_ARG) {
+        if (!y->pending)
+            return 0;
+        if (y->nargs == y->capargs) {
+            size_t nc = y->capargs ? y->capargs * 2 : 8;
+            uint64_t *n = realloc(y->args, nc * sizeof *n);
+            if (!n)
+                return -1;
+            y->args = n;
+            y->capargs = nc;
+        }
+        y->args[y->nargs++] = it->value;
+        return 0;
+    }
+    if (it->kind != STF_K_FUNCTION && it->kind != STF_M_CUSTOM_EVENT &&
+        it->kind != STF_M_TYPED_EVENT)
+        return 0;
+    if (flush_pending(y) != 0)
+        return -1;
+    if (it->kind == STF_K_FUNCTION) {
+        y->fn = *it;
+        y->fn.payload = NULL;
+        y->pending = true;
+        return 0;
+    }
+    struct ythr *t = ythread(y, it);
+    if (!t)
+        return -1;
+    if (it->kind == STF_M_TYPED_EVENT)
+        t->type = it->event_type;
+    record(y, it, t, it->kind == STF_M_TYPED_EVENT ? "typed-event" : "custom-event", it->payload,
+           it->payload_len);
+    return 0;
+}
+
+int convert_yaml(const char *path, const char *out, const char *syms_opt)
+{
+    struct stf_reader *r = tool_open_trace(path, STF_READ_LENIENT);
+    if (!r)
+        return EXIT_BAD_TRACE;
+    bool ok;
+    struct stf_syms *syms = tool_load_syms(path, syms_opt, &ok);
+    FILE *f = ok ? conv_open_out(out) : NULL;
+    if (!f) {
+        stf_syms_free(syms);
+        stf_reader_close(r);
+        return EXIT_BAD_TRACE;
+    }
+    static char obuf[1 << 16];
+    if (f != stdout)
+        setvbuf(f, obuf, _IOFBF, sizeof obuf);
+    const struct stf_header *h = stf_reader_header(r);
+    fprintf(
+        f,
+        "---\nheader:\n  version:         %u\n  type:            %u\n"
+        "  constant-tsc:    %s\n  nonstop-tsc:     %s\n  cycle-frequency: %" PRIu64 "\nrecords:\n",
+        (unsigned)h->version, (unsigned)h->type, h->bits & STF_BIT_CONSTANT_TSC ? "true" : "false",
+        h->bits & STF_BIT_NONSTOP_TSC ? "true" : "false", h->cycle_freq);
+    struct yaml y = {.f = f, .syms = syms};
+    struct conv_progress prog;
+    conv_progress_init(&prog, r);
+    struct stf_item it;
+    int rc, status = EXIT_OK;
+    while ((rc = stf_reader_next(r, &it)) == STF_OK) {
+        conv_progress(&prog, r);
+        if (yaml_item(&y, &it) != 0) {
+            tool_err("out of memory");
+            status = EXIT_BAD_TRACE;
+            break;
+        }
+    }
+    conv_progress_done(&prog);
+    if (status == EXIT_OK && rc < 0)
+        status = tool_reader_fail(r, path, rc);
+    if (status == EXIT_OK && flush_pending(&y) != 0) {
+        tool_err("out of memory");
+        status = EXIT_BAD_TRACE;
+    }
+    fputs("...\n", f);
+    int st = conv_close_out(f, out);
+    if (status == EXIT_OK)
+        status = st;
+    tool_warn_summary(path);
+    free(y.t);
+    free(y.args);
+    u64map_free(&y.map);
+    stf_syms_free(syms);
+    stf_reader_close(r);
+    return status;
+}
