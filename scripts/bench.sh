@@ -278,6 +278,8 @@ if [[ -z "${skip[mt-sledtrace]:-}" ]]; then
         [[ "$(tail -n 1 "$tmp/mt-checks")" == "count=$((MT_THREADS * expect_calls)) loss=0 "* ]]; then
         mt_threads_traced=$(awk '$1 == "threads:" { print $2 }' "$tmp/mt-info")
         mt_drops=$(awk '$1 == "drops:" { print $2 }' "$tmp/mt-info")
+        # Kept for the analysis-speed section at the end.
+        cp "$(find "$tmp/sledtrace" -type f -name '*.fdr' | head -n 1)" "$tmp/account.fdr" || true
     fi
     clean_traces
 fi
@@ -502,6 +504,30 @@ else
     verdict="n/a"
 fi
 printf '  %-36s %8s  (target <= %s ms)  %s\n' "sledtrace start-up" "$st_med" "$TARGET_STARTUP_MS" "$verdict"
+
+# ---- analysis speed ----------------------------------------------------------
+# The complete 2-thread trace of the check run: `sledtrace account` on it beside
+# `llvm-xray account` on the same trace rewritten by `sledtrace convert --format fdr` (the form
+# llvm-xray 14 reads). Wall time of the whole command, medians of 3 runs.
+now_ns() { date +%s%N; }
+if [[ -s "$tmp/account.fdr" && -x "$tool" ]]; then
+    "$tool" convert --format fdr -o "$tmp/account-llvm.fdr" "$tmp/account.fdr" >/dev/null 2>&1 || true
+    st_acc=() llvm_acc=()
+    for ((i = 0; i < 3; i++)); do
+        t0=$(now_ns)
+        "$tool" account "$tmp/account.fdr" >/dev/null 2>&1 && st_acc+=($((($(now_ns) - t0) / 1000000)))
+        if [[ -s "$tmp/account-llvm.fdr" ]]; then
+            t0=$(now_ns)
+            llvm-xray account -k -instr_map="$bench_dir/fib-mt-sleds" "$tmp/account-llvm.fdr" \
+                >/dev/null 2>&1 && llvm_acc+=($((($(now_ns) - t0) / 1000000)))
+        fi
+    done
+    size_mb=$(awk -v b="$(stat -c %s "$tmp/account.fdr")" 'BEGIN { printf "%.1f", b / 1e6 }')
+    echo
+    echo "analysis speed, account of the ${size_mb} MB 2-thread trace (wall time, medians of 3):"
+    printf '  %-52s %8s ms\n' "sledtrace account" "$(med "${st_acc[@]}")"
+    printf '  %-52s %8s ms\n' "llvm-xray account -k (after sledtrace convert)" "$(med "${llvm_acc[@]}")"
+fi
 
 echo
 echo "note: when compiler-rt cannot find the TSC frequency (no tsc_freq_khz, cpufreq or CPUID"
