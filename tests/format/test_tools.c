@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -234,7 +235,7 @@ Test(tools, corrupt_traces_never_crash_tools)
 {
     struct tg g;
     golden_trace(&g);
-    char *p = tg_tmpname(".fdr");
+    char *p = tg_tmpname(".fdr"), *svg = tg_tmpname(".svg");
     uint8_t *w = malloc(g.len);
     srand(99);
     for (int iter = 0; iter < 60; iter++) {
@@ -245,17 +246,34 @@ Test(tools, corrupt_traces_never_crash_tools)
         FILE *f = fopen(p, "wb");
         fwrite(w, 1, n, f);
         fclose(f);
-        const char *cmds[][4] = {{"account", NULL}, {"info", NULL}, {"dump", "--verify"}};
-        for (int c = 0; c < 3; c++) {
-            const char *argv[] = {tr_bin(), cmds[c][0], p, cmds[c][1], NULL};
+        /* Every command that reads a trace; each must exit 0, or 1 naming the file. */
+        const char *cmds[][4] = {
+            {"account", NULL},
+            {"info", NULL},
+            {"dump", "--verify", NULL},
+            {"replay", NULL},
+            {"stack", "--format", "folded", NULL},
+            {"flamegraph", "-o", svg, NULL},
+            {"graph", NULL},
+            {"convert", "--format", "chrome", NULL},
+            {"convert", "--format", "yaml", NULL},
+        };
+        for (size_t c = 0; c < sizeof cmds / sizeof cmds[0]; c++) {
+            const char *argv[7] = {tr_bin(), cmds[c][0], p};
+            for (int a = 1; a < 4 && cmds[c][a]; a++)
+                argv[2 + a] = cmds[c][a];
             struct tr_out r = tr_run(argv);
             cr_assert(r.code == 0 || r.code == 1, "exit %d for %s: %s", r.code, cmds[c][0], r.e);
+            if (r.code == 1)
+                cr_assert(strstr(r.e, p), "%s failed without naming the file: %s", cmds[c][0], r.e);
             tr_out_free(&r);
         }
     }
     free(w);
     unlink(p);
+    unlink(svg);
     free(p);
+    free(svg);
     tg_free(&g);
 }
 
