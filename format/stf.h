@@ -306,6 +306,10 @@ const char *stf_syms_lookup(const struct stf_syms *s, uint32_t objid, uint32_t f
 /* Address recorded for (objid, fid); 0 if unknown. */
 uint64_t stf_syms_address(const struct stf_syms *s, uint32_t objid, uint32_t fid);
 size_t stf_syms_count(const struct stf_syms *s);
+/* Replace names: fn gets each non-empty name and returns a malloc'd replacement (which s then
+ * owns) or NULL to keep the name. Used by the tools to demangle; format/ stays libc-only.
+ * Returns the number of names replaced. */
+size_t stf_syms_rename(struct stf_syms *s, char *(*fn)(const char *name, void *arg), void *arg);
 
 /* Map a trace function id to (objid, fid): the runtime packs the object number (0: the
  * executable, then shared objects in the order they were found) into the top 4 of the 28 bits. */

@@ -325,6 +325,22 @@ void stf_syms_free(struct stf_syms *s)
     free(s);
 }
 
+size_t stf_syms_rename(struct stf_syms *s, char *(*fn)(const char *name, void *arg), void *arg)
+{
+    size_t n = 0;
+    for (size_t i = 0; s && i < s->nsyms; i++) {
+        if (!s->syms[i].name)
+            continue;
+        char *nn = fn(s->syms[i].name, arg);
+        if (!nn)
+            continue;
+        free(s->syms[i].name);
+        s->syms[i].name = nn;
+        n++;
+    }
+    return n;
+}
+
 static const struct sym *find(const struct stf_syms *s, uint32_t objid, uint32_t fid)
 {
     long slot = find_slot(s, objid, fid);

@@ -75,7 +75,38 @@ struct stf_reader *tool_open_trace(const char *path, int flags)
     return r;
 }
 
+/* libstdc++'s demangler (the Itanium C++ ABI's __cxa_demangle, C linkage). Debian's
+ * libstdc++6 is on every machine that has clang, so this adds no package. */
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+static char *demangle(const char *name, void *arg)
+{
+    (void)arg;
+    if (name[0] != '_' || name[1] != 'Z')
+        return NULL;
+    int status = 0;
+    char *d = __cxa_demangle(name, NULL, NULL, &status);
+    if (status != 0) {
+        free(d);
+        return NULL;
+    }
+    return d;
+}
+
+/* Loads the sidecar (syms_opt, else the one beside the trace) and demangles C++ names unless
+ * SLEDTRACE_NO_DEMANGLE is set in the environment. */
+static struct stf_syms *load_syms(const char *trace_path, const char *syms_opt, bool *ok);
+
 struct stf_syms *tool_load_syms(const char *trace_path, const char *syms_opt, bool *ok)
+{
+    struct stf_syms *s = load_syms(trace_path, syms_opt, ok);
+    const char *no = getenv("SLEDTRACE_NO_DEMANGLE");
+    if (s && !(no && *no))
+        stf_syms_rename(s, demangle, NULL);
+    return s;
+}
+
+static struct stf_syms *load_syms(const char *trace_path, const char *syms_opt, bool *ok)
 {
     char err[512];
     struct stf_syms *s = NULL;

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static char *write_tmp(const char *text)
@@ -43,6 +44,42 @@ Test(syms, parse_and_lookup)
     cr_assert_str_eq(stf_syms_name(s, 1, b, sizeof b), "main");
     cr_assert_str_eq(stf_syms_name(s, 2, b, sizeof b), "#2");
     cr_assert_str_eq(stf_syms_name(NULL, 268435455, b, sizeof b), "#268435455");
+    stf_syms_free(s);
+    unlink(p);
+    free(p);
+}
+
+/* Replacement for rename_keeps_and_replaces: upper-cases names starting with 'r', keeps others. */
+static char *upper_r(const char *name, void *arg)
+{
+    ++*(int *)arg;
+    if (name[0] != 'r')
+        return NULL;
+    char *d = strdup(name);
+    for (char *c = d; *c; c++)
+        if (*c >= 'a' && *c <= 'z')
+            *c = (char)(*c - 'a' + 'A');
+    return d;
+}
+
+Test(syms, rename_keeps_and_replaces)
+{
+    char *p = write_tmp("sledtrace-syms\t1\n"
+                        "f\t0\t1\t0x1\trun\n"
+                        "f\t0\t2\t0x2\t\n"
+                        "f\t0\t3\t0x3\tkeep\n"
+                        "f\t1\t1\t0x4\trest\n");
+    struct stf_syms *s = NULL;
+    char err[256];
+    cr_assert_eq(stf_syms_load(&s, p, err, sizeof err), STF_OK, "%s", err);
+    int calls = 0;
+    cr_assert_eq(stf_syms_rename(s, upper_r, &calls), 2);
+    cr_assert_eq(calls, 3); /* the empty name is not offered */
+    cr_assert_str_eq(stf_syms_lookup(s, 0, 1), "RUN");
+    cr_assert_null(stf_syms_lookup(s, 0, 2));
+    cr_assert_str_eq(stf_syms_lookup(s, 0, 3), "keep");
+    cr_assert_str_eq(stf_syms_lookup(s, 1, 1), "REST");
+    cr_assert_eq(stf_syms_rename(NULL, upper_r, &calls), 0);
     stf_syms_free(s);
     unlink(p);
     free(p);

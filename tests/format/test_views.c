@@ -101,6 +101,35 @@ Test(views, replay_golden)
     tr_remove_trace(p);
 }
 
+/* C++ names in the sidecar are demangled (libstdc++'s __cxa_demangle) unless
+ * SLEDTRACE_NO_DEMANGLE is set; a name that is not a valid mangling stays as written. */
+Test(views, cxx_names_demangled)
+{
+    char *p = write_trace();
+    char *s = stf_syms_path_for(p);
+    FILE *f = fopen(s, "w");
+    cr_assert(f);
+    fputs("sledtrace-syms\t1\nf\t0\t1\t0x1000\tmain\nf\t0\t2\t0x1100\t_ZNK2ns3BoxIiE3getEv\n"
+          "f\t0\t3\t0x1200\t_Z12plain_c_likei\nf\t0\t4\t0x1300\t_Zbroken\n",
+          f);
+    fclose(f);
+    free(s);
+    const char *argv[] = {tr_bin(), "stack", p, "--format", "folded", NULL};
+    struct tr_out r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert(strstr(r.o, "main;ns::Box<int>::get() const;plain_c_like(int) "), "%s", r.o);
+    cr_assert(strstr(r.o, "main;ns::Box<int>::get() const;_Zbroken "), "%s", r.o);
+    cr_assert_null(strstr(r.o, "_ZNK2ns"), "%s", r.o);
+    tr_out_free(&r);
+    setenv("SLEDTRACE_NO_DEMANGLE", "1", 1);
+    r = tr_run(argv);
+    unsetenv("SLEDTRACE_NO_DEMANGLE");
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert(strstr(r.o, "main;_ZNK2ns3BoxIiE3getEv;_Z12plain_c_likei "), "%s", r.o);
+    tr_out_free(&r);
+    tr_remove_trace(p);
+}
+
 Test(views, replay_filters)
 {
     char *p = write_trace();
