@@ -8,7 +8,8 @@
  * runtime dropped events there) empties the thread's stack: no call is measured across a gap.
  *
  * Memory grows with the number of functions, threads and the stack depth, never with the trace
- * length: count, total, self, min and max are exact; median/p90/p99 come from a log-linear
+ * length (with --per-thread, statistics are kept per (thread, function) pair, so memory grows
+ * with functions x threads): count, total, self, min and max are exact; median/p90/p99 come from a log-linear
  * histogram (values below 128 ticks exact; above, 128 buckets per power of two, reported at the
  * bucket midpoint and clamped to [min, max]: relative error <= 1/256, i.e. under 0.4%). Ranks
  * follow llvm-xray: the k-th smallest with k = floor(n * q), 0-based. */
@@ -23,8 +24,8 @@ enum { SUB_BITS = 7, SUB = 1 << SUB_BITS, ROWS = 64 - SUB_BITS + 1 };
 
 static void help(FILE *out)
 {
-    fputs("usage: sledtrace account TRACE [--format text|csv] [--sort KEY] [--top N]\n"
-          "                         [--syms FILE]\n"
+    fputs("usage: sledtrace account TRACE [--format text|csv|json] [--sort KEY] [--top N]\n"
+          "                         [--per-thread] [--syms FILE]\n"
           "\n"
           "Per-function call statistics: count, total, self, min, median, p90, p99, max.\n"
           "Each call with an exit counts once; an exit closes the nearest open frame of its\n"
@@ -32,15 +33,21 @@ static void help(FILE *out)
           "Percentiles come from a histogram with under 0.4% relative error; the other\n"
           "columns are exact.\n"
           "\n"
-          "  --format text|csv  text (default) or csv with raw nanoseconds\n"
+          "  --format F         text (default); csv with raw nanoseconds (summary on\n"
+          "                     stderr); json: one object with the trace, the rows in\n"
+          "                     nanoseconds and a summary of the counters\n"
           "  --sort KEY         total (default), self, count, max (descending), name, id\n"
-          "  --top N            only the first N rows\n"
+          "  --top N            only the first N rows (per thread with --per-thread)\n"
+          "  --per-thread       statistics per (pid, tid) thread, threads in pid/tid order:\n"
+          "                     text prints a 'thread PID/TID' heading before each table,\n"
+          "                     csv adds leading pid,tid columns, json a threads array\n"
           "  --syms FILE        symbols file (default: TRACE with .fdr replaced by .syms)\n",
           out);
 }
 
 struct fstat {
     uint32_t id;
+    uint32_t tix; /* thread index (--per-thread), else 0 */
     uint64_t count, total, self, min, max;
     uint64_t *rows[ROWS];
 };
@@ -51,6 +58,7 @@ struct frame {
 };
 
 struct thread {
+    int32_t pid, tid;
     struct frame *st;
     size_t depth, cap;
 };
@@ -63,12 +71,13 @@ struct acct {
     size_t nt, capt;
     uint64_t repairs, unmatched, calls;
     uint64_t gaps, gap_events, gap_frames; /* loss markers (discard policy) */
+    bool per_thread;                       /* statistics keyed by (thread, function) */
     /* Lookup caches (indices, not pointers: the arrays move when they grow). Consecutive
      * records nearly always belong to one thread; function ids are few and small. */
     uint64_t last_tkey;
-    size_t last_ti; /* index + 1; 0 = none */
-    uint32_t fcache_id[1024];
-    uint32_t fcache_ix[1024]; /* index + 1; 0 = empty */
+    size_t last_ti;            /* index + 1; 0 = none */
+    uint64_t fcache_key[1024]; /* (thread index << 32) | function id */
+    uint32_t fcache_ix[1024];  /* index + 1; 0 = empty */
 };
 
 static int hist_add(struct fstat *f, uint64_t v)
@@ -120,13 +129,17 @@ static uint64_t hist_rank(const struct fstat *f, uint64_t k)
     return f->max;
 }
 
-static struct fstat *fget(struct acct *a, uint32_t id)
+/* Statistics of function id (on thread index tix with --per-thread). */
+static struct fstat *fget(struct acct *a, uint32_t tix, uint32_t id)
 {
-    size_t slot = id & 1023;
-    if (a->fcache_ix[slot] && a->fcache_id[slot] == id)
+    if (!a->per_thread)
+        tix = 0;
+    uint64_t key = ((uint64_t)tix << 32) | id;
+    size_t slot = (id ^ (tix * 0x9e3779b1u)) & 1023;
+    if (a->fcache_ix[slot] && a->fcache_key[slot] == key)
         return &a->f[a->fcache_ix[slot] - 1];
     bool added;
-    long i = u64map_get(&a->fmap, id, &added);
+    long i = u64map_get(&a->fmap, key, &added);
     if (i < 0)
         return NULL;
     if (added) {
@@ -140,9 +153,10 @@ static struct fstat *fget(struct acct *a, uint32_t id)
         }
         memset(&a->f[a->nf], 0, sizeof a->f[a->nf]);
         a->f[a->nf].id = id;
+        a->f[a->nf].tix = tix;
         a->nf++;
     }
-    a->fcache_id[slot] = id;
+    a->fcache_key[slot] = key;
     a->fcache_ix[slot] = (uint32_t)i + 1;
     return &a->f[i];
 }
@@ -166,6 +180,8 @@ static struct thread *tget(struct acct *a, int32_t pid, int32_t tid)
             a->capt = nc;
         }
         memset(&a->t[a->nt], 0, sizeof a->t[a->nt]);
+        a->t[a->nt].pid = pid;
+        a->t[a->nt].tid = tid;
         a->nt++;
     }
     a->last_tkey = key;
@@ -180,7 +196,7 @@ static int close_top(struct acct *a, struct thread *t, uint64_t tsc)
     uint64_t self = dur > fr.child ? dur - fr.child : 0;
     if (t->depth > 0)
         t->st[t->depth - 1].child += dur;
-    struct fstat *f = fget(a, fr.id);
+    struct fstat *f = fget(a, (uint32_t)(t - a->t), fr.id);
     if (!f)
         return -1;
     if (f->count == 0 || dur < f->min)
@@ -210,7 +226,7 @@ static int account_item(struct acct *a, const struct stf_item *it)
         }
         t->st[t->depth++] = (struct frame){.id = it->func_id, .start = it->tsc, .child = 0};
         /* make sure entered-but-never-exited functions still get a (zero) row */
-        return fget(a, it->func_id) ? 0 : -1;
+        return fget(a, (uint32_t)(t - a->t), it->func_id) ? 0 : -1;
     }
     size_t i = t->depth;
     while (i > 0 && t->st[i - 1].id != it->func_id)
@@ -241,6 +257,7 @@ static const char *row_name(const struct row *r)
 }
 
 static enum sort_key g_sort;
+static const struct thread *g_threads; /* non-NULL with --per-thread: rows grouped by thread */
 
 static int cmp_u64_desc(uint64_t x, uint64_t y)
 {
@@ -251,6 +268,13 @@ static int row_cmp(const void *pa, const void *pb)
 {
     const struct row *a = pa, *b = pb;
     int c = 0;
+    if (g_threads) {
+        const struct thread *ta = &g_threads[a->f->tix], *tb = &g_threads[b->f->tix];
+        if (ta->pid != tb->pid)
+            return ta->pid < tb->pid ? -1 : 1;
+        if (ta->tid != tb->tid)
+            return ta->tid < tb->tid ? -1 : 1;
+    }
     switch (g_sort) {
     case S_TOTAL:
         c = cmp_u64_desc(a->f->total, b->f->total);
@@ -290,18 +314,101 @@ static void csv_field(const char *s)
     putchar('"');
 }
 
+/* A JSON string with its quotes: '"' and '\\' escaped, control bytes (< 0x20, 0x7f) as \u00XX;
+ * bytes >= 0x80 are passed through, so UTF-8 names stay UTF-8. (convert's json_escape also
+ * turns bytes >= 0x80 into \u00XX, which would re-encode UTF-8 names as Latin-1.) */
+static void json_str(const char *s)
+{
+    putchar('"');
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') {
+            putchar('\\');
+            putchar(*p);
+        } else if (*p < 0x20 || *p == 0x7f) {
+            printf("\\u%04x", (unsigned)*p);
+        } else {
+            putchar(*p);
+        }
+    }
+    putchar('"');
+}
+
+enum format { F_TEXT, F_CSV, F_JSON };
+
+static const char *const col_names[] = {"total_ns", "self_ns", "min_ns", "median_ns",
+                                        "p90_ns",   "p99_ns",  "max_ns"};
+
+static void put_row(enum format fmt, bool per_thread, const struct thread *th, const struct row *r,
+                    uint64_t freq, bool first)
+{
+    const struct fstat *f = r->f;
+    uint64_t n = f->count;
+    uint64_t v[7] = {
+        f->total,
+        f->self,
+        f->min,
+        hist_rank(f, n / 2),
+        hist_rank(f, n * 9 / 10),
+        hist_rank(f, n * 99 / 100),
+        f->max,
+    };
+    for (int k = 0; k < 7; k++)
+        v[k] = tool_ticks_to_ns(v[k], freq);
+    if (fmt == F_CSV) {
+        if (per_thread)
+            printf("%" PRId32 ",%" PRId32 ",", th->pid, th->tid);
+        csv_field(row_name(r));
+        printf(",%" PRIu32 ",%" PRIu64, f->id, n);
+        for (int k = 0; k < 7; k++)
+            printf(",%" PRIu64, v[k]);
+        putchar('\n');
+    } else if (fmt == F_JSON) {
+        fputs(first ? "\n" : ",\n", stdout);
+        fputs(per_thread ? "      {\"function\": " : "    {\"function\": ", stdout);
+        json_str(row_name(r));
+        printf(", \"id\": %" PRIu32 ", \"count\": %" PRIu64, f->id, n);
+        for (int k = 0; k < 7; k++)
+            printf(", \"%s\": %" PRIu64, col_names[k], v[k]);
+        putchar('}');
+    } else {
+        printf("%10" PRIu64, n);
+        for (int k = 0; k < 7; k++) {
+            char b[32];
+            tool_fmt_ns(b, sizeof b, v[k]);
+            printf(" %12s", b);
+        }
+        printf(" %10" PRIu32 "  %s\n", f->id, row_name(r));
+    }
+}
+
+static void put_header(enum format fmt, bool per_thread)
+{
+    if (fmt == F_CSV)
+        printf("%sfunction,id,count,total_ns,self_ns,min_ns,median_ns,p90_ns,p99_ns,max_ns\n",
+               per_thread ? "pid,tid," : "");
+    else if (fmt == F_TEXT)
+        printf("%10s %12s %12s %12s %12s %12s %12s %12s %10s  %s\n", "count", "total", "self",
+               "min", "median", "p90", "p99", "max", "id", "function");
+}
+
 int cmd_account(int argc, char **argv)
 {
     const char *path = NULL, *syms_path = NULL;
-    bool csv = false;
+    enum format fmt = F_TEXT;
+    bool per_thread = false;
     uint64_t top = 0;
     g_sort = S_TOTAL;
+    g_threads = NULL;
     if (tool_wants_help(argc, argv)) {
         help(stdout);
         return EXIT_OK;
     }
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = NULL;
+        if (strcmp(o, "--per-thread") == 0) {
+            per_thread = true;
+            continue;
+        }
         const char *names[] = {"--format", "--sort", "--top", "--syms"};
         int which = -1;
         for (int k = 0; k < 4; k++) {
@@ -320,11 +427,13 @@ int cmd_account(int argc, char **argv)
         }
         if (which == 0) {
             if (strcmp(v, "csv") == 0)
-                csv = true;
+                fmt = F_CSV;
             else if (strcmp(v, "text") == 0)
-                csv = false;
+                fmt = F_TEXT;
+            else if (strcmp(v, "json") == 0)
+                fmt = F_JSON;
             else {
-                tool_err("account: unknown format '%s' (text, csv)", v);
+                tool_err("account: unknown format '%s' (text, csv, json)", v);
                 return EXIT_USAGE;
             }
         } else if (which == 1) {
@@ -371,6 +480,7 @@ int cmd_account(int argc, char **argv)
     uint64_t freq = stf_reader_header(r)->cycle_freq;
 
     struct acct a = {0};
+    a.per_thread = per_thread;
     struct stf_item it;
     int rc, status = EXIT_OK;
     while ((rc = stf_reader_next(r, &it)) == STF_OK) {
@@ -415,53 +525,81 @@ int cmd_account(int argc, char **argv)
             rows[nrows].sym = nm == rows[nrows].buf ? NULL : nm;
             nrows++;
         }
+        g_threads = per_thread ? a.t : NULL;
         qsort(rows, nrows, sizeof *rows, row_cmp);
-        size_t shown = top && top < nrows ? (size_t)top : nrows;
         uint64_t open = 0;
         for (size_t i = 0; i < a.nt; i++)
             open += a.t[i].depth;
-
-        if (csv)
-            puts("function,id,count,total_ns,self_ns,min_ns,median_ns,p90_ns,p99_ns,max_ns");
-        else
-            printf("%10s %12s %12s %12s %12s %12s %12s %12s %10s  %s\n", "count", "total", "self",
-                   "min", "median", "p90", "p99", "max", "id", "function");
-        for (size_t i = 0; i < shown; i++) {
-            const struct fstat *f = rows[i].f;
-            uint64_t n = f->count;
-            uint64_t v[7] = {
-                f->total,
-                f->self,
-                f->min,
-                hist_rank(f, n / 2),
-                hist_rank(f, n * 9 / 10),
-                hist_rank(f, n * 99 / 100),
-                f->max,
-            };
-            for (int k = 0; k < 7; k++)
-                v[k] = tool_ticks_to_ns(v[k], freq);
-            if (csv) {
-                csv_field(row_name(&rows[i]));
-                printf(",%" PRIu32 ",%" PRIu64, f->id, n);
-                for (int k = 0; k < 7; k++)
-                    printf(",%" PRIu64, v[k]);
-                putchar('\n');
-            } else {
-                printf("%10" PRIu64, n);
-                for (int k = 0; k < 7; k++) {
-                    char b[32];
-                    tool_fmt_ns(b, sizeof b, v[k]);
-                    printf(" %12s", b);
+        /* distinct functions with a finished call (rows are per thread with --per-thread) */
+        size_t nfuncs = nrows;
+        if (per_thread) {
+            struct u64map seen = {0};
+            nfuncs = 0;
+            for (size_t i = 0; i < nrows; i++) {
+                bool added;
+                if (u64map_get(&seen, rows[i].f->id, &added) < 0) {
+                    tool_err("out of memory");
+                    status = EXIT_BAD_TRACE;
+                    break;
                 }
-                printf(" %10" PRIu32 "  %s\n", f->id, row_name(&rows[i]));
+                nfuncs += added;
             }
+            u64map_free(&seen);
         }
-        FILE *foot = csv ? stderr : stdout;
-        fprintf(foot,
-                "# functions: %zu, calls: %" PRIu64 ", stack repairs: %" PRIu64
-                ", unmatched exits: %" PRIu64 ", unfinished frames: %" PRIu64 "\n",
-                nrows, a.calls, a.repairs, a.unmatched, open);
-        if (a.gaps)
+
+        if (status == EXIT_OK && fmt == F_JSON) {
+            fputs("{\"trace\": ", stdout);
+            json_str(path);
+            fputs(per_thread ? ",\n  \"threads\": [" : ",\n  \"functions\": [", stdout);
+        }
+        if (status == EXIT_OK && fmt == F_CSV)
+            put_header(fmt, per_thread);
+        if (status == EXIT_OK && fmt == F_TEXT && !per_thread)
+            put_header(fmt, per_thread);
+        /* groups of rows: one per thread with --per-thread, else one */
+        for (size_t g = 0; status == EXIT_OK && g < nrows;) {
+            size_t e = g + 1;
+            while (per_thread && e < nrows && rows[e].f->tix == rows[g].f->tix)
+                e++;
+            if (!per_thread)
+                e = nrows;
+            const struct thread *th = &a.t[rows[g].f->tix];
+            size_t shown = top && top < e - g ? (size_t)top : e - g;
+            if (per_thread && fmt == F_TEXT) {
+                printf("%sthread %" PRId32 "/%" PRId32 "\n", g ? "\n" : "", th->pid, th->tid);
+                put_header(fmt, per_thread);
+            } else if (per_thread && fmt == F_JSON) {
+                printf("%s\n    {\"pid\": %" PRId32 ", \"tid\": %" PRId32 ", \"functions\": [",
+                       g ? "," : "", th->pid, th->tid);
+            }
+            for (size_t i = g; i < g + shown; i++)
+                put_row(fmt, per_thread, th, &rows[i], freq, i == g);
+            if (per_thread && fmt == F_JSON)
+                fputs(shown ? "\n    ]}" : "]}", stdout);
+            g = e;
+        }
+        if (status == EXIT_OK && fmt == F_JSON) {
+            fputs(nrows ? "\n  ],\n" : "],\n", stdout);
+            printf("  \"summary\": {\"functions\": %zu, \"calls\": %" PRIu64
+                   ", \"stack_repairs\": %" PRIu64 ", \"unmatched_exits\": %" PRIu64
+                   ", \"unfinished_frames\": %" PRIu64 ", \"gaps\": %" PRIu64
+                   ", \"gap_events\": %" PRIu64 ", \"gap_frames\": %" PRIu64 "}}\n",
+                   nfuncs, a.calls, a.repairs, a.unmatched, open, a.gaps, a.gap_events,
+                   a.gap_frames);
+        }
+        FILE *foot = fmt == F_TEXT ? stdout : stderr;
+        if (status == EXIT_OK && fmt == F_TEXT && per_thread && nrows)
+            putchar('\n');
+        if (status == EXIT_OK) {
+            fputs("# ", foot);
+            if (per_thread)
+                fprintf(foot, "threads: %zu, ", a.nt);
+            fprintf(foot,
+                    "functions: %zu, calls: %" PRIu64 ", stack repairs: %" PRIu64
+                    ", unmatched exits: %" PRIu64 ", unfinished frames: %" PRIu64 "\n",
+                    nfuncs, a.calls, a.repairs, a.unmatched, open);
+        }
+        if (status == EXIT_OK && a.gaps)
             fprintf(foot,
                     "# gaps: %" PRIu64 " (%" PRIu64 " events dropped by the runtime); %" PRIu64
                     " frames open at a gap were left out\n",

@@ -112,6 +112,255 @@ Test(tools, account_repairs_and_unmatched)
     tg_free(&g);
 }
 
+/* python3 must parse the file at path as JSON. */
+static void json_parses(const char *path)
+{
+    char *res = tg_tmpname(".txt");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "python3 -c 'import json,sys; json.load(open(sys.argv[1], encoding=\"utf-8\"))' "
+             "%s > %s 2>&1",
+             path, res);
+    int st = system(cmd);
+    char *txt = tr_slurp(res);
+    cr_assert_eq(st, 0, "JSON does not parse:\n%s", txt);
+    free(txt);
+    unlink(res);
+    free(res);
+}
+
+/* Writes s to a new temporary file with the given suffix; returns its path (malloc'd). */
+static char *write_tmp(const char *suffix, const char *s)
+{
+    char *p = tg_tmpname(suffix);
+    FILE *f = fopen(p, "w");
+    cr_assert(f);
+    fputs(s, f);
+    fclose(f);
+    return p;
+}
+
+Test(tools, account_json_golden)
+{
+    struct tg g;
+    golden_trace(&g);
+    char *p = tr_write_trace(&g, true);
+    const char *argv[] = {tr_bin(), "account", p, "--format", "json", NULL};
+    struct tr_out r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    char want[2048];
+    snprintf(want, sizeof want,
+             "{\"trace\": \"%s\",\n"
+             "  \"functions\": [\n"
+             "    {\"function\": \"main\", \"id\": 1, \"count\": 1, \"total_ns\": 3000, "
+             "\"self_ns\": 1650, \"min_ns\": 3000, \"median_ns\": 3000, \"p90_ns\": 3000, "
+             "\"p99_ns\": 3000, \"max_ns\": 3000},\n"
+             "    {\"function\": \"f\", \"id\": 2, \"count\": 2, \"total_ns\": 1300, "
+             "\"self_ns\": 1300, \"min_ns\": 300, \"median_ns\": 1000, \"p90_ns\": 1000, "
+             "\"p99_ns\": 1000, \"max_ns\": 1000},\n"
+             "    {\"function\": \"#3\", \"id\": 3, \"count\": 1, \"total_ns\": 50, "
+             "\"self_ns\": 50, \"min_ns\": 50, \"median_ns\": 50, \"p90_ns\": 50, "
+             "\"p99_ns\": 50, \"max_ns\": 50}\n"
+             "  ],\n"
+             "  \"summary\": {\"functions\": 3, \"calls\": 4, \"stack_repairs\": 0, "
+             "\"unmatched_exits\": 0, \"unfinished_frames\": 0, \"gaps\": 0, \"gap_events\": 0, "
+             "\"gap_frames\": 0}}\n",
+             p);
+    cr_assert_str_eq(r.o, want);
+    /* the footer goes to stderr, as with csv */
+    cr_assert_str_eq(r.e, "# functions: 3, calls: 4, stack repairs: 0, unmatched exits: 0, "
+                          "unfinished frames: 0\n");
+    char *j = write_tmp(".json", r.o);
+    json_parses(j);
+    unlink(j);
+    free(j);
+    tr_out_free(&r);
+
+    /* names that need escaping (quote, backslash, a control byte; UTF-8 passed through),
+     * --sort and --top */
+    char *syms = write_tmp(".syms", "sledtrace-syms\t1\no\t0\t0x0\t/bin/prog\n"
+                                    "f\t0\t1\t0x1000\tq\"b\\s\x01\xc3\xa9\n"
+                                    "f\t0\t2\t0x1100\tf\n");
+    const char *argv2[] = {tr_bin(), "account", p,       "--format=json",
+                           "--sort", "count",   "--top", "2",
+                           "--syms", syms,      NULL};
+    r = tr_run(argv2);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    snprintf(want, sizeof want,
+             "{\"trace\": \"%s\",\n"
+             "  \"functions\": [\n"
+             "    {\"function\": \"f\", \"id\": 2, \"count\": 2, \"total_ns\": 1300, "
+             "\"self_ns\": 1300, \"min_ns\": 300, \"median_ns\": 1000, \"p90_ns\": 1000, "
+             "\"p99_ns\": 1000, \"max_ns\": 1000},\n"
+             "    {\"function\": \"q\\\"b\\\\s\\u0001\xc3\xa9\", \"id\": 1, \"count\": 1, "
+             "\"total_ns\": 3000, \"self_ns\": 1650, \"min_ns\": 3000, \"median_ns\": 3000, "
+             "\"p90_ns\": 3000, \"p99_ns\": 3000, \"max_ns\": 3000}\n"
+             "  ],\n"
+             "  \"summary\": {\"functions\": 3, \"calls\": 4, \"stack_repairs\": 0, "
+             "\"unmatched_exits\": 0, \"unfinished_frames\": 0, \"gaps\": 0, \"gap_events\": 0, "
+             "\"gap_frames\": 0}}\n",
+             p);
+    cr_assert_str_eq(r.o, want);
+    j = write_tmp(".json", r.o);
+    json_parses(j);
+    /* the parsed name is the original one */
+    char *res = tg_tmpname(".txt"), cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "python3 -c 'import json,sys; d=json.load(open(sys.argv[1], encoding=\"utf-8\")); "
+             "n=d[\"functions\"][1][\"function\"]; assert n==\"q\\\"b\\\\s\\x01\\u00e9\", "
+             "repr(n)' %s > %s 2>&1",
+             j, res);
+    int st = system(cmd);
+    char *txt = tr_slurp(res);
+    cr_assert_eq(st, 0, "%s", txt);
+    free(txt);
+    unlink(res);
+    free(res);
+    unlink(j);
+    free(j);
+    unlink(syms);
+    free(syms);
+    tr_out_free(&r);
+
+    const char *argv3[] = {tr_bin(), "account", p, "--format", "xml", NULL};
+    r = tr_run(argv3);
+    cr_assert_eq(r.code, 2);
+    cr_assert(strstr(r.e, "(text, csv, json)"), "%s", r.e);
+    tr_out_free(&r);
+    tr_remove_trace(p);
+    tg_free(&g);
+}
+
+/* Thread 100/100 as in golden_trace; thread 100/200: f enters, 4 enters and never exits, f exits
+ * (repairing 4), then main enters and stays open. 1 tick = 1 ns. */
+static void two_thread_trace(struct tg *g)
+{
+    tg_init(g, 5, 1000000000, 4096);
+    tg_block_begin(g, 100, 100, 0, 900);
+    tg_func(g, 1, STF_ENTER, 1000);
+    tg_func(g, 2, STF_ENTER_ARGS, 1100);
+    tg_call_arg(g, 7);
+    tg_func(g, 2, STF_EXIT, 1400);
+    tg_func(g, 2, STF_ENTER, 1500);
+    tg_func(g, 2, STF_TAIL_EXIT, 2500);
+    tg_func(g, 3, STF_ENTER, 2600);
+    tg_block_end(g);
+    tg_block_begin(g, 200, 100, 3, 1200);
+    tg_func(g, 2, STF_ENTER, 1300);
+    tg_func(g, 4, STF_ENTER, 1320);
+    tg_func(g, 2, STF_EXIT, 1900);
+    tg_func(g, 1, STF_ENTER, 2000);
+    tg_block_end(g);
+    tg_block_begin(g, 100, 100, 1, 2610);
+    tg_func(g, 3, STF_EXIT, 2650);
+    tg_func(g, 1, STF_EXIT, 4000);
+    tg_block_end(g);
+}
+
+Test(tools, account_per_thread)
+{
+    struct tg g;
+    two_thread_trace(&g);
+    char *p = tr_write_trace(&g, true);
+    const char *hdr = "     count        total         self          min       median          p90"
+                      "          p99          max         id  function\n";
+    const char *argv[] = {tr_bin(), "account", p, "--per-thread", NULL};
+    struct tr_out r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    char want[4096];
+    snprintf(want, sizeof want,
+             "thread 100/100\n%s"
+             "         1      3.000us      1.650us      3.000us      3.000us      3.000us"
+             "      3.000us      3.000us          1  main\n"
+             "         2      1.300us      1.300us        300ns      1.000us      1.000us"
+             "      1.000us      1.000us          2  f\n"
+             "         1         50ns         50ns         50ns         50ns         50ns"
+             "         50ns         50ns          3  #3\n"
+             "\n"
+             "thread 100/200\n%s"
+             "         1        600ns         20ns        600ns        600ns        600ns"
+             "        600ns        600ns          2  f\n"
+             "         1        580ns        580ns        580ns        580ns        580ns"
+             "        580ns        580ns          4  #4\n"
+             "\n"
+             "# threads: 2, functions: 4, calls: 6, stack repairs: 1, unmatched exits: 0, "
+             "unfinished frames: 1\n",
+             hdr, hdr);
+    cr_assert_str_eq(r.o, want);
+    cr_assert_str_eq(r.e, "");
+    tr_out_free(&r);
+
+    /* without --per-thread the two threads are merged (f's median 600 is reported at its
+     * histogram bucket's midpoint, 602) */
+    const char *argv1[] = {tr_bin(), "account", p, "--format", "csv", "--sort", "id", NULL};
+    r = tr_run(argv1);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert_str_eq(r.o, "function,id,count,total_ns,self_ns,min_ns,median_ns,p90_ns,p99_ns,"
+                          "max_ns\n"
+                          "main,1,1,3000,1650,3000,3000,3000,3000,3000\n"
+                          "f,2,3,1900,1320,300,602,1000,1000,1000\n"
+                          "#3,3,1,50,50,50,50,50,50,50\n"
+                          "#4,4,1,580,580,580,580,580,580,580\n");
+    tr_out_free(&r);
+
+    /* csv: leading pid,tid; --top applies per thread */
+    const char *argv2[] = {tr_bin(),   "account", p,        "--per-thread",
+                           "--format", "csv",     "--sort", "count",
+                           "--top",    "2",       NULL};
+    r = tr_run(argv2);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert_str_eq(r.o, "pid,tid,function,id,count,total_ns,self_ns,min_ns,median_ns,p90_ns,"
+                          "p99_ns,max_ns\n"
+                          "100,100,f,2,2,1300,1300,300,1000,1000,1000,1000\n"
+                          "100,100,main,1,1,3000,1650,3000,3000,3000,3000,3000\n"
+                          "100,200,f,2,1,600,20,600,600,600,600,600\n"
+                          "100,200,#4,4,1,580,580,580,580,580,580,580\n");
+    cr_assert_str_eq(r.e, "# threads: 2, functions: 4, calls: 6, stack repairs: 1, "
+                          "unmatched exits: 0, unfinished frames: 1\n");
+    tr_out_free(&r);
+
+    /* json: a threads array instead of functions */
+    const char *argv3[] = {tr_bin(), "account",      p,   "--format", "json", "--sort",
+                           "id",     "--per-thread", NULL};
+    r = tr_run(argv3);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    snprintf(want, sizeof want,
+             "{\"trace\": \"%s\",\n"
+             "  \"threads\": [\n"
+             "    {\"pid\": 100, \"tid\": 100, \"functions\": [\n"
+             "      {\"function\": \"main\", \"id\": 1, \"count\": 1, \"total_ns\": 3000, "
+             "\"self_ns\": 1650, \"min_ns\": 3000, \"median_ns\": 3000, \"p90_ns\": 3000, "
+             "\"p99_ns\": 3000, \"max_ns\": 3000},\n"
+             "      {\"function\": \"f\", \"id\": 2, \"count\": 2, \"total_ns\": 1300, "
+             "\"self_ns\": 1300, \"min_ns\": 300, \"median_ns\": 1000, \"p90_ns\": 1000, "
+             "\"p99_ns\": 1000, \"max_ns\": 1000},\n"
+             "      {\"function\": \"#3\", \"id\": 3, \"count\": 1, \"total_ns\": 50, "
+             "\"self_ns\": 50, \"min_ns\": 50, \"median_ns\": 50, \"p90_ns\": 50, "
+             "\"p99_ns\": 50, \"max_ns\": 50}\n"
+             "    ]},\n"
+             "    {\"pid\": 100, \"tid\": 200, \"functions\": [\n"
+             "      {\"function\": \"f\", \"id\": 2, \"count\": 1, \"total_ns\": 600, "
+             "\"self_ns\": 20, \"min_ns\": 600, \"median_ns\": 600, \"p90_ns\": 600, "
+             "\"p99_ns\": 600, \"max_ns\": 600},\n"
+             "      {\"function\": \"#4\", \"id\": 4, \"count\": 1, \"total_ns\": 580, "
+             "\"self_ns\": 580, \"min_ns\": 580, \"median_ns\": 580, \"p90_ns\": 580, "
+             "\"p99_ns\": 580, \"max_ns\": 580}\n"
+             "    ]}\n"
+             "  ],\n"
+             "  \"summary\": {\"functions\": 4, \"calls\": 6, \"stack_repairs\": 1, "
+             "\"unmatched_exits\": 0, \"unfinished_frames\": 1, \"gaps\": 0, \"gap_events\": 0, "
+             "\"gap_frames\": 0}}\n",
+             p);
+    cr_assert_str_eq(r.o, want);
+    char *j = write_tmp(".json", r.o);
+    json_parses(j);
+    unlink(j);
+    free(j);
+    tr_out_free(&r);
+    tr_remove_trace(p);
+    tg_free(&g);
+}
+
 Test(tools, dump_verify_ok_and_lines)
 {
     struct tg g;
