@@ -314,22 +314,11 @@ static void csv_field(const char *s)
     putchar('"');
 }
 
-/* A JSON string with its quotes: '"' and '\\' escaped, control bytes (< 0x20, 0x7f) as \u00XX;
- * bytes >= 0x80 are passed through, so UTF-8 names stay UTF-8. (convert's json_escape also
- * turns bytes >= 0x80 into \u00XX, which would re-encode UTF-8 names as Latin-1.) */
+/* A JSON string with its quotes (tool_json_escape: UTF-8 names stay UTF-8). */
 static void json_str(const char *s)
 {
     putchar('"');
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\') {
-            putchar('\\');
-            putchar(*p);
-        } else if (*p < 0x20 || *p == 0x7f) {
-            printf("\\u%04x", (unsigned)*p);
-        } else {
-            putchar(*p);
-        }
-    }
+    tool_json_escape(stdout, (const uint8_t *)s, strlen(s));
     putchar('"');
 }
 

@@ -352,21 +352,6 @@ void conv_progress_done(struct conv_progress *p)
         fputs("\rsledtrace: converting: 100%\n", stderr);
 }
 
-void json_escape(FILE *f, const uint8_t *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        uint8_t c = s[i];
-        if (c == '"' || c == '\\') {
-            fputc('\\', f);
-            fputc(c, f);
-        } else if (c < 0x20 || c > 0x7e) {
-            fprintf(f, "\\u%04x", (unsigned)c);
-        } else {
-            fputc(c, f);
-        }
-    }
-}
-
 struct walk_thread *walk_thread_of(struct walk *w, const struct stf_item *it)
 {
     bool added;

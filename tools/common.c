@@ -233,3 +233,60 @@ void u64map_free(struct u64map *m)
     free(m->vals);
     memset(m, 0, sizeof *m);
 }
+
+/* Length of the well-formed UTF-8 sequence at s (n bytes left), 0 if none (RFC 3629: no
+ * overlongs, no surrogates, nothing above U+10FFFF). */
+static size_t utf8_len(const uint8_t *s, size_t n)
+{
+    uint8_t c = s[0];
+    size_t len;
+    uint8_t lo = 0x80, hi = 0xbf; /* allowed range of the second byte */
+    if (c >= 0xc2 && c <= 0xdf) {
+        len = 2;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        len = 3;
+        if (c == 0xe0)
+            lo = 0xa0;
+        else if (c == 0xed)
+            hi = 0x9f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        len = 4;
+        if (c == 0xf0)
+            lo = 0x90;
+        else if (c == 0xf4)
+            hi = 0x8f;
+    } else {
+        return 0;
+    }
+    if (n < len || s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < len; i++)
+        if (s[i] < 0x80 || s[i] > 0xbf)
+            return 0;
+    return len;
+}
+
+void tool_json_escape(FILE *f, const uint8_t *s, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        uint8_t c = s[i];
+        size_t len;
+        if (c == '"' || c == '\\') {
+            fputc('\\', f);
+            fputc(c, f);
+            i++;
+        } else if (c < 0x20 || c == 0x7f) {
+            fprintf(f, "\\u%04x", (unsigned)c);
+            i++;
+        } else if (c < 0x80) {
+            fputc(c, f);
+            i++;
+        } else if ((len = utf8_len(s + i, n - i)) != 0) {
+            fwrite(s + i, 1, len, f);
+            i += len;
+        } else {
+            fprintf(f, "\\u%04x", (unsigned)c);
+            i++;
+        }
+    }
+}

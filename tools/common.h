@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Exit codes shared by all subcommands (run passes the program's status through instead). */
 enum {
@@ -17,6 +18,10 @@ enum {
 };
 
 __attribute__((format(printf, 1, 2))) void tool_err(const char *fmt, ...);
+/* JSON string body (no quotes) of n bytes: '"' and '\\' escaped, control bytes (< 0x20, 0x7f)
+ * as \u00XX, well-formed UTF-8 sequences passed through, and any other byte >= 0x80 as \u00XX
+ * (its Latin-1 reading), so the output is always valid JSON and UTF-8 names stay readable. */
+void tool_json_escape(FILE *f, const uint8_t *s, size_t n);
 
 /* "--help"/"-h" among argv[1..]? */
 bool tool_wants_help(int argc, char **argv);

@@ -73,7 +73,4 @@ void walk_free(struct walk *w);
 int convert_chrome(const char *path, const char *out, const char *syms_opt);
 int convert_yaml(const char *path, const char *out, const char *syms_opt);
 
-/* JSON string body (no quotes): '"' and '\\' escaped, bytes < 0x20 or > 0x7e as \u00XX. */
-void json_escape(FILE *f, const uint8_t *s, size_t n);
-
 #endif

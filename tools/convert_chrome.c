@@ -71,7 +71,7 @@ static int on_close(void *ctx, const struct walk_thread *t, const struct walk_fr
     char buf[24];
     const char *name = stf_syms_name(c->syms, fr->id, buf, sizeof buf);
     fputs(",\"cat\":\"function\",\"name\":\"", c->f);
-    json_escape(c->f, (const uint8_t *)name, strlen(name));
+    tool_json_escape(c->f, (const uint8_t *)name, strlen(name));
     fprintf(c->f, "\",\"args\":{\"id\":%" PRIu32, fr->id);
     static const char *const closed[] = {NULL, "repaired", "gap", "unfinished"};
     if (closed[why])
@@ -100,7 +100,7 @@ static void instant(struct chrome *c, const struct stf_item *it)
     else
         fputs(",\"s\":\"t\",\"cat\":\"event\",\"name\":\"custom event\",\"args\":{\"payload\":\"",
               c->f);
-    json_escape(c->f, it->payload, it->payload_len);
+    tool_json_escape(c->f, it->payload, it->payload_len);
     fputs("\"}}", c->f);
 }
 

@@ -142,6 +142,36 @@ Test(exports, chrome_exact_events)
     tg_free(&g);
 }
 
+/* Payload bytes: well-formed UTF-8 (a 2-, 3- and 4-byte sequence) passes through; a lone 0xff,
+ * an overlong 0xc0 0x80, a surrogate 0xed 0xa0 0x80 and a cut 0xe2 0x82 become \u00XX per byte,
+ * so python3 (strict UTF-8) still parses the file. */
+Test(exports, chrome_utf8_payloads)
+{
+    static const char payload[] = "\xc3\xa9\xe2\x82\xac\xf0\x9f\x99\x82|\xff|\xc0\x80|\xed\xa0\x80|"
+                                  "\xe2\x82";
+    struct tg g;
+    tg_init(&g, 5, 1000000000, 4096);
+    tg_block_begin(&g, 100, 100, 0, 900);
+    tg_custom(&g, 1000, payload, sizeof payload - 1);
+    tg_block_end(&g);
+    char *p = tr_write_trace(&g, false);
+    char *o = tg_tmpname(".json");
+    const char *argv[] = {tr_bin(), "convert", p, "--format", "chrome", "-o", o, NULL};
+    struct tr_out r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert_eq(chrome_check(o), 2);
+    char *j = tr_slurp(o);
+    cr_assert(strstr(j, "\"payload\":\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x99\x82|\\u00ff|\\u00c0\\u0080|"
+                        "\\u00ed\\u00a0\\u0080|\\u00e2\\u0082\""),
+              "%s", j);
+    free(j);
+    tr_out_free(&r);
+    unlink(o);
+    free(o);
+    tr_remove_trace(p);
+    tg_free(&g);
+}
+
 Test(exports, chrome_gaps_and_frequency)
 {
     /* 2 GHz: 2 ticks per ns. A loss marker closes the open frames at the last timestamp before
