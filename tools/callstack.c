@@ -226,13 +226,17 @@ int cs_tree_load(const char *path, const char *syms_opt, struct cs_tree *tree, s
     static const struct cs_ops ops = {.enter = tree_enter, .close = tree_close, .loss = NULL};
     struct stf_item it;
     int rc, status = EXIT_OK;
+    struct tool_progress prog;
+    tool_progress_init(&prog, r, "reading");
     while ((rc = stf_reader_next(r, &it)) == STF_OK) {
+        tool_progress(&prog, r);
         if (cs_feed(cs, &it, &ops, tree) != 0) {
             tool_err("out of memory");
             status = EXIT_BAD_TRACE;
             break;
         }
     }
+    tool_progress_done(&prog);
     if (rc < 0 && status == EXIT_OK)
         status = tool_reader_fail(r, path, rc);
     tool_warn_summary(path);

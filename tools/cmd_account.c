@@ -472,7 +472,10 @@ int cmd_account(int argc, char **argv)
     a.per_thread = per_thread;
     struct stf_item it;
     int rc, status = EXIT_OK;
+    struct tool_progress prog;
+    tool_progress_init(&prog, r, "reading");
     while ((rc = stf_reader_next(r, &it)) == STF_OK) {
+        tool_progress(&prog, r);
         uint64_t lost;
         if (it.kind == STF_M_CUSTOM_EVENT && stf_decode_loss(it.payload, it.payload_len, &lost)) {
             /* A gap: no call is measured across it. Frames open before it are dropped. */
@@ -496,6 +499,7 @@ int cmd_account(int argc, char **argv)
             break;
         }
     }
+    tool_progress_done(&prog);
     if (rc < 0 && status == EXIT_OK)
         status = tool_reader_fail(r, path, rc);
 

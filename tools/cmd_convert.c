@@ -320,38 +320,6 @@ int conv_close_out(FILE *f, const char *out)
     return EXIT_OK;
 }
 
-enum { PROGRESS_MIN_BYTES = 4 << 20, PROGRESS_EVERY = 4096 };
-
-void conv_progress_init(struct conv_progress *p, const struct stf_reader *r)
-{
-    struct stf_reader_stats st;
-    stf_reader_stats(r, &st);
-    p->on = st.file_size >= PROGRESS_MIN_BYTES && isatty(STDERR_FILENO);
-    p->pct = 101;
-    p->n = 0;
-}
-
-void conv_progress(struct conv_progress *p, const struct stf_reader *r)
-{
-    if (!p->on || ++p->n % PROGRESS_EVERY != 0)
-        return;
-    struct stf_reader_stats st;
-    stf_reader_stats(r, &st);
-    unsigned pct = st.file_size ? (unsigned)(st.bytes * 100 / st.file_size) : 0;
-    if (pct > 100)
-        pct = 100;
-    if (pct != p->pct) {
-        p->pct = pct;
-        fprintf(stderr, "\rsledtrace: converting: %3u%%", pct);
-    }
-}
-
-void conv_progress_done(struct conv_progress *p)
-{
-    if (p->on && p->pct != 101)
-        fputs("\rsledtrace: converting: 100%\n", stderr);
-}
-
 struct walk_thread *walk_thread_of(struct walk *w, const struct stf_item *it)
 {
     bool added;

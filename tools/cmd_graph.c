@@ -174,12 +174,12 @@ int cmd_graph(int argc, char **argv)
     uint64_t freq = stf_reader_header(r)->cycle_freq;
     struct graph g = {0};
     struct walk w = {.on_close = on_close, .ctx = &g};
-    struct conv_progress prog;
-    conv_progress_init(&prog, r);
+    struct tool_progress prog;
+    tool_progress_init(&prog, r, "reading");
     struct stf_item it;
     int rc, status = EXIT_OK;
     while ((rc = stf_reader_next(r, &it)) == STF_OK) {
-        conv_progress(&prog, r);
+        tool_progress(&prog, r);
         bool enter =
             it.kind == STF_K_FUNCTION && (it.action == STF_ENTER || it.action == STF_ENTER_ARGS);
         if (walk_item(&w, &it, NULL) != 0 || (enter && !node(&g, it.func_id))) {
@@ -188,7 +188,7 @@ int cmd_graph(int argc, char **argv)
             break;
         }
     }
-    conv_progress_done(&prog);
+    tool_progress_done(&prog);
     if (status == EXIT_OK && rc < 0)
         status = tool_reader_fail(r, path, rc);
     if (status == EXIT_OK && walk_finish(&w) != 0) {

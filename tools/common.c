@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum { MAX_WARNINGS_SHOWN = 10 };
 
@@ -289,4 +290,37 @@ void tool_json_escape(FILE *f, const uint8_t *s, size_t n)
             i++;
         }
     }
+}
+
+enum { PROGRESS_MIN_BYTES = 4 << 20, PROGRESS_EVERY = 4096 };
+
+void tool_progress_init(struct tool_progress *p, const struct stf_reader *r, const char *what)
+{
+    struct stf_reader_stats st;
+    stf_reader_stats(r, &st);
+    p->on = st.file_size >= PROGRESS_MIN_BYTES && isatty(STDERR_FILENO);
+    p->pct = 101;
+    p->n = 0;
+    p->what = what;
+}
+
+void tool_progress(struct tool_progress *p, const struct stf_reader *r)
+{
+    if (!p->on || ++p->n % PROGRESS_EVERY != 0)
+        return;
+    struct stf_reader_stats st;
+    stf_reader_stats(r, &st);
+    unsigned pct = st.file_size ? (unsigned)(st.bytes * 100 / st.file_size) : 0;
+    if (pct > 100)
+        pct = 100;
+    if (pct != p->pct) {
+        p->pct = pct;
+        fprintf(stderr, "\rsledtrace: %s: %3u%%", p->what, pct);
+    }
+}
+
+void tool_progress_done(struct tool_progress *p)
+{
+    if (p->on && p->pct != 101)
+        fprintf(stderr, "\rsledtrace: %s: 100%%\n", p->what);
 }

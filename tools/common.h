@@ -18,6 +18,19 @@ enum {
 };
 
 __attribute__((format(printf, 1, 2))) void tool_err(const char *fmt, ...);
+/* Percent of the input read, on stderr, only when stderr is a terminal and the input is at least
+ * 4 MiB ("sledtrace: WHAT: 42%"); nothing at all when stderr is a pipe or file. Call
+ * tool_progress() once per record and tool_progress_done() at the end. */
+struct tool_progress {
+    bool on;
+    unsigned pct;
+    uint64_t n;
+    const char *what;
+};
+void tool_progress_init(struct tool_progress *p, const struct stf_reader *r, const char *what);
+void tool_progress(struct tool_progress *p, const struct stf_reader *r);
+void tool_progress_done(struct tool_progress *p);
+
 /* JSON string body (no quotes) of n bytes: '"' and '\\' escaped, control bytes (< 0x20, 0x7f)
  * as \u00XX, well-formed UTF-8 sequences passed through, and any other byte >= 0x80 as \u00XX
  * (its Latin-1 reading), so the output is always valid JSON and UTF-8 names stay readable. */

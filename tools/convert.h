@@ -12,17 +12,6 @@ FILE *conv_open_out(const char *out);
 /* Flush and close (stdout is only flushed). Returns EXIT_OK or EXIT_BAD_TRACE (error printed). */
 int conv_close_out(FILE *f, const char *out);
 
-/* Percent of the input read, on stderr, only when stderr is a terminal and the input is large.
- * Call conv_progress() once per record; conv_progress_done() at the end. */
-struct conv_progress {
-    bool on;
-    unsigned pct;
-    uint64_t n;
-};
-void conv_progress_init(struct conv_progress *p, const struct stf_reader *r);
-void conv_progress(struct conv_progress *p, const struct stf_reader *r);
-void conv_progress_done(struct conv_progress *p);
-
 /* Call-stack walker, per (pid, tid). ENTER / ENTER_ARGS push a frame; an EXIT or TAIL_EXIT of f
  * closes the nearest open frame of f, and the frames above it at the same TSC (repairs); an exit
  * with no open frame of f is ignored. A loss marker closes every open frame of its thread at the

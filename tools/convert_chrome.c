@@ -129,14 +129,14 @@ int convert_chrome(const char *path, const char *out, const char *syms_opt)
     struct chrome c = {
         .f = f, .syms = syms, .freq = stf_reader_header(r)->cycle_freq, .first = true};
     struct walk w = {.on_close = on_close, .on_thread = on_thread, .ctx = &c};
-    struct conv_progress prog;
-    conv_progress_init(&prog, r);
+    struct tool_progress prog;
+    tool_progress_init(&prog, r, "converting");
     fputs("{\"traceEvents\":[", f);
 
     struct stf_item it;
     int rc, status = EXIT_OK;
     while ((rc = stf_reader_next(r, &it)) == STF_OK) {
-        conv_progress(&prog, r);
+        tool_progress(&prog, r);
         if (!c.have_base && timed(it.kind)) {
             c.base = it.tsc;
             c.have_base = true;
@@ -150,7 +150,7 @@ int convert_chrome(const char *path, const char *out, const char *syms_opt)
         if (t && (it.kind == STF_M_CUSTOM_EVENT || it.kind == STF_M_TYPED_EVENT))
             instant(&c, &it);
     }
-    conv_progress_done(&prog);
+    tool_progress_done(&prog);
     if (status == EXIT_OK && rc < 0)
         status = tool_reader_fail(r, path, rc);
     if (status == EXIT_OK && walk_finish(&w) != 0) {

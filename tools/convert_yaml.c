@@ -289,19 +289,19 @@ int convert_yaml(const char *path, const char *out, const char *syms_opt)
         (unsigned)h->version, (unsigned)h->type, h->bits & STF_BIT_CONSTANT_TSC ? "true" : "false",
         h->bits & STF_BIT_NONSTOP_TSC ? "true" : "false", h->cycle_freq);
     struct yaml y = {.f = f, .syms = syms};
-    struct conv_progress prog;
-    conv_progress_init(&prog, r);
+    struct tool_progress prog;
+    tool_progress_init(&prog, r, "converting");
     struct stf_item it;
     int rc, status = EXIT_OK;
     while ((rc = stf_reader_next(r, &it)) == STF_OK) {
-        conv_progress(&prog, r);
+        tool_progress(&prog, r);
         if (yaml_item(&y, &it) != 0) {
             tool_err("out of memory");
             status = EXIT_BAD_TRACE;
             break;
         }
     }
-    conv_progress_done(&prog);
+    tool_progress_done(&prog);
     if (status == EXIT_OK && rc < 0)
         status = tool_reader_fail(r, path, rc);
     if (status == EXIT_OK && flush_pending(&y) != 0) {

@@ -320,3 +320,40 @@ Test(views, help_and_usage)
         tr_out_free(&r);
     }
 }
+
+/* Progress on a terminal only: a 6 MB trace read by account and stack under script(1) (stderr
+ * is a pty) shows "sledtrace: reading: 100%"; the same commands with stderr captured to a file
+ * print no progress at all. */
+Test(views, progress_only_on_a_terminal)
+{
+    struct tg g;
+    tg_init(&g, 5, 1000000000, 1 << 20);
+    uint64_t tsc = 1000;
+    for (int b = 0; b < 6; b++) {
+        tg_block_begin(&g, 100, 100, 0, tsc);
+        for (int i = 0; i < 62000; i++) {
+            tg_func(&g, 2, STF_ENTER, tsc += 10);
+            tg_func(&g, 2, STF_EXIT, tsc += 10);
+        }
+        tg_block_end(&g);
+    }
+    cr_assert_gt(g.len, (size_t)(4 << 20));
+    char *p = tr_write_trace(&g, false);
+    tg_free(&g);
+    const char *cmds[] = {"account", "stack"};
+    for (int c = 0; c < 2; c++) {
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, "%s %s %s >/dev/null", tr_bin(), cmds[c], p);
+        const char *argv[] = {"/usr/bin/script", "-qec", cmd, "/dev/null", NULL};
+        struct tr_out r = tr_run(argv);
+        cr_assert_eq(r.code, 0, "%s: %s", cmds[c], r.e);
+        cr_assert(strstr(r.o, "sledtrace: reading: 100%"), "%s under a pty: %s", cmds[c], r.o);
+        tr_out_free(&r);
+        const char *argv2[] = {tr_bin(), cmds[c], p, NULL};
+        r = tr_run(argv2);
+        cr_assert_eq(r.code, 0);
+        cr_assert_null(strstr(r.e, "reading:"), "%s piped: %s", cmds[c], r.e);
+        tr_out_free(&r);
+    }
+    tr_remove_trace(p);
+}
