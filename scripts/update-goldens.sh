@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Rewrites tests/format/data/golden/*.out from the built tool (default build/tools/sledtrace).
+# Run it only after checking by hand that a change in output is intended; the goldens are what
+# tests/format/test_golden.c compares byte for byte. The command list must match the test's.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+tool=${1:-$root/build/tools/sledtrace}
+data=$root/tests/format/data
+cd "$data" # the tools print the trace path as given: keep it relative
+
+while IFS='|' read -r name args; do
+    # shellcheck disable=SC2086 # args are split on purpose
+    "$tool" $args >"golden/$name.out" 2>/dev/null
+done <golden/commands.txt
+echo "updated $(wc -l <golden/commands.txt) goldens in $data/golden"
