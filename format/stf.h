@@ -15,6 +15,7 @@
 #ifndef SLEDTRACE_STF_H
 #define SLEDTRACE_STF_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -282,6 +283,35 @@ struct stf_reader_stats {
     uint64_t file_size; /* 0 if not a regular file */
 };
 void stf_reader_stats(const struct stf_reader *r, struct stf_reader_stats *out);
+
+/* ---- cursor (format/cursor.c) ------------------------------------------------------------ */
+/* Random access for programs: the whole trace is loaded (about 120 bytes per record; use the
+ * streaming reader for big traces), items grouped per (pid, tid) in file order. Every record is
+ * an item except BufferExtents framing: function records, and CPU changes, TSC wraps, walltime,
+ * custom/typed events, loss markers (custom events, see stf_decode_loss) as items of their own. Select a thread, then
+ * walk with next/prev from any position or seek by time. Payload pointers stay valid until
+ * stf_cursor_close. */
+struct stf_cursor;
+
+/* flags: as stf_reader_open (0 = lenient). On failure err gets "PATH: offset N: reason" or
+ * "PATH: reason". */
+int stf_cursor_open(struct stf_cursor **out, const char *path, int flags, char *err, size_t errlen);
+void stf_cursor_close(struct stf_cursor *c);
+const struct stf_header *stf_cursor_header(const struct stf_cursor *c);
+size_t stf_cursor_threads(const struct stf_cursor *c);
+/* Select thread i (0-based, first-seen order) and move before its first item; pid, tid and
+ * items (its record count) are filled when non-NULL. STF_ERR_ARG if i is out of range. */
+int stf_cursor_select(struct stf_cursor *c, size_t i, int32_t *pid, int32_t *tid, uint64_t *items);
+/* The item after / before the position, moving over it: STF_OK or STF_END at either end. A
+ * next after a prev returns the same item again. */
+int stf_cursor_next(struct stf_cursor *c, struct stf_item *out);
+int stf_cursor_prev(struct stf_cursor *c, struct stf_item *out);
+/* Move before the first item, or after the last one (to walk backward with prev). */
+void stf_cursor_rewind(struct stf_cursor *c, bool to_end);
+/* Move before the first item whose time is >= tsc, where an item's time is the largest TSC of
+ * its thread up to and including it (non-decreasing, so records without a TSC sort with the
+ * record before them). Returns the new position (0 = before the first item). */
+uint64_t stf_cursor_seek(struct stf_cursor *c, uint64_t tsc);
 
 /* ---- symbols sidecar (format/syms.c) ----------------------------------------------------- */
 /* Text file written next to the trace:
