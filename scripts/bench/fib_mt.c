@@ -113,8 +113,7 @@ int main(int argc, char **argv)
         pthread_join(tids[i], NULL);
     long calls = fib_calls(n);
     for (int i = 0; i < nt; i++)
-        printf("thread=%d ns=%lld calls=%ld result=%ld\n", i, jobs[i].ns, calls,
-               jobs[i].result);
+        printf("thread=%d ns=%lld calls=%ld result=%ld\n", i, jobs[i].ns, calls, jobs[i].result);
     long hwm = status_kb("VmHWM:"), file = status_kb("RssFile:");
     printf("hwm_kb=%ld rss_file_kb=%ld\n", hwm, file);
     return 0;

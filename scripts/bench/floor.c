@@ -22,8 +22,8 @@ __attribute__((noinline)) static void run(long iters)
 {
     size_t pos = 0;
     for (long i = 0; i < iters; i++) {
-        ring[pos] = __rdtsc() | 1;                     /* "entry" record */
-        ring[pos + 1] = __rdtsc() | 2;                 /* "exit" record */
+        ring[pos] = __rdtsc() | 1;     /* "entry" record */
+        ring[pos + 1] = __rdtsc() | 2; /* "exit" record */
         pos = (pos + 2) & (RING_WORDS - 1);
     }
 }

@@ -20,8 +20,7 @@ Test(shlib, linked_and_dlopened)
     struct e2e_spec s = {.prog = bin, .argv1 = BIN("libslb.so"), .preload = 1, .outdir = out};
     struct e2e_run t;
     e2e_run(work, &s, &t);
-    cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0, "status %#x: %s", t.status,
-              t.err);
+    cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0, "status %#x: %s", t.status, t.err);
     cr_assert_str_empty(t.err, "stderr:\n%s", t.err);
     struct e2e_expect e;
     e2e_parse_expect(t.out, &e);
@@ -45,8 +44,7 @@ Test(shlib, xray_shared_library_without_compiler_rt)
     struct e2e_spec s = {.prog = bin, .argv1 = BIN("libxs.so"), .preload = 1, .outdir = out};
     struct e2e_run t;
     e2e_run(work, &s, &t);
-    cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0, "status %#x: %s", t.status,
-              t.out);
+    cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0, "status %#x: %s", t.status, t.out);
     cr_assert_str_empty(t.err, "stderr:\n%s", t.err);
     struct e2e_expect e;
     e2e_parse_expect(t.out, &e);

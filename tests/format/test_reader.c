@@ -54,7 +54,8 @@ static void read_all(const struct tg *g, int flags, struct rd *out)
 static size_t find(const struct rd *d, int kind, size_t from)
 {
     for (size_t i = from; i < d->n; i++)
-        if (d->it[i].kind == kind) return i;
+        if (d->it[i].kind == kind)
+            return i;
     cr_assert_fail("no %s item", stf_kind_name(kind));
     return 0;
 }
@@ -470,7 +471,8 @@ static void read_bytes(const uint8_t *p, size_t n, int flags, const char *path)
 {
     FILE *f = fopen(path, "wb");
     cr_assert(f);
-    if (n) fwrite(p, 1, n, f);
+    if (n)
+        fwrite(p, 1, n, f);
     fclose(f);
     struct stf_reader *r = NULL;
     if (stf_reader_open(&r, path, flags) == STF_OK) {

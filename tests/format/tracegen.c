@@ -7,12 +7,14 @@
 
 static void reserve(struct tg *g, size_t n)
 {
-    if (g->len + n <= g->cap) return;
+    if (g->len + n <= g->cap)
+        return;
     size_t nc = g->cap ? g->cap : 1024;
     while (nc < g->len + n)
         nc *= 2;
     g->buf = realloc(g->buf, nc);
-    if (!g->buf) abort();
+    if (!g->buf)
+        abort();
     g->cap = nc;
 }
 
@@ -75,7 +77,8 @@ void tg_block_begin(struct tg *g, int32_t tid, int32_t pid, uint16_t cpu, uint64
 
 void tg_block_end(struct tg *g)
 {
-    if (!g->in_block) return;
+    if (!g->in_block)
+        return;
     g->in_block = false;
     if (g->version >= 2) {
         uint64_t n = g->len - g->block_start - STF_META_SIZE;
@@ -86,7 +89,8 @@ void tg_block_end(struct tg *g)
     stf_meta_begin(m, STF_M_END_OF_BUFFER);
     tg_raw(g, m, sizeof m);
     size_t used = g->len - g->block_start;
-    if (used < g->buffer_size) tg_zeros(g, g->buffer_size - used);
+    if (used < g->buffer_size)
+        tg_zeros(g, g->buffer_size - used);
 }
 
 void tg_new_cpu(struct tg *g, uint16_t cpu, uint64_t tsc)
@@ -116,7 +120,8 @@ void tg_func_delta(struct tg *g, uint32_t id, enum stf_action a, uint32_t delta)
 
 void tg_func(struct tg *g, uint32_t id, enum stf_action a, uint64_t tsc)
 {
-    if (tsc < g->tsc || tsc - g->tsc > UINT32_MAX) tg_tsc_wrap(g, tsc);
+    if (tsc < g->tsc || tsc - g->tsc > UINT32_MAX)
+        tg_tsc_wrap(g, tsc);
     tg_func_delta(g, id, a, (uint32_t)(tsc - g->tsc));
 }
 
@@ -148,7 +153,8 @@ void tg_typed(struct tg *g, uint64_t tsc, uint16_t type, const void *p, int32_t 
 int tg_write(const struct tg *g, const char *path)
 {
     FILE *f = fopen(path, "wb");
-    if (!f) return -1;
+    if (!f)
+        return -1;
     size_t w = fwrite(g->buf, 1, g->len, f);
     int rc = fclose(f);
     return (w == g->len && rc == 0) ? 0 : -1;
@@ -160,12 +166,14 @@ char *tg_tmpname(const char *suffix)
     const char *dir = env && *env ? env : "/tmp";
     size_t dl = strlen(dir), sl = strlen(suffix);
     char *p = malloc(dl + sl + sizeof "/stf-test-XXXXXX");
-    if (!p) abort();
+    if (!p)
+        abort();
     memcpy(p, dir, dl);
     memcpy(p + dl, "/stf-test-XXXXXX", 16);
     memcpy(p + dl + 16, suffix, sl + 1);
     int fd = mkstemps(p, (int)strlen(suffix));
-    if (fd < 0) abort();
+    if (fd < 0)
+        abort();
     close(fd);
     return p;
 }
