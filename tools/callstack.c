@@ -208,15 +208,9 @@ int cs_tree_load(const char *path, const char *syms_opt, struct cs_tree *tree, s
                  struct stf_syms **syms, uint64_t *freq)
 {
     *syms = NULL;
-    struct stf_reader *r = tool_open_trace(path, STF_READ_LENIENT);
+    struct stf_reader *r = tool_open_analysis(path, syms_opt, syms);
     if (!r)
         return EXIT_BAD_TRACE;
-    bool ok;
-    *syms = tool_load_syms(path, syms_opt, &ok);
-    if (!ok) {
-        stf_reader_close(r);
-        return EXIT_BAD_TRACE;
-    }
     *freq = stf_reader_header(r)->cycle_freq;
     if (tree_root(tree) != 0) {
         stf_reader_close(r);

@@ -162,15 +162,10 @@ int cmd_graph(int argc, char **argv)
         return EXIT_USAGE;
     }
 
-    struct stf_reader *r = tool_open_trace(path, STF_READ_LENIENT);
+    struct stf_syms *syms;
+    struct stf_reader *r = tool_open_analysis(path, syms_opt, &syms);
     if (!r)
         return EXIT_BAD_TRACE;
-    bool ok;
-    struct stf_syms *syms = tool_load_syms(path, syms_opt, &ok);
-    if (!ok) {
-        stf_reader_close(r);
-        return EXIT_BAD_TRACE;
-    }
     uint64_t freq = stf_reader_header(r)->cycle_freq;
     struct graph g = {0};
     struct walk w = {.on_close = on_close, .ctx = &g};

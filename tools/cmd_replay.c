@@ -141,15 +141,10 @@ int cmd_replay(int argc, char **argv)
         return EXIT_USAGE;
     }
 
-    struct stf_reader *r = tool_open_trace(path, STF_READ_LENIENT);
+    struct stf_syms *syms;
+    struct stf_reader *r = tool_open_analysis(path, syms_path, &syms);
     if (!r)
         return EXIT_BAD_TRACE;
-    bool ok;
-    struct stf_syms *syms = tool_load_syms(path, syms_path, &ok);
-    if (!ok) {
-        stf_reader_close(r);
-        return EXIT_BAD_TRACE;
-    }
     rp.syms = syms;
     rp.freq = stf_reader_header(r)->cycle_freq;
 

@@ -98,6 +98,24 @@ static char *demangle(const char *name, void *arg)
  * SLEDTRACE_NO_DEMANGLE is set in the environment. */
 static struct stf_syms *load_syms(const char *trace_path, const char *syms_opt, bool *ok);
 
+struct stf_reader *tool_open_analysis(const char *path, const char *syms_opt,
+                                      struct stf_syms **syms)
+{
+    *syms = NULL;
+    struct stf_reader *r = tool_open_trace(path, STF_READ_LENIENT);
+    if (!r)
+        return NULL;
+    bool ok;
+    *syms = tool_load_syms(path, syms_opt, &ok);
+    if (!ok) {
+        stf_syms_free(*syms);
+        *syms = NULL;
+        stf_reader_close(r);
+        return NULL;
+    }
+    return r;
+}
+
 struct stf_syms *tool_load_syms(const char *trace_path, const char *syms_opt, bool *ok)
 {
     struct stf_syms *s = load_syms(trace_path, syms_opt, ok);

@@ -42,6 +42,11 @@ bool tool_wants_help(int argc, char **argv);
 /* Open a trace; on failure prints "sledtrace: FILE: offset N: reason" and returns NULL. In
  * lenient mode warnings are printed to stderr (first 10, then a count at tool_warn_summary). */
 struct stf_reader *tool_open_trace(const char *path, int flags);
+/* What the analysis commands start with: the trace opened leniently and its names (syms_opt,
+ * else the sidecar beside it; *syms may be NULL when there is none). On failure the error is
+ * printed, nothing stays open, and NULL is returned. */
+struct stf_reader *tool_open_analysis(const char *path, const char *syms_opt,
+                                      struct stf_syms **syms);
 /* Print the reader's error for path. Always returns EXIT_BAD_TRACE. */
 int tool_reader_fail(struct stf_reader *r, const char *path, int rc);
 void tool_warn_summary(const char *path);

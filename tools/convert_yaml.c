@@ -267,12 +267,11 @@ static int yaml_item(struct yaml *y, const struct stf_item *it)
 
 int convert_yaml(const char *path, const char *out, const char *syms_opt)
 {
-    struct stf_reader *r = tool_open_trace(path, STF_READ_LENIENT);
+    struct stf_syms *syms;
+    struct stf_reader *r = tool_open_analysis(path, syms_opt, &syms);
     if (!r)
         return EXIT_BAD_TRACE;
-    bool ok;
-    struct stf_syms *syms = tool_load_syms(path, syms_opt, &ok);
-    FILE *f = ok ? conv_open_out(out) : NULL;
+    FILE *f = conv_open_out(out);
     if (!f) {
         stf_syms_free(syms);
         stf_reader_close(r);
