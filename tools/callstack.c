@@ -14,12 +14,10 @@ static struct cs_thread *tget(struct callstack *cs, int32_t pid, int32_t tid)
         return NULL;
     if (added) {
         if (cs->nt == cs->capt) {
-            size_t nc = cs->capt ? cs->capt * 2 : 16;
-            struct cs_thread *n = realloc(cs->t, nc * sizeof *n);
+            struct cs_thread *n = tool_grow(cs->t, &cs->capt, sizeof *n, 16);
             if (!n)
                 return NULL;
             cs->t = n;
-            cs->capt = nc;
         }
         memset(&cs->t[cs->nt], 0, sizeof cs->t[cs->nt]);
         cs->t[cs->nt].pid = pid;
@@ -77,12 +75,10 @@ int cs_feed(struct callstack *cs, const struct stf_item *it, const struct cs_ops
         return -1;
     if (it->action == STF_ENTER || it->action == STF_ENTER_ARGS) {
         if (t->depth == t->cap) {
-            size_t nc = t->cap ? t->cap * 2 : 64;
-            struct cs_frame *n = realloc(t->st, nc * sizeof *n);
+            struct cs_frame *n = tool_grow(t->st, &t->cap, sizeof *n, 64);
             if (!n)
                 return -1;
             t->st = n;
-            t->cap = nc;
         }
         struct cs_frame *f = &t->st[t->depth++];
         *f = (struct cs_frame){.id = it->func_id, .node = 0, .start = it->tsc, .child = 0};
@@ -172,12 +168,10 @@ static long tree_child(struct cs_tree *tr, uint32_t parent, uint32_t id)
         return -1;
     if (added) {
         if (tr->nn == tr->capn) {
-            size_t nc = tr->capn * 2;
-            struct cs_node *n = realloc(tr->n, nc * sizeof *n);
+            struct cs_node *n = tool_grow(tr->n, &tr->capn, sizeof *n, 64);
             if (!n)
                 return -1;
             tr->n = n;
-            tr->capn = nc;
         }
         tr->n[tr->nn] = (struct cs_node){.parent = parent, .id = id, .self = 0, .calls = 0};
         tr->nn++;

@@ -144,12 +144,10 @@ static struct fstat *fget(struct acct *a, uint32_t tix, uint32_t id)
         return NULL;
     if (added) {
         if (a->nf == a->capf) {
-            size_t nc = a->capf ? a->capf * 2 : 64;
-            struct fstat *n = realloc(a->f, nc * sizeof *n);
+            struct fstat *n = tool_grow(a->f, &a->capf, sizeof *n, 64);
             if (!n)
                 return NULL;
             a->f = n;
-            a->capf = nc;
         }
         memset(&a->f[a->nf], 0, sizeof a->f[a->nf]);
         a->f[a->nf].id = id;
@@ -172,12 +170,10 @@ static struct thread *tget(struct acct *a, int32_t pid, int32_t tid)
         return NULL;
     if (added) {
         if (a->nt == a->capt) {
-            size_t nc = a->capt ? a->capt * 2 : 16;
-            struct thread *n = realloc(a->t, nc * sizeof *n);
+            struct thread *n = tool_grow(a->t, &a->capt, sizeof *n, 16);
             if (!n)
                 return NULL;
             a->t = n;
-            a->capt = nc;
         }
         memset(&a->t[a->nt], 0, sizeof a->t[a->nt]);
         a->t[a->nt].pid = pid;
@@ -217,12 +213,10 @@ static int account_item(struct acct *a, const struct stf_item *it)
         return -1;
     if (it->action == STF_ENTER || it->action == STF_ENTER_ARGS) {
         if (t->depth == t->cap) {
-            size_t nc = t->cap ? t->cap * 2 : 64;
-            struct frame *n = realloc(t->st, nc * sizeof *n);
+            struct frame *n = tool_grow(t->st, &t->cap, sizeof *n, 64);
             if (!n)
                 return -1;
             t->st = n;
-            t->cap = nc;
         }
         t->st[t->depth++] = (struct frame){.id = it->func_id, .start = it->tsc, .child = 0};
         /* make sure entered-but-never-exited functions still get a (zero) row */

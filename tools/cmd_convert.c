@@ -76,12 +76,10 @@ static struct thr *thread_of(struct state *s, int32_t pid, int32_t tid)
         return NULL;
     if (added) {
         if (s->nt == s->capt) {
-            size_t nc = s->capt ? s->capt * 2 : 16;
-            struct thr *n = realloc(s->t, nc * sizeof *n);
+            struct thr *n = tool_grow(s->t, &s->capt, sizeof *n, 16);
             if (!n)
                 return NULL;
             s->t = n;
-            s->capt = nc;
         }
         memset(&s->t[s->nt], 0, sizeof s->t[0]);
         s->t[s->nt].pid = pid;
@@ -96,12 +94,10 @@ static int add_body(struct thr *t, struct body b)
     if (b.end <= b.start)
         return 0;
     if (t->n == t->cap) {
-        size_t nc = t->cap ? t->cap * 2 : 64;
-        struct body *n = realloc(t->b, nc * sizeof *n);
+        struct body *n = tool_grow(t->b, &t->cap, sizeof *n, 64);
         if (!n)
             return -1;
         t->b = n;
-        t->cap = nc;
     }
     t->b[t->n++] = b;
     t->bytes += b.end - b.start;
@@ -328,12 +324,10 @@ struct walk_thread *walk_thread_of(struct walk *w, const struct stf_item *it)
         return NULL;
     if (added) {
         if (w->nt == w->cap) {
-            size_t nc = w->cap ? w->cap * 2 : 16;
-            struct walk_thread *n = realloc(w->t, nc * sizeof *n);
+            struct walk_thread *n = tool_grow(w->t, &w->cap, sizeof *n, 16);
             if (!n)
                 return NULL;
             w->t = n;
-            w->cap = nc;
         }
         w->t[w->nt] = (struct walk_thread){.pid = it->pid, .tid = it->tid, .last = it->tsc};
         w->nt++;
@@ -394,12 +388,10 @@ int walk_item(struct walk *w, const struct stf_item *it, struct walk_thread **ou
     t->last = it->tsc;
     if (it->action == STF_ENTER || it->action == STF_ENTER_ARGS) {
         if (t->depth == t->cap) {
-            size_t nc = t->cap ? t->cap * 2 : 64;
-            struct walk_frame *n = realloc(t->st, nc * sizeof *n);
+            struct walk_frame *n = tool_grow(t->st, &t->cap, sizeof *n, 64);
             if (!n)
                 return -1;
             t->st = n;
-            t->cap = nc;
         }
         t->st[t->depth++] = (struct walk_frame){.id = it->func_id, .start = it->tsc};
         return 0;

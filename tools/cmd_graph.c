@@ -59,12 +59,10 @@ static struct gnode *node(struct graph *g, uint32_t id)
         return NULL;
     if (added) {
         if (g->nn == g->capn) {
-            size_t nc = g->capn ? g->capn * 2 : 64;
-            struct gnode *p = realloc(g->n, nc * sizeof *p);
+            struct gnode *p = tool_grow(g->n, &g->capn, sizeof *p, 64);
             if (!p)
                 return NULL;
             g->n = p;
-            g->capn = nc;
         }
         g->n[g->nn++] = (struct gnode){.id = id};
     }
@@ -79,12 +77,10 @@ static struct gedge *edge(struct graph *g, uint32_t from, uint32_t to)
         return NULL;
     if (added) {
         if (g->ne == g->cape) {
-            size_t nc = g->cape ? g->cape * 2 : 64;
-            struct gedge *p = realloc(g->e, nc * sizeof *p);
+            struct gedge *p = tool_grow(g->e, &g->cape, sizeof *p, 64);
             if (!p)
                 return NULL;
             g->e = p;
-            g->cape = nc;
         }
         g->e[g->ne++] = (struct gedge){.from = from, .to = to};
     }

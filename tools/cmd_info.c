@@ -38,12 +38,10 @@ static int credit(struct u64map *map, struct thr **thr, size_t *n, size_t *cap, 
         return -1;
     if (added) {
         if (*n == *cap) {
-            size_t nc = *cap ? *cap * 2 : 16;
-            struct thr *nt = realloc(*thr, nc * sizeof *nt);
+            struct thr *nt = tool_grow(*thr, &*cap, sizeof *nt, 16);
             if (!nt)
                 return -1;
             *thr = nt;
-            *cap = nc;
         }
         memset(&(*thr)[*n], 0, sizeof **thr);
         (*thr)[*n].pid = b->pid;

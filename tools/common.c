@@ -98,6 +98,17 @@ static char *demangle(const char *name, void *arg)
  * SLEDTRACE_NO_DEMANGLE is set in the environment. */
 static struct stf_syms *load_syms(const char *trace_path, const char *syms_opt, bool *ok);
 
+void *tool_grow(void *p, size_t *cap, size_t elem, size_t init)
+{
+    size_t nc = *cap ? *cap * 2 : init;
+    if (nc < *cap || nc > SIZE_MAX / elem)
+        return NULL;
+    void *n = realloc(p, nc * elem);
+    if (n)
+        *cap = nc;
+    return n;
+}
+
 struct stf_reader *tool_open_analysis(const char *path, const char *syms_opt,
                                       struct stf_syms **syms)
 {

@@ -42,6 +42,11 @@ bool tool_wants_help(int argc, char **argv);
 /* Open a trace; on failure prints "sledtrace: FILE: offset N: reason" and returns NULL. In
  * lenient mode warnings are printed to stderr (first 10, then a count at tool_warn_summary). */
 struct stf_reader *tool_open_trace(const char *path, int flags);
+/* Array growth for the tools' tables and stacks: returns p reallocated to twice *cap elements of
+ * elem bytes (init when *cap is 0) and updates *cap, or NULL (p and *cap unchanged) on failure
+ * or overflow. */
+void *tool_grow(void *p, size_t *cap, size_t elem, size_t init);
+
 /* What the analysis commands start with: the trace opened leniently and its names (syms_opt,
  * else the sidecar beside it; *syms may be NULL when there is none). On failure the error is
  * printed, nothing stays open, and NULL is returned. */

@@ -166,12 +166,10 @@ static struct ythr *ythread(struct yaml *y, const struct stf_item *it)
         return NULL;
     if (added) {
         if (y->nt == y->cap) {
-            size_t nc = y->cap ? y->cap * 2 : 16;
-            struct ythr *n = realloc(y->t, nc * sizeof *n);
+            struct ythr *n = tool_grow(y->t, &y->cap, sizeof *n, 16);
             if (!n)
                 return NULL;
             y->t = n;
-            y->cap = nc;
         }
         y->t[y->nt++] = (struct ythr){0, 0};
     }
@@ -234,12 +232,10 @@ static int yaml_item(struct yaml *y, const struct stf_item *it)
         if (!y->pending)
             return 0;
         if (y->nargs == y->capargs) {
-            size_t nc = y->capargs ? y->capargs * 2 : 8;
-            uint64_t *n = realloc(y->args, nc * sizeof *n);
+            uint64_t *n = tool_grow(y->args, &y->capargs, sizeof *n, 8);
             if (!n)
                 return -1;
             y->args = n;
-            y->capargs = nc;
         }
         y->args[y->nargs++] = it->value;
         return 0;
