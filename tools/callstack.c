@@ -125,25 +125,6 @@ void cs_free(struct callstack *cs)
     memset(cs, 0, sizeof *cs);
 }
 
-int cs_option(int argc, char **argv, int *i, const char *cmd, const char *name, const char **val)
-{
-    const char *o = argv[*i];
-    size_t n = strlen(name);
-    if (strcmp(o, name) == 0) {
-        if (*i + 1 >= argc) {
-            tool_err("%s: %s needs a value", cmd, name);
-            return -1;
-        }
-        *val = argv[++*i];
-        return 1;
-    }
-    if (strncmp(o, name, n) == 0 && o[n] == '=') {
-        *val = o + n + 1;
-        return 1;
-    }
-    return 0;
-}
-
 /* ---- stack tree -------------------------------------------------------------------------- */
 
 static int tree_root(struct cs_tree *tr)

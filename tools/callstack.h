@@ -59,10 +59,6 @@ uint64_t cs_open_frames(const struct callstack *cs);
 uint64_t cs_orphan_ticks(const struct callstack *cs);
 void cs_free(struct callstack *cs);
 
-/* Option "--name VALUE" or "--name=VALUE" at argv[*i]: 1 (value in *val, *i advanced), 0 (not
- * this option) or -1 (value missing; error printed, prefixed by cmd). */
-int cs_option(int argc, char **argv, int *i, const char *cmd, const char *name, const char **val);
-
 /* Aggregated stacks: a tree of (parent, function) nodes; node 0 is the (unnamed) root. */
 struct cs_node {
     uint32_t parent, id;

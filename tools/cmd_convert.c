@@ -145,19 +145,16 @@ int cmd_convert(int argc, char **argv)
         return EXIT_OK;
     }
     for (int i = 1; i < argc; i++) {
-        if ((strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) && i + 1 < argc)
-            out = argv[++i];
-        else if (strcmp(argv[i], "--format") == 0 && i + 1 < argc)
-            format = argv[++i];
-        else if (strncmp(argv[i], "--format=", 9) == 0)
-            format = argv[i] + 9;
-        else if (strcmp(argv[i], "--syms") == 0 && i + 1 < argc)
-            syms = argv[++i];
-        else if (strncmp(argv[i], "--syms=", 7) == 0)
-            syms = argv[i] + 7;
-        else if (argv[i][0] != '-' && !path)
+        int m;
+        if ((m = tool_option(argc, argv, &i, "convert", "-o", &out)) != 0 ||
+            (m = tool_option(argc, argv, &i, "convert", "--output", &out)) != 0 ||
+            (m = tool_option(argc, argv, &i, "convert", "--format", &format)) != 0 ||
+            (m = tool_option(argc, argv, &i, "convert", "--syms", &syms)) != 0) {
+            if (m < 0)
+                return EXIT_USAGE;
+        } else if (argv[i][0] != '-' && !path) {
             path = argv[i];
-        else {
+        } else {
             tool_err("convert: unexpected argument '%s'", argv[i]);
             help(stderr);
             return EXIT_USAGE;

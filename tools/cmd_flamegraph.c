@@ -190,7 +190,7 @@ int cmd_flamegraph(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *v = NULL;
         int m;
-        if ((m = cs_option(argc, argv, &i, "flamegraph", "--by", &v)) != 0) {
+        if ((m = tool_option(argc, argv, &i, "flamegraph", "--by", &v)) != 0) {
             if (m < 0)
                 return EXIT_USAGE;
             if (strcmp(v, "time") == 0 || strcmp(v, "count") == 0) {
@@ -199,12 +199,12 @@ int cmd_flamegraph(int argc, char **argv)
                 tool_err("flamegraph: unknown weight '%s' (time, count)", v);
                 return EXIT_USAGE;
             }
-        } else if ((m = cs_option(argc, argv, &i, "flamegraph", "-o", &v)) != 0 ||
-                   (m = cs_option(argc, argv, &i, "flamegraph", "--output", &v)) != 0) {
+        } else if ((m = tool_option(argc, argv, &i, "flamegraph", "-o", &v)) != 0 ||
+                   (m = tool_option(argc, argv, &i, "flamegraph", "--output", &v)) != 0) {
             if (m < 0)
                 return EXIT_USAGE;
             out = v;
-        } else if ((m = cs_option(argc, argv, &i, "flamegraph", "--syms", &v)) != 0) {
+        } else if ((m = tool_option(argc, argv, &i, "flamegraph", "--syms", &v)) != 0) {
             if (m < 0)
                 return EXIT_USAGE;
             syms_path = v;

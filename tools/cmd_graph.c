@@ -139,15 +139,15 @@ int cmd_graph(int argc, char **argv)
         return EXIT_OK;
     }
     for (int i = 1; i < argc; i++) {
-        if ((strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) && i + 1 < argc)
-            out = argv[++i];
-        else if (strcmp(argv[i], "--syms") == 0 && i + 1 < argc)
-            syms_opt = argv[++i];
-        else if (strncmp(argv[i], "--syms=", 7) == 0)
-            syms_opt = argv[i] + 7;
-        else if (argv[i][0] != '-' && !path)
+        int m;
+        if ((m = tool_option(argc, argv, &i, "graph", "-o", &out)) != 0 ||
+            (m = tool_option(argc, argv, &i, "graph", "--output", &out)) != 0 ||
+            (m = tool_option(argc, argv, &i, "graph", "--syms", &syms_opt)) != 0) {
+            if (m < 0)
+                return EXIT_USAGE;
+        } else if (argv[i][0] != '-' && !path) {
             path = argv[i];
-        else {
+        } else {
             tool_err("graph: unexpected argument '%s'", argv[i]);
             help(stderr);
             return EXIT_USAGE;

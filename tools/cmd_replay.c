@@ -96,7 +96,7 @@ int cmd_replay(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *v = NULL;
         int m;
-        if ((m = cs_option(argc, argv, &i, "replay", "--tid", &v)) != 0) {
+        if ((m = tool_option(argc, argv, &i, "replay", "--tid", &v)) != 0) {
             char *end;
             long t = m > 0 ? strtol(v, &end, 10) : 0;
             if (m < 0 || !*v || *end || t < INT32_MIN || t > INT32_MAX) {
@@ -106,23 +106,23 @@ int cmd_replay(int argc, char **argv)
             }
             rp.have_tid = true;
             rp.tid = (int32_t)t;
-        } else if ((m = cs_option(argc, argv, &i, "replay", "--depth", &v)) != 0) {
+        } else if ((m = tool_option(argc, argv, &i, "replay", "--depth", &v)) != 0) {
             if (m < 0 || !tool_parse_u64(v, &rp.depth) || rp.depth == 0) {
                 if (m > 0)
                     tool_err("replay: --depth needs a positive integer, not '%s'", v);
                 return EXIT_USAGE;
             }
-        } else if ((m = cs_option(argc, argv, &i, "replay", "--min-duration", &v)) != 0) {
+        } else if ((m = tool_option(argc, argv, &i, "replay", "--min-duration", &v)) != 0) {
             if (m < 0 || !tool_parse_u64(v, &rp.min_ns)) {
                 if (m > 0)
                     tool_err("replay: --min-duration needs nanoseconds, not '%s'", v);
                 return EXIT_USAGE;
             }
-        } else if ((m = cs_option(argc, argv, &i, "replay", "--filter", &v)) != 0) {
+        } else if ((m = tool_option(argc, argv, &i, "replay", "--filter", &v)) != 0) {
             if (m < 0)
                 return EXIT_USAGE;
             rp.glob = v;
-        } else if ((m = cs_option(argc, argv, &i, "replay", "--syms", &v)) != 0) {
+        } else if ((m = tool_option(argc, argv, &i, "replay", "--syms", &v)) != 0) {
             if (m < 0)
                 return EXIT_USAGE;
             syms_path = v;

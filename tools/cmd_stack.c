@@ -80,7 +80,7 @@ int cmd_stack(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *v = NULL;
         int m;
-        if ((m = cs_option(argc, argv, &i, "stack", "--by", &v)) != 0) {
+        if ((m = tool_option(argc, argv, &i, "stack", "--by", &v)) != 0) {
             if (m < 0)
                 return EXIT_USAGE;
             if (strcmp(v, "time") == 0 || strcmp(v, "count") == 0) {
@@ -89,7 +89,7 @@ int cmd_stack(int argc, char **argv)
                 tool_err("stack: unknown weight '%s' (time, count)", v);
                 return EXIT_USAGE;
             }
-        } else if ((m = cs_option(argc, argv, &i, "stack", "--format", &v)) != 0) {
+        } else if ((m = tool_option(argc, argv, &i, "stack", "--format", &v)) != 0) {
             if (m < 0)
                 return EXIT_USAGE;
             if (strcmp(v, "text") == 0 || strcmp(v, "folded") == 0) {
@@ -98,7 +98,7 @@ int cmd_stack(int argc, char **argv)
                 tool_err("stack: unknown format '%s' (text, folded)", v);
                 return EXIT_USAGE;
             }
-        } else if ((m = cs_option(argc, argv, &i, "stack", "--syms", &v)) != 0) {
+        } else if ((m = tool_option(argc, argv, &i, "stack", "--syms", &v)) != 0) {
             if (m < 0)
                 return EXIT_USAGE;
             syms_path = v;

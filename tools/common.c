@@ -98,6 +98,25 @@ static char *demangle(const char *name, void *arg)
  * SLEDTRACE_NO_DEMANGLE is set in the environment. */
 static struct stf_syms *load_syms(const char *trace_path, const char *syms_opt, bool *ok);
 
+int tool_option(int argc, char **argv, int *i, const char *cmd, const char *name, const char **val)
+{
+    const char *o = argv[*i];
+    size_t n = strlen(name);
+    if (strcmp(o, name) == 0) {
+        if (*i + 1 >= argc) {
+            tool_err("%s: %s needs a value", cmd, name);
+            return -1;
+        }
+        *val = argv[++*i];
+        return 1;
+    }
+    if (strncmp(o, name, n) == 0 && o[n] == '=') {
+        *val = o + n + 1;
+        return 1;
+    }
+    return 0;
+}
+
 void *tool_grow(void *p, size_t *cap, size_t elem, size_t init)
 {
     size_t nc = *cap ? *cap * 2 : init;

@@ -42,6 +42,10 @@ bool tool_wants_help(int argc, char **argv);
 /* Open a trace; on failure prints "sledtrace: FILE: offset N: reason" and returns NULL. In
  * lenient mode warnings are printed to stderr (first 10, then a count at tool_warn_summary). */
 struct stf_reader *tool_open_trace(const char *path, int flags);
+/* Option "--name VALUE" or "--name=VALUE" at argv[*i]: 1 (value in *val, *i advanced), 0 (not
+ * this option) or -1 (value missing; error printed, prefixed by cmd). */
+int tool_option(int argc, char **argv, int *i, const char *cmd, const char *name, const char **val);
+
 /* Array growth for the tools' tables and stacks: returns p reallocated to twice *cap elements of
  * elem bytes (init when *cap is 0) and updates *cap, or NULL (p and *cap unchanged) on failure
  * or overflow. */
