@@ -268,3 +268,13 @@ void cs_names_free(char **names, size_t n)
         free(names[i]);
     free(names);
 }
+
+int cs_parse_by(const char *cmd, const char *v, bool *by_count)
+{
+    if (strcmp(v, "time") != 0 && strcmp(v, "count") != 0) {
+        tool_err("%s: unknown weight '%s' (time, count)", cmd, v);
+        return -1;
+    }
+    *by_count = strcmp(v, "count") == 0;
+    return 0;
+}

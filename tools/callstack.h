@@ -71,6 +71,10 @@ struct cs_tree {
     size_t nn, capn;
 };
 
+/* The --by weight of stack and flamegraph: "time" or "count" (sets *by_count). -1 with the
+ * error printed, prefixed by cmd, for anything else. */
+int cs_parse_by(const char *cmd, const char *v, bool *by_count);
+
 /* Read a whole trace into tree (stacks of closed frames). Prints errors; returns an exit code.
  * On success *syms (may be NULL) and *freq are set; the caller frees tree, cs and syms. */
 int cs_tree_load(const char *path, const char *syms_opt, struct cs_tree *tree, struct callstack *cs,

@@ -191,14 +191,8 @@ int cmd_flamegraph(int argc, char **argv)
         const char *v = NULL;
         int m;
         if ((m = tool_option(argc, argv, &i, "flamegraph", "--by", &v)) != 0) {
-            if (m < 0)
+            if (m < 0 || cs_parse_by("flamegraph", v, &by_count) != 0)
                 return EXIT_USAGE;
-            if (strcmp(v, "time") == 0 || strcmp(v, "count") == 0) {
-                by_count = strcmp(v, "count") == 0;
-            } else {
-                tool_err("flamegraph: unknown weight '%s' (time, count)", v);
-                return EXIT_USAGE;
-            }
         } else if ((m = tool_option(argc, argv, &i, "flamegraph", "-o", &v)) != 0 ||
                    (m = tool_option(argc, argv, &i, "flamegraph", "--output", &v)) != 0) {
             if (m < 0)

@@ -81,14 +81,8 @@ int cmd_stack(int argc, char **argv)
         const char *v = NULL;
         int m;
         if ((m = tool_option(argc, argv, &i, "stack", "--by", &v)) != 0) {
-            if (m < 0)
+            if (m < 0 || cs_parse_by("stack", v, &by_count) != 0)
                 return EXIT_USAGE;
-            if (strcmp(v, "time") == 0 || strcmp(v, "count") == 0) {
-                by_count = strcmp(v, "count") == 0;
-            } else {
-                tool_err("stack: unknown weight '%s' (time, count)", v);
-                return EXIT_USAGE;
-            }
         } else if ((m = tool_option(argc, argv, &i, "stack", "--format", &v)) != 0) {
             if (m < 0)
                 return EXIT_USAGE;
