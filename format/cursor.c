@@ -1,21 +1,27 @@
-/* Trace cursor: random access to a trace, one thread at a time (see stf.h, "cursor").
+/* Trace cursor: per-thread walks over a trace, forward and backward, and seek by time (see stf.h,
+ * "cursor"). The analysis tools walk traces with it.
  *
  * Design
- *  - stf_cursor_open reads the whole trace once with the lenient (or given) reader and keeps
- *    every item, grouped by (pid, tid) in file order: the cursor is for programs that walk back
- *    and forth or seek; the tools use the streaming reader instead. Memory is about
- *    sizeof(struct stf_item) + 16 bytes per record plus the event payloads, so a 100 MB trace
- *    of function records needs about 1.5 GB; open large traces with the reader.
- *  - Event payloads are copied into one arena and items point into it only when returned
- *    (the arena may move while loading).
- *  - Seeking uses each item's running maximum TSC in its thread, a non-decreasing key, so a
- *    binary search finds the first item at or after a time even when metadata records carry no
- *    TSC or a CPU change steps the counter back.
- *  - A block's records are staged until the block ends and then go to the thread of its last
- *    record (NewBuffer and Walltime come before the Pid record and carry pid 0 from the
- *    reader); the cursor's items carry the block's final pid and tid.
- *  - BufferExtents records are framing that comes before the block's NewBuffer (so belongs to
- *    no thread yet); they are not items. Every other record is.
+ *  - Opening reads only block headers: for each block the streaming reader decodes BufferExtents
+ *    (v2+), NewBuffer, Walltime and Pid, and then skips the body unread. The result is an index:
+ *    per (pid, tid), in first-seen order, the byte span of each of its blocks. A block belongs to
+ *    the thread its header names; every item it yields is labelled with that pid and tid.
+ *    Memory is the index (about 64 bytes per block: a 591 MB trace of 64 KiB blocks needs about
+ *    580 KB) plus at most one decoded block; it does not grow with the records.
+ *  - Forward walks are live: the reader is moved to the block's start and its items are handed
+ *    out as they are decoded (no copy). At a block's end the cursor moves the reader to the
+ *    thread's next block, so a thread's walk reads only its own blocks.
+ *  - Walking backward, and seeking, decode one block into a cache (items plus a payload arena)
+ *    and step inside it. Payload pointers stay valid until the next call that moves the cursor.
+ *  - A block's item count and largest TSC are learnt the first time it is decoded. Seeking and
+ *    stf_cursor_select's item count need them for all of a thread's blocks, and decode the
+ *    blocks not yet seen (once). An item's time for seeking is the running maximum of its
+ *    thread's TSCs up to and including it, a non-decreasing key even when metadata records
+ *    carry no TSC or a CPU change steps the counter back.
+ *  - Lenient-mode warnings are passed on when the bytes they concern are read for the first
+ *    time: during opening for framing between blocks, during the first decode of a block for
+ *    its body. Decoding a block again is quiet.
+ *  - Errors (I/O; strict mode: grammar) are sticky; stf_cursor_error names offset and reason.
  *  - Single-threaded: one cursor, one caller at a time.
  */
 #include "stf.h"
@@ -24,168 +30,319 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct entry {
-    struct stf_item it; /* it.payload unused: see pay */
-    size_t pay;         /* payload offset in the arena */
-    uint64_t key;       /* running max TSC of the thread up to this item */
+struct cblock {
+    uint64_t off, end; /* byte span in the file */
+    uint64_t index;    /* block number in file order */
+    uint64_t first;    /* items of the thread before this block (valid when counted) */
+    uint64_t key;      /* running max TSC of the thread at this block's end (when counted) */
+    uint64_t max_tsc;  /* largest TSC in this block (when seen) */
+    uint32_t n;        /* items (when seen) */
+    bool seen;         /* decoded once: n and max_tsc known, warnings given */
 };
 
 struct cthread {
     int32_t pid, tid;
-    struct entry *e;
-    size_t n, cap;
-    uint64_t max_tsc;
+    struct cblock *b;
+    size_t nb, capb;
+    bool counted; /* first and key valid for every block */
+    uint64_t items;
 };
 
 struct stf_cursor {
+    struct stf_reader *r;
     struct stf_header header;
     struct cthread *t;
     size_t nt, capt;
+
+    /* position: before item bpos of block blk of thread sel */
+    size_t sel, blk, bpos;
+    bool live; /* the reader's next item of block blk is item bpos */
+
+    /* one decoded block of thread sel */
+    bool cached;
+    size_t cblk;
+    struct stf_item *items;
+    size_t *pay; /* payload offsets in the arena */
+    size_t nitems, capitems;
     uint8_t *arena;
-    size_t arena_len, arena_cap;
-    struct entry *pend; /* items of the block being loaded */
-    size_t np, capp;
-    size_t sel; /* selected thread */
-    size_t pos; /* next item index for stf_cursor_next */
+    size_t alen, acap;
+
+    stf_warn_fn warn;
+    void *warn_ctx;
+    bool quiet;
+    uint64_t warnings, records, bytes;
+    int err;
 };
 
-static struct cthread *thread_for(struct stf_cursor *c, int32_t pid, int32_t tid, size_t *last)
+static void on_warn(void *ctx, uint64_t offset, const char *msg)
 {
-    if (*last < c->nt && c->t[*last].pid == pid && c->t[*last].tid == tid)
-        return &c->t[*last];
-    for (size_t i = 0; i < c->nt; i++) {
-        if (c->t[i].pid == pid && c->t[i].tid == tid) {
-            *last = i;
-            return &c->t[i];
-        }
-    }
-    if (c->nt == c->capt) {
-        size_t nc = c->capt ? c->capt * 2 : 8;
-        struct cthread *n = realloc(c->t, nc * sizeof *n);
-        if (!n)
-            return NULL;
-        c->t = n;
-        c->capt = nc;
-    }
-    c->t[c->nt] = (struct cthread){.pid = pid, .tid = tid};
-    *last = c->nt;
-    return &c->t[c->nt++];
+    struct stf_cursor *c = ctx;
+    if (c->quiet)
+        return;
+    c->warnings++;
+    if (c->warn)
+        c->warn(c->warn_ctx, offset, msg);
 }
 
-/* Stage an item of the current block: its payload goes to the arena now. */
-static int stage(struct stf_cursor *c, const struct stf_item *it)
+static int failed(struct stf_cursor *c, int rc)
 {
-    if (c->np == c->capp) {
-        size_t nc = c->capp ? c->capp * 2 : 256;
-        struct entry *n = realloc(c->pend, nc * sizeof *n);
-        if (!n)
-            return STF_ERR_NOMEM;
-        c->pend = n;
-        c->capp = nc;
+    if (rc < 0)
+        c->err = rc;
+    return rc;
+}
+
+/* ---- index --------------------------------------------------------------------------------- */
+
+static void *grow(void *p, size_t *cap, size_t elem, size_t need)
+{
+    if (need <= *cap)
+        return p;
+    size_t nc = *cap ? *cap : 16;
+    while (nc < need) {
+        if (nc > SIZE_MAX / 2 / elem)
+            return NULL;
+        nc *= 2;
     }
-    struct entry *e = &c->pend[c->np++];
-    e->it = *it;
-    e->it.payload = NULL;
-    e->pay = c->arena_len;
-    e->key = 0;
-    if (it->payload_len) {
-        if (c->arena_len + it->payload_len > c->arena_cap) {
-            size_t nc = c->arena_cap ? c->arena_cap : 4096;
-            while (nc < c->arena_len + it->payload_len)
-                nc *= 2;
-            uint8_t *n = realloc(c->arena, nc);
+    void *n = realloc(p, nc * elem);
+    if (n)
+        *cap = nc;
+    return n;
+}
+
+static int add_block(struct stf_cursor *c, int32_t pid, int32_t tid, uint64_t off, uint64_t end,
+                     uint64_t index, size_t *last)
+{
+    size_t i = *last;
+    if (!(i < c->nt && c->t[i].pid == pid && c->t[i].tid == tid)) {
+        for (i = 0; i < c->nt; i++)
+            if (c->t[i].pid == pid && c->t[i].tid == tid)
+                break;
+        if (i == c->nt) {
+            struct cthread *n = grow(c->t, &c->capt, sizeof *n, c->nt + 1);
             if (!n)
                 return STF_ERR_NOMEM;
-            c->arena = n;
-            c->arena_cap = nc;
+            c->t = n;
+            c->t[c->nt++] = (struct cthread){.pid = pid, .tid = tid};
         }
-        memcpy(c->arena + c->arena_len, it->payload, it->payload_len);
-        c->arena_len += it->payload_len;
+        *last = i;
     }
-    return STF_OK;
-}
-
-/* A block's header records come before its Pid record, so they carry pid 0: the whole block
- * goes to the thread of its last record, and its items are relabelled with that pid/tid. */
-static int flush_block(struct stf_cursor *c, size_t *last)
-{
-    if (c->np == 0)
-        return STF_OK;
-    int32_t pid = c->pend[c->np - 1].it.pid, tid = c->pend[c->np - 1].it.tid;
-    struct cthread *t = thread_for(c, pid, tid, last);
-    if (!t)
+    struct cthread *t = &c->t[i];
+    struct cblock *nb = grow(t->b, &t->capb, sizeof *nb, t->nb + 1);
+    if (!nb)
         return STF_ERR_NOMEM;
-    if (t->n + c->np > t->cap) {
-        size_t nc = t->cap ? t->cap : 256;
-        while (nc < t->n + c->np)
-            nc *= 2;
-        struct entry *n = realloc(t->e, nc * sizeof *n);
-        if (!n)
-            return STF_ERR_NOMEM;
-        t->e = n;
-        t->cap = nc;
-    }
-    for (size_t i = 0; i < c->np; i++) {
-        struct entry *e = &t->e[t->n++];
-        *e = c->pend[i];
-        e->it.pid = pid;
-        e->it.tid = tid;
-        if (e->it.tsc > t->max_tsc)
-            t->max_tsc = e->it.tsc;
-        e->key = t->max_tsc;
-    }
-    c->np = 0;
+    t->b = nb;
+    t->b[t->nb++] = (struct cblock){.off = off, .end = end, .index = index};
     return STF_OK;
 }
 
-int stf_cursor_open(struct stf_cursor **out, const char *path, int flags, char *err, size_t errlen)
+static bool header_kind(int kind)
+{
+    return kind == STF_M_NEW_BUFFER || kind == STF_M_WALLTIME || kind == STF_M_PID;
+}
+
+/* Read every block's header and skip its body. */
+static int build_index(struct stf_cursor *c)
+{
+    struct stf_item it;
+    bool pending = false;
+    uint64_t pblock = 0, start = 0, end = 0;
+    int32_t pid = 0, tid = 0;
+    size_t last = 0;
+    int rc;
+    while ((rc = stf_reader_next(c->r, &it)) == STF_OK) {
+        if (it.kind == STF_M_BUFFER_EXTENTS)
+            continue;
+        if (!pending || it.block != pblock) {
+            if (pending && (rc = add_block(c, pid, tid, start, end, pblock, &last)) != STF_OK)
+                return rc;
+            pending = true;
+            pblock = it.block;
+            stf_reader_block_span(c->r, &start, &end);
+        }
+        pid = it.pid;
+        tid = it.tid;
+        if (!header_kind(it.kind)) {
+            pending = false;
+            if ((rc = add_block(c, pid, tid, start, end, pblock, &last)) != STF_OK)
+                return rc;
+            if ((rc = stf_reader_skip_block(c->r)) != STF_OK)
+                return rc;
+        }
+    }
+    if (rc == STF_END && pending)
+        rc = add_block(c, pid, tid, start, end, pblock, &last);
+    return rc == STF_END ? STF_OK : rc;
+}
+
+/* ---- decoding one block -------------------------------------------------------------------- */
+
+static int start_block(struct stf_cursor *c, const struct cblock *b)
+{
+    c->live = false;
+    c->quiet = b->seen;
+    return failed(c, stf_reader_seek(c->r, b->off, b->index));
+}
+
+/* The block's next item: STF_OK, STF_END at the block's end, or an error. */
+static int block_next(struct stf_cursor *c, const struct cblock *b, struct stf_item *it)
+{
+    for (;;) {
+        int rc = stf_reader_next(c->r, it);
+        if (rc != STF_OK)
+            return rc == STF_END ? STF_END : failed(c, rc);
+        if (it->block != b->index)
+            return STF_END;
+        if (it->kind == STF_M_BUFFER_EXTENTS)
+            continue;
+        const struct cthread *t = &c->t[c->sel];
+        it->pid = t->pid;
+        it->tid = t->tid;
+        return STF_OK;
+    }
+}
+
+static void saw(struct stf_cursor *c, struct cblock *b, uint64_t n, uint64_t max_tsc)
+{
+    if (b->seen)
+        return;
+    b->seen = true;
+    b->n = (uint32_t)n;
+    b->max_tsc = max_tsc;
+    c->records += n;
+    c->bytes += b->end - b->off;
+}
+
+/* Decode block i of the selected thread into the cache. */
+static int load(struct stf_cursor *c, size_t i)
+{
+    if (c->cached && c->cblk == i)
+        return STF_OK;
+    struct cblock *b = &c->t[c->sel].b[i];
+    c->cached = false;
+    int rc = start_block(c, b);
+    if (rc != STF_OK)
+        return rc;
+    c->nitems = c->alen = 0;
+    uint64_t max_tsc = 0;
+    struct stf_item it;
+    while ((rc = block_next(c, b, &it)) == STF_OK) {
+        if (c->nitems == c->capitems) {
+            size_t cap = c->capitems;
+            struct stf_item *ni = grow(c->items, &cap, sizeof *ni, c->nitems + 1);
+            if (!ni)
+                return failed(c, STF_ERR_NOMEM);
+            c->items = ni;
+            size_t *np = realloc(c->pay, cap * sizeof *np);
+            if (!np)
+                return failed(c, STF_ERR_NOMEM);
+            c->pay = np;
+            c->capitems = cap;
+        }
+        if (it.payload_len) {
+            uint8_t *na = grow(c->arena, &c->acap, 1, c->alen + it.payload_len);
+            if (!na)
+                return failed(c, STF_ERR_NOMEM);
+            c->arena = na;
+            memcpy(c->arena + c->alen, it.payload, it.payload_len);
+        }
+        c->pay[c->nitems] = c->alen;
+        c->alen += it.payload_len;
+        it.payload = NULL;
+        c->items[c->nitems++] = it;
+        if (it.tsc > max_tsc)
+            max_tsc = it.tsc;
+    }
+    if (rc < 0)
+        return rc;
+    saw(c, b, c->nitems, max_tsc);
+    c->cached = true;
+    c->cblk = i;
+    return STF_OK;
+}
+
+static void from_cache(const struct stf_cursor *c, size_t i, struct stf_item *out)
+{
+    *out = c->items[i];
+    out->payload = out->payload_len ? c->arena + c->pay[i] : NULL;
+}
+
+/* Item counts, first indexes and seek keys for every block of the selected thread. */
+static int count(struct stf_cursor *c)
+{
+    struct cthread *t = &c->t[c->sel];
+    if (t->counted)
+        return STF_OK;
+    uint64_t first = 0, key = 0;
+    for (size_t i = 0; i < t->nb; i++) {
+        struct cblock *b = &t->b[i];
+        if (!b->seen) {
+            int rc = start_block(c, b);
+            if (rc != STF_OK)
+                return rc;
+            uint64_t n = 0, max_tsc = 0;
+            struct stf_item it;
+            while ((rc = block_next(c, b, &it)) == STF_OK) {
+                n++;
+                if (it.tsc > max_tsc)
+                    max_tsc = it.tsc;
+            }
+            if (rc < 0)
+                return rc;
+            saw(c, b, n, max_tsc);
+        }
+        b->first = first;
+        first += b->n;
+        if (b->max_tsc > key)
+            key = b->max_tsc;
+        b->key = key;
+    }
+    t->items = first;
+    t->counted = true;
+    return STF_OK;
+}
+
+/* ---- API ----------------------------------------------------------------------------------- */
+
+int stf_cursor_open_warn(struct stf_cursor **out, const char *path, int flags, stf_warn_fn warn,
+                         void *warn_ctx, char *err, size_t errlen)
 {
     if (!out || !path)
         return STF_ERR_ARG;
     *out = NULL;
     if (err && errlen)
         err[0] = '\0';
-    struct stf_reader *r = NULL;
-    int rc = stf_reader_open(&r, path, flags);
-    struct stf_cursor *c = NULL;
+    struct stf_cursor *c = calloc(1, sizeof *c);
+    if (!c)
+        return STF_ERR_NOMEM;
+    c->warn = warn;
+    c->warn_ctx = warn_ctx;
+    int rc = stf_reader_open(&c->r, path, flags);
     if (rc == STF_OK) {
-        c = calloc(1, sizeof *c);
-        if (!c)
-            rc = STF_ERR_NOMEM;
-    }
-    if (rc == STF_OK) {
-        c->header = *stf_reader_header(r);
-        struct stf_item it;
-        size_t last = 0;
-        uint64_t block = 0;
-        while ((rc = stf_reader_next(r, &it)) == STF_OK) {
-            if (it.kind == STF_M_BUFFER_EXTENTS)
-                continue; /* framing; it precedes its block's NewBuffer, so has no thread */
-            if (it.block != block && (rc = flush_block(c, &last)) != STF_OK)
-                break;
-            block = it.block;
-            if ((rc = stage(c, &it)) != STF_OK)
-                break;
-        }
-        if (rc == STF_END)
-            rc = flush_block(c, &last);
+        stf_reader_set_warn(c->r, on_warn, c);
+        c->header = *stf_reader_header(c->r);
+        rc = build_index(c);
     }
     if (rc != STF_OK) {
-        if (err && errlen && r) {
+        if (err && errlen && c->r) {
             uint64_t off = 0;
-            const char *m = stf_reader_error(r, &off);
-            if (m && *m)
+            const char *m = stf_reader_error(c->r, &off);
+            if (m && *m && (rc == STF_ERR_IO || rc == STF_ERR_NOMEM))
+                snprintf(err, errlen, "%s: %s", path, m); /* no offset: not about the bytes */
+            else if (m && *m)
                 snprintf(err, errlen, "%s: offset %llu: %s", path, (unsigned long long)off, m);
         }
         if (err && errlen && !err[0])
             snprintf(err, errlen, "%s: %s", path, stf_strerror(rc));
         stf_cursor_close(c);
-        stf_reader_close(r);
         return rc;
     }
-    stf_reader_close(r);
     *out = c;
     return STF_OK;
+}
+
+int stf_cursor_open(struct stf_cursor **out, const char *path, int flags, char *err, size_t errlen)
+{
+    return stf_cursor_open_warn(out, path, flags, NULL, NULL, err, errlen);
 }
 
 void stf_cursor_close(struct stf_cursor *c)
@@ -193,10 +350,12 @@ void stf_cursor_close(struct stf_cursor *c)
     if (!c)
         return;
     for (size_t i = 0; i < c->nt; i++)
-        free(c->t[i].e);
+        free(c->t[i].b);
     free(c->t);
-    free(c->pend);
+    free(c->items);
+    free(c->pay);
     free(c->arena);
+    stf_reader_close(c->r);
     free(c);
 }
 
@@ -210,64 +369,192 @@ size_t stf_cursor_threads(const struct stf_cursor *c)
     return c->nt;
 }
 
+const char *stf_cursor_error(const struct stf_cursor *c, uint64_t *offset)
+{
+    return stf_reader_error(c->r, offset);
+}
+
+void stf_cursor_stats(const struct stf_cursor *c, struct stf_reader_stats *out)
+{
+    struct stf_reader_stats rs;
+    stf_reader_stats(c->r, &rs);
+    uint64_t blocks = 0;
+    for (size_t i = 0; i < c->nt; i++)
+        blocks += c->t[i].nb;
+    *out = (struct stf_reader_stats){.records = c->records,
+                                     .blocks = blocks,
+                                     .warnings = c->warnings,
+                                     .bytes = STF_HEADER_SIZE + c->bytes,
+                                     .file_size = rs.file_size};
+}
+
 int stf_cursor_select(struct stf_cursor *c, size_t thread, int32_t *pid, int32_t *tid,
                       uint64_t *items)
 {
     if (thread >= c->nt)
         return STF_ERR_ARG;
     c->sel = thread;
-    c->pos = 0;
+    c->blk = c->bpos = 0;
+    c->live = c->cached = false;
     if (pid)
         *pid = c->t[thread].pid;
     if (tid)
         *tid = c->t[thread].tid;
-    if (items)
-        *items = c->t[thread].n;
-    return STF_OK;
-}
-
-static int deliver(const struct stf_cursor *c, const struct entry *e, struct stf_item *out)
-{
-    *out = e->it;
-    out->payload = e->it.payload_len ? c->arena + e->pay : NULL;
+    if (items) {
+        int rc = count(c);
+        if (rc != STF_OK)
+            return rc;
+        *items = c->t[thread].items;
+    }
     return STF_OK;
 }
 
 int stf_cursor_next(struct stf_cursor *c, struct stf_item *out)
 {
+    if (c->err)
+        return c->err;
     if (c->nt == 0)
         return STF_END;
-    const struct cthread *t = &c->t[c->sel];
-    if (c->pos >= t->n)
-        return STF_END;
-    return deliver(c, &t->e[c->pos++], out);
+    struct cthread *t = &c->t[c->sel];
+    if (c->live) { /* live implies the cache holds another block (load() ends live) */
+        /* The common case, a forward walk: the reader's next item, as is. The reader stops at
+         * the block's end (stf_reader_seek), and only the block's first item is framing. */
+        int rc = stf_reader_next(c->r, out);
+        if (rc == STF_OK && out->kind != STF_M_BUFFER_EXTENTS) {
+            struct cblock *b = &t->b[c->blk];
+            out->pid = t->pid;
+            out->tid = t->tid;
+            c->bpos++;
+            if (!b->seen && out->tsc > b->max_tsc)
+                b->max_tsc = out->tsc;
+            return STF_OK;
+        }
+        if (rc < 0)
+            return failed(c, rc);
+        if (rc == STF_END) {
+            c->live = false;
+            saw(c, &t->b[c->blk], c->bpos, t->b[c->blk].max_tsc);
+        }
+        /* framing, or the block's end: the general path below */
+    }
+    for (;;) {
+        if (c->blk >= t->nb)
+            return STF_END;
+        struct cblock *b = &t->b[c->blk];
+        if (c->cached && c->cblk == c->blk) {
+            if (c->bpos < c->nitems) {
+                from_cache(c, c->bpos++, out);
+                return STF_OK;
+            }
+        } else if (c->live) {
+            int rc = block_next(c, b, out);
+            if (rc == STF_OK) {
+                c->bpos++;
+                if (!b->seen && out->tsc > b->max_tsc)
+                    b->max_tsc = out->tsc;
+                return STF_OK;
+            }
+            if (rc < 0)
+                return rc;
+            c->live = false;
+            saw(c, b, c->bpos, b->max_tsc);
+        } else if (!b->seen || c->bpos < b->n) {
+            int rc = start_block(c, b);
+            if (rc != STF_OK)
+                return rc;
+            b->max_tsc = b->seen ? b->max_tsc : 0;
+            struct stf_item skip;
+            for (size_t i = 0; i < c->bpos; i++) {
+                if ((rc = block_next(c, b, &skip)) != STF_OK)
+                    return rc < 0 ? rc : failed(c, STF_ERR_FORMAT);
+                if (!b->seen && skip.tsc > b->max_tsc)
+                    b->max_tsc = skip.tsc;
+            }
+            c->live = true;
+            continue;
+        }
+        if (c->blk + 1 >= t->nb)
+            return STF_END; /* stays after the last item */
+        c->blk++;
+        c->bpos = 0;
+        c->live = false;
+    }
 }
 
 int stf_cursor_prev(struct stf_cursor *c, struct stf_item *out)
 {
-    if (c->nt == 0 || c->pos == 0)
+    if (c->err)
+        return c->err;
+    if (c->nt == 0)
         return STF_END;
-    return deliver(c, &c->t[c->sel].e[--c->pos], out);
+    struct cthread *t = &c->t[c->sel];
+    for (;;) {
+        if (c->blk >= t->nb)
+            return STF_END;
+        if (c->bpos > 0) {
+            int rc = load(c, c->blk);
+            if (rc != STF_OK)
+                return rc;
+            if (c->bpos > c->nitems)
+                c->bpos = c->nitems;
+            from_cache(c, --c->bpos, out);
+            return STF_OK;
+        }
+        if (c->blk == 0)
+            return STF_END;
+        c->blk--;
+        int rc = load(c, c->blk);
+        if (rc != STF_OK)
+            return rc;
+        c->bpos = c->nitems;
+    }
 }
 
 void stf_cursor_rewind(struct stf_cursor *c, bool to_end)
 {
-    c->pos = to_end && c->nt ? c->t[c->sel].n : 0;
+    c->blk = c->bpos = 0;
+    c->live = false;
+    if (!to_end || c->nt == 0 || c->t[c->sel].nb == 0)
+        return;
+    struct cthread *t = &c->t[c->sel];
+    c->blk = t->nb - 1;
+    if (load(c, c->blk) == STF_OK)
+        c->bpos = c->nitems;
 }
 
 uint64_t stf_cursor_seek(struct stf_cursor *c, uint64_t tsc)
 {
-    if (c->nt == 0)
+    c->blk = c->bpos = 0;
+    c->live = false;
+    if (c->nt == 0 || count(c) != STF_OK)
         return 0;
     const struct cthread *t = &c->t[c->sel];
-    size_t lo = 0, hi = t->n; /* first index with key >= tsc */
+    size_t lo = 0, hi = t->nb; /* first block whose end key is >= tsc */
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (t->e[mid].key < tsc)
+        if (t->b[mid].key < tsc)
             lo = mid + 1;
         else
             hi = mid;
     }
-    c->pos = lo;
-    return lo;
+    if (lo == t->nb) {
+        if (t->nb) {
+            c->blk = t->nb - 1;
+            c->bpos = t->b[c->blk].n;
+        }
+        return t->items;
+    }
+    c->blk = lo;
+    if (load(c, lo) != STF_OK)
+        return 0;
+    uint64_t key = lo ? t->b[lo - 1].key : 0;
+    size_t i = 0;
+    for (; i < c->nitems; i++) {
+        if (c->items[i].tsc > key)
+            key = c->items[i].tsc;
+        if (key >= tsc)
+            break;
+    }
+    c->bpos = i;
+    return t->b[lo].first + i;
 }

@@ -69,6 +69,8 @@ struct stf_reader {
     bool torn_warned;
 
     bool done;
+    bool one_block; /* after stf_reader_seek: stop at the end of block `block_index` */
+    uint64_t seek_block;
     int err;
     uint64_t err_off;
     char msg[256];
@@ -850,6 +852,10 @@ int stf_reader_next(struct stf_reader *r, struct stf_item *item)
             return r->err;
         if (r->done)
             return STF_END;
+        if (r->one_block && !r->in_block && r->block_index != r->seek_block) {
+            r->done = true;
+            return STF_END;
+        }
         bool was_in_block = r->in_block;
         uint64_t blk = r->block_index;
         int rc = step(r, item);
@@ -864,4 +870,56 @@ int stf_reader_next(struct stf_reader *r, struct stf_item *item)
         r->st.records++;
         return STF_OK;
     }
+}
+
+/* ---- random access (used by the cursor) --------------------------------------------------- */
+
+int stf_reader_seek(struct stf_reader *r, uint64_t offset, uint64_t block)
+{
+    if (!r)
+        return STF_ERR_ARG;
+    if (r->err)
+        return r->err;
+    if (offset >= r->base && offset <= r->base + r->len) {
+        r->pos = (size_t)(offset - r->base); /* already in the window: no system call */
+    } else {
+        if (lseek(r->fd, (off_t)offset, SEEK_SET) < 0)
+            return fail(r, STF_ERR_IO, offset, "seek failed: %s", strerror(errno));
+        r->base = offset;
+        r->pos = r->len = 0;
+        r->eof = false;
+    }
+    r->in_block = false;
+    r->done = false;
+    r->block_index = block;
+    r->one_block = true;
+    r->seek_block = block;
+    return STF_OK;
+}
+
+int stf_reader_skip_block(struct stf_reader *r)
+{
+    if (!r)
+        return STF_ERR_ARG;
+    if (r->err)
+        return r->err;
+    if (!r->in_block)
+        return STF_OK;
+    uint64_t here = cur_off(r);
+    int s = here < r->block_end ? skip(r, r->block_end - here) : 1;
+    if (s < 0)
+        return s;
+    end_block(r);
+    if (s == 0)
+        r->done = true;
+    return STF_OK;
+}
+
+void stf_reader_block_span(const struct stf_reader *r, uint64_t *start, uint64_t *end)
+{
+    uint64_t e = r->block_end;
+    if (r->size_known && e > r->file_size)
+        e = r->file_size;
+    *start = r->block_ext_off;
+    *end = e;
 }

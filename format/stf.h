@@ -284,34 +284,58 @@ struct stf_reader_stats {
 };
 void stf_reader_stats(const struct stf_reader *r, struct stf_reader_stats *out);
 
+/* Random access, for the cursor. stf_reader_seek moves to a block start found earlier (the
+ * offset stf_reader_block_span gave for it) between blocks, numbering that block `block`; an
+ * end reached before is forgotten (errors stay), and from then on the reader returns STF_END
+ * at the end of that one block. The descriptor must be seekable unless the
+ * offset is still in the reader's window. stf_reader_skip_block passes over the rest of the
+ * current block unread (no-op between blocks). stf_reader_block_span gives the current (or
+ * last) block's start offset (its BufferExtents record in v2+) and end (clamped to the file). */
+int stf_reader_seek(struct stf_reader *r, uint64_t offset, uint64_t block);
+int stf_reader_skip_block(struct stf_reader *r);
+void stf_reader_block_span(const struct stf_reader *r, uint64_t *start, uint64_t *end);
+
 /* ---- cursor (format/cursor.c) ------------------------------------------------------------ */
-/* Random access for programs: the whole trace is loaded (about 120 bytes per record; use the
- * streaming reader for big traces), items grouped per (pid, tid) in file order. Every record is
- * an item except BufferExtents framing: function records, and CPU changes, TSC wraps, walltime,
- * custom/typed events, loss markers (custom events, see stf_decode_loss) as items of their own. Select a thread, then
- * walk with next/prev from any position or seek by time. Payload pointers stay valid until
- * stf_cursor_close. */
+/* Per-thread access for programs and the analysis tools. Opening reads only the blocks' headers
+ * and keeps an index of each (pid, tid)'s blocks (about 64 bytes per block); records are decoded
+ * when walked, at most one block is held in memory, so memory does not grow with the records.
+ * Every record is an item except BufferExtents framing: function records, and CPU changes, TSC
+ * wraps, walltime, custom/typed events and loss markers (custom events, see stf_decode_loss) as
+ * items of their own. Select a thread, then walk with next/prev from any position or seek by
+ * time; items carry the pid and tid of their thread. A payload pointer stays valid until the
+ * next call that moves the cursor. A forward walk reads each of the thread's blocks once;
+ * prev and seek decode one block into memory. */
 struct stf_cursor;
 
-/* flags: as stf_reader_open (0 = lenient). On failure err gets "PATH: offset N: reason" or
- * "PATH: reason". */
+/* flags: as stf_reader_open (0 = lenient). On failure err gets "PATH: offset N: reason", or
+ * "PATH: reason" for I/O and memory errors. The _warn form passes lenient-mode warnings to warn (framing ones while
+ * opening, a block's own ones the first time the block is decoded; never twice). */
 int stf_cursor_open(struct stf_cursor **out, const char *path, int flags, char *err, size_t errlen);
+int stf_cursor_open_warn(struct stf_cursor **out, const char *path, int flags, stf_warn_fn warn,
+                         void *warn_ctx, char *err, size_t errlen);
 void stf_cursor_close(struct stf_cursor *c);
 const struct stf_header *stf_cursor_header(const struct stf_cursor *c);
 size_t stf_cursor_threads(const struct stf_cursor *c);
 /* Select thread i (0-based, first-seen order) and move before its first item; pid, tid and
- * items (its record count) are filled when non-NULL. STF_ERR_ARG if i is out of range. */
+ * items (its record count; decodes the thread's blocks not yet seen) are filled when non-NULL.
+ * STF_ERR_ARG if i is out of range. */
 int stf_cursor_select(struct stf_cursor *c, size_t i, int32_t *pid, int32_t *tid, uint64_t *items);
-/* The item after / before the position, moving over it: STF_OK or STF_END at either end. A
- * next after a prev returns the same item again. */
+/* The item after / before the position, moving over it: STF_OK, STF_END at either end, or a
+ * negative error (I/O; strict mode: the first grammar violation), sticky, described by
+ * stf_cursor_error. A next after a prev returns the same item again. */
 int stf_cursor_next(struct stf_cursor *c, struct stf_item *out);
 int stf_cursor_prev(struct stf_cursor *c, struct stf_item *out);
+const char *stf_cursor_error(const struct stf_cursor *c, uint64_t *offset);
 /* Move before the first item, or after the last one (to walk backward with prev). */
 void stf_cursor_rewind(struct stf_cursor *c, bool to_end);
 /* Move before the first item whose time is >= tsc, where an item's time is the largest TSC of
  * its thread up to and including it (non-decreasing, so records without a TSC sort with the
  * record before them). Returns the new position (0 = before the first item). */
 uint64_t stf_cursor_seek(struct stf_cursor *c, uint64_t tsc);
+/* What has been read: records and bytes (file header included) of the blocks decoded so far
+ * (each block counted once), all blocks indexed, warnings passed on, the file size. For
+ * progress, bytes / file_size. */
+void stf_cursor_stats(const struct stf_cursor *c, struct stf_reader_stats *out);
 
 /* ---- symbols sidecar (format/syms.c) ----------------------------------------------------- */
 /* Text file written next to the trace:

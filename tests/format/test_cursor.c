@@ -163,3 +163,267 @@ Test(cursor, damaged_file_names_offset)
     unlink(p);
     free(p);
 }
+
+/* ---- many blocks: random walks against the reader ------------------------------------------- */
+
+struct ref {
+    int32_t tid;
+    struct stf_item *it; /* payloads malloc'd */
+    size_t n;
+};
+
+static uint32_t lcg(uint32_t *s)
+{
+    *s = *s * 1103515245u + 12345u;
+    return *s >> 8;
+}
+
+/* Three threads, 90 blocks interleaved at random, 1-40 records each with events, CPU changes
+ * and TSC wraps; optionally damaged: an undecodable record in one block, garbage between two
+ * blocks and a torn last block (*bad_off: the bad record's offset). Returns the path. */
+static char *many_blocks(bool damaged, uint64_t *bad_off)
+{
+    struct tg g;
+    tg_init(&g, 5, 1000000000, 4096);
+    uint32_t s = 7;
+    uint64_t tsc[3] = {1000, 1000, 1000};
+    for (int b = 0; b < 90; b++) {
+        int t = (int)(lcg(&s) % 3);
+        tg_block_begin(&g, 10 * (t + 1), 77, (uint16_t)t, tsc[t]);
+        int n = 1 + (int)(lcg(&s) % 40);
+        for (int i = 0; i < n; i++) {
+            uint32_t r = lcg(&s) % 20;
+            tsc[t] += 1 + lcg(&s) % 50;
+            if (damaged && b == 40 && i == n / 2 && bad_off) {
+                *bad_off = g.len;
+                uint8_t m[16] = {(12 << 1) | 1};
+                tg_raw(&g, m, sizeof m);
+            } else if (r == 0) {
+                char p[8];
+                int k = snprintf(p, sizeof p, "e%d.%d", b, i);
+                tg_custom(&g, tsc[t], p, k);
+            } else if (r == 1) {
+                tg_new_cpu(&g, (uint16_t)(lcg(&s) % 4), tsc[t] - 20); /* steps back a little */
+            } else if (r == 2) {
+                tsc[t] += 1ull << 33;
+                tg_func(&g, 5, STF_ENTER, tsc[t]); /* TSCWrap first */
+            } else {
+                tg_func(&g, 1 + r % 4, r % 2 ? STF_ENTER : STF_EXIT, tsc[t]);
+            }
+        }
+        tg_block_end(&g);
+        if (damaged && b == 60)
+            tg_raw(&g, "\x42junk", 5);
+    }
+    if (damaged)
+        g.len -= 5; /* torn last block */
+    char *p = tg_tmpname(".fdr");
+    cr_assert_eq(tg_write(&g, p), 0);
+    tg_free(&g);
+    return p;
+}
+
+static size_t read_refs(const char *p, struct ref *refs, uint64_t *warnings)
+{
+    size_t nt = 0;
+    struct stf_reader *r;
+    cr_assert_eq(stf_reader_open(&r, p, 0), STF_OK);
+    struct stf_item it;
+    while (stf_reader_next(r, &it) == STF_OK) {
+        if (it.kind == STF_M_BUFFER_EXTENTS)
+            continue;
+        size_t t = 0;
+        while (t < nt && refs[t].tid != it.tid)
+            t++;
+        if (t == nt) {
+            cr_assert_lt(nt, 3);
+            refs[nt++] = (struct ref){.tid = it.tid};
+        }
+        struct ref *f = &refs[t];
+        f->it = realloc(f->it, (f->n + 1) * sizeof *f->it);
+        uint8_t *pay = NULL;
+        if (it.payload_len) {
+            pay = malloc(it.payload_len);
+            memcpy(pay, it.payload, it.payload_len);
+        }
+        it.payload = pay;
+        f->it[f->n++] = it;
+    }
+    struct stf_reader_stats st;
+    stf_reader_stats(r, &st);
+    *warnings = st.warnings;
+    stf_reader_close(r);
+    return nt;
+}
+
+static void free_refs(struct ref *refs, size_t nt)
+{
+    for (size_t t = 0; t < nt; t++) {
+        for (size_t i = 0; i < refs[t].n; i++)
+            free((void *)refs[t].it[i].payload);
+        free(refs[t].it);
+    }
+}
+
+static void count_warn(void *ctx, uint64_t off, const char *msg)
+{
+    (void)off;
+    (void)msg;
+    ++*(uint64_t *)ctx;
+}
+
+static void random_walks(bool damaged)
+{
+    uint64_t bad = 0;
+    char *p = many_blocks(damaged, &bad);
+    struct ref refs[3] = {{0}};
+    uint64_t want_warn;
+    size_t nt = read_refs(p, refs, &want_warn);
+    cr_assert_eq(nt, 3);
+    cr_assert_eq(want_warn, damaged ? 3 : 0); /* bad record, garbage, torn block */
+    struct stf_cursor *c;
+    char err[256];
+    uint64_t warned = 0;
+    cr_assert_eq(stf_cursor_open_warn(&c, p, 0, count_warn, &warned, err, sizeof err), STF_OK, "%s",
+                 err);
+    cr_assert_eq(stf_cursor_threads(c), 3);
+    struct stf_reader_stats st;
+    stf_cursor_stats(c, &st);
+    cr_assert_eq(st.records, 0, "opening decoded %llu records", (unsigned long long)st.records);
+    cr_assert_eq(st.blocks, 90);
+    /* Opening reads headers only: the garbage and the torn block are framing (seen now), the
+     * bad record is inside a body (seen when its thread is walked). */
+    cr_assert_eq(warned, damaged ? 2 : 0);
+    uint64_t seen_bytes = st.bytes;
+    uint32_t s = 99;
+    for (size_t t = 0; t < 3; t++) {
+        struct ref *f = &refs[t];
+        int32_t tid;
+        cr_assert_eq(stf_cursor_select(c, t, NULL, &tid, NULL), STF_OK);
+        cr_assert_eq(tid, f->tid);
+        /* A whole forward walk first: it decodes only this thread's blocks. */
+        struct stf_item it;
+        for (size_t i = 0; i < f->n; i++) {
+            cr_assert_eq(stf_cursor_next(c, &it), STF_OK, "thread %zu item %zu", t, i);
+            cr_assert(same(&it, &f->it[i]), "thread %zu item %zu differs", t, i);
+        }
+        cr_assert_eq(stf_cursor_next(c, &it), STF_END);
+        stf_cursor_stats(c, &st);
+        cr_assert_gt(st.bytes, seen_bytes);
+        if (t < 2)
+            cr_assert_lt(st.bytes, st.file_size, "thread %zu's walk read other threads", t);
+        seen_bytes = st.bytes;
+        uint64_t n;
+        cr_assert_eq(stf_cursor_select(c, t, NULL, NULL, &n), STF_OK);
+        cr_assert_eq(n, f->n);
+        /* Then 3000 random moves; pos is the reference position. */
+        size_t pos = 0;
+        for (int step = 0; step < 3000; step++) {
+            uint32_t op = lcg(&s) % 10;
+            if (op < 4) {
+                int rc = stf_cursor_next(c, &it);
+                if (pos == f->n) {
+                    cr_assert_eq(rc, STF_END);
+                } else {
+                    cr_assert_eq(rc, STF_OK);
+                    cr_assert(same(&it, &f->it[pos]), "next at %zu differs (step %d)", pos, step);
+                    pos++;
+                }
+            } else if (op < 8) {
+                int rc = stf_cursor_prev(c, &it);
+                if (pos == 0) {
+                    cr_assert_eq(rc, STF_END);
+                } else {
+                    pos--;
+                    cr_assert_eq(rc, STF_OK);
+                    cr_assert(same(&it, &f->it[pos]), "prev at %zu differs (step %d)", pos, step);
+                }
+            } else if (op == 8) {
+                uint64_t target = f->it[lcg(&s) % f->n].tsc + lcg(&s) % 3;
+                uint64_t key = 0;
+                size_t want = f->n;
+                for (size_t i = 0; i < f->n; i++) {
+                    if (f->it[i].tsc > key)
+                        key = f->it[i].tsc;
+                    if (key >= target) {
+                        want = i;
+                        break;
+                    }
+                }
+                cr_assert_eq(stf_cursor_seek(c, target), want, "seek %llu",
+                             (unsigned long long)target);
+                pos = want;
+            } else {
+                bool end = lcg(&s) % 2;
+                stf_cursor_rewind(c, end);
+                pos = end ? f->n : 0;
+            }
+        }
+    }
+    stf_cursor_stats(c, &st);
+    cr_assert_eq(warned, want_warn, "warnings passed on %llu, reader gave %llu",
+                 (unsigned long long)warned, (unsigned long long)want_warn);
+    cr_assert_eq(st.warnings, want_warn);
+    if (!damaged)
+        cr_assert_eq(st.bytes, st.file_size);
+    stf_cursor_close(c);
+    free_refs(refs, nt);
+    unlink(p);
+    free(p);
+}
+
+Test(cursor, random_walks_over_many_blocks)
+{
+    random_walks(false);
+}
+
+Test(cursor, random_walks_over_a_damaged_trace_warn_once)
+{
+    random_walks(true);
+}
+
+/* Damaged bytes anywhere: opening either fails or every walk ends; nothing crashes. */
+Test(cursor, flipped_bytes_never_crash)
+{
+    uint64_t bad;
+    char *src = many_blocks(false, &bad);
+    FILE *f = fopen(src, "rb");
+    cr_assert(f);
+    uint8_t buf[65536];
+    size_t len = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    cr_assert_lt(len, sizeof buf);
+    char *p = tg_tmpname(".fdr");
+    uint8_t w[65536];
+    srand(4242);
+    for (int iter = 0; iter < 400; iter++) {
+        memcpy(w, buf, len);
+        for (int k = 0; k < 1 + rand() % 6; k++)
+            w[32 + (size_t)rand() % (len - 32)] = (uint8_t)rand();
+        size_t n = rand() % 4 ? len : 32 + (size_t)rand() % (len - 32);
+        FILE *o = fopen(p, "wb");
+        fwrite(w, 1, n, o);
+        fclose(o);
+        struct stf_cursor *c;
+        if (stf_cursor_open(&c, p, iter % 3 == 0, NULL, 0) != STF_OK)
+            continue;
+        for (size_t t = 0; t < stf_cursor_threads(c); t++) {
+            stf_cursor_select(c, t, NULL, NULL, NULL);
+            struct stf_item it;
+            size_t guard = 0, fwd = 0, back = 0;
+            while (stf_cursor_next(c, &it) == STF_OK)
+                cr_assert_lt(++fwd, 100000);
+            while (stf_cursor_prev(c, &it) == STF_OK)
+                cr_assert_lt(++back, 100000);
+            cr_assert(fwd == back || iter % 3 == 0, "forward %zu, backward %zu", fwd, back);
+            stf_cursor_seek(c, 5000);
+            while (stf_cursor_next(c, &it) == STF_OK && ++guard < 100000)
+                ;
+        }
+        stf_cursor_close(c);
+    }
+    unlink(p);
+    unlink(src);
+    free(p);
+    free(src);
+}
