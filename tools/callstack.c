@@ -183,33 +183,30 @@ int cs_tree_load(const char *path, const char *syms_opt, struct cs_tree *tree, s
                  struct stf_syms **syms, uint64_t *freq)
 {
     *syms = NULL;
-    struct stf_reader *r = tool_open_analysis(path, syms_opt, syms);
-    if (!r)
+    struct tool_trace tr;
+    if (tool_trace_open(&tr, path, syms_opt, "reading", false) != EXIT_OK)
         return EXIT_BAD_TRACE;
-    *freq = stf_reader_header(r)->cycle_freq;
+    *freq = tr.freq;
     if (tree_root(tree) != 0) {
-        stf_reader_close(r);
+        tool_trace_close(&tr);
         tool_err("out of memory");
         return EXIT_BAD_TRACE;
     }
     static const struct cs_ops ops = {.enter = tree_enter, .close = tree_close, .loss = NULL};
     struct stf_item it;
     int rc, status = EXIT_OK;
-    struct tool_progress prog;
-    tool_progress_init(&prog, r, "reading");
-    while ((rc = stf_reader_next(r, &it)) == STF_OK) {
-        tool_progress(&prog, r);
+    while ((rc = tool_trace_next(&tr, &it)) == STF_OK) {
         if (cs_feed(cs, &it, &ops, tree) != 0) {
             tool_err("out of memory");
             status = EXIT_BAD_TRACE;
             break;
         }
     }
-    tool_progress_done(&prog);
-    if (rc < 0 && status == EXIT_OK)
-        status = tool_reader_fail(r, path, rc);
-    tool_warn_summary(path);
-    stf_reader_close(r);
+    if (tool_trace_end(&tr, rc) != EXIT_OK && status == EXIT_OK)
+        status = EXIT_BAD_TRACE;
+    *syms = tr.syms; /* the caller's now */
+    tr.syms = NULL;
+    tool_trace_close(&tr);
     return status;
 }
 

@@ -451,20 +451,17 @@ int cmd_account(int argc, char **argv)
         return EXIT_USAGE;
     }
 
-    struct stf_syms *syms;
-    struct stf_reader *r = tool_open_analysis(path, syms_path, &syms);
-    if (!r)
+    struct tool_trace tr;
+    if (tool_trace_open(&tr, path, syms_path, "reading", false) != EXIT_OK)
         return EXIT_BAD_TRACE;
-    uint64_t freq = stf_reader_header(r)->cycle_freq;
+    struct stf_syms *syms = tr.syms;
+    uint64_t freq = tr.freq;
 
     struct acct a = {0};
     a.per_thread = per_thread;
     struct stf_item it;
     int rc, status = EXIT_OK;
-    struct tool_progress prog;
-    tool_progress_init(&prog, r, "reading");
-    while ((rc = stf_reader_next(r, &it)) == STF_OK) {
-        tool_progress(&prog, r);
+    while ((rc = tool_trace_next(&tr, &it)) == STF_OK) {
         uint64_t lost;
         if (it.kind == STF_M_CUSTOM_EVENT && stf_decode_loss(it.payload, it.payload_len, &lost)) {
             /* A gap: no call is measured across it. Frames open before it are dropped. */
@@ -488,9 +485,8 @@ int cmd_account(int argc, char **argv)
             break;
         }
     }
-    tool_progress_done(&prog);
-    if (rc < 0 && status == EXIT_OK)
-        status = tool_reader_fail(r, path, rc);
+    if (tool_trace_end(&tr, rc) != EXIT_OK && status == EXIT_OK)
+        status = EXIT_BAD_TRACE;
 
     struct row *rows = status == EXIT_OK ? calloc(a.nf ? a.nf : 1, sizeof *rows) : NULL;
     if (status == EXIT_OK && !rows) {
@@ -587,8 +583,6 @@ int cmd_account(int argc, char **argv)
                     " frames open at a gap were left out\n",
                     a.gaps, a.gap_events, a.gap_frames);
     }
-    tool_warn_summary(path);
-
     free(rows);
     for (size_t i = 0; i < a.nf; i++)
         for (int k = 0; k < ROWS; k++)
@@ -599,8 +593,7 @@ int cmd_account(int argc, char **argv)
     free(a.t);
     u64map_free(&a.fmap);
     u64map_free(&a.tmap);
-    stf_syms_free(syms);
-    stf_reader_close(r);
+    tool_trace_close(&tr);
     if (fflush(stdout) != 0)
         status = EXIT_BAD_TRACE;
     return status;

@@ -30,23 +30,24 @@
 
 static void help(FILE *out)
 {
-    fputs("usage: sledtrace convert TRACE --format fdr -o OUT\n"
-          "       sledtrace convert TRACE --format chrome|yaml [-o OUT] [--syms FILE]\n"
-          "\n"
-          "  --format fdr     rewrites an FDR trace (version 2 or later) with one block per\n"
-          "                   thread: the same records, byte for byte, in the same order per\n"
-          "                   thread. llvm-xray 14 can reorder the blocks of a thread that has\n"
-          "                   more than 16 of them; the converted trace is safe for llvm-xray\n"
-          "                   account, convert and stack.\n"
-          "  --format chrome  Chrome trace_event JSON (Perfetto, chrome://tracing): one\n"
-          "                   complete event per call, times in microseconds from the first\n"
-          "                   record; custom/typed events and loss markers as instant events.\n"
-          "  --format yaml    the YAML of 'llvm-xray convert --output-format=yaml', one record\n"
-          "                   per line, in file order, names from the symbols file.\n"
-          "  -o OUT           output file (created, or truncated if it exists); chrome and yaml\n"
-          "                   write to stdout without it\n"
-          "  --syms FILE      symbols file (default: TRACE with .fdr replaced by .syms)\n",
-          out);
+    fputs(
+        "usage: sledtrace convert TRACE --format fdr -o OUT\n"
+        "       sledtrace convert TRACE --format chrome|yaml [-o OUT] [--syms FILE]\n"
+        "\n"
+        "  --format fdr     rewrites an FDR trace (version 2 or later) with one block per\n"
+        "                   thread: the same records, byte for byte, in the same order per\n"
+        "                   thread. llvm-xray 14 can reorder the blocks of a thread that has\n"
+        "                   more than 16 of them; the converted trace is safe for llvm-xray\n"
+        "                   account, convert and stack.\n"
+        "  --format chrome  Chrome trace_event JSON (Perfetto, chrome://tracing): one\n"
+        "                   complete event per call, times in microseconds from the earliest\n"
+        "                   thread start; custom/typed events and loss markers as instant events.\n"
+        "  --format yaml    the YAML of 'llvm-xray convert --output-format=yaml', one record\n"
+        "                   per line, grouped by thread, names from the symbols file.\n"
+        "  -o OUT           output file (created, or truncated if it exists); chrome and yaml\n"
+        "                   write to stdout without it\n"
+        "  --syms FILE      symbols file (default: TRACE with .fdr replaced by .syms)\n",
+        out);
 }
 
 struct body {
@@ -202,7 +203,16 @@ static int convert_fdr(const char *path, const char *out)
     struct body b = {0, 0};
     int64_t wall_sec = 0;
     uint32_t wall_usec = 0;
+    struct tool_progress prog;
+    struct stf_reader_stats st;
+    stf_reader_stats(r, &st);
+    tool_progress_init(&prog, st.file_size, "reading", false);
     while (!nomem && (rc = stf_reader_next(r, &it)) == STF_OK) {
+        if (prog.on && (st.records++ & 4095) == 0) {
+            struct stf_reader_stats now;
+            stf_reader_stats(r, &now);
+            tool_progress_set(&prog, now.bytes);
+        }
         if (it.block != block) {
             if (cur)
                 nomem = add_body(cur, b) != 0;
@@ -232,6 +242,7 @@ static int convert_fdr(const char *path, const char *out)
     }
     if (!nomem && rc == STF_END && cur)
         nomem = add_body(cur, b) != 0;
+    tool_progress_done(&prog);
     if (nomem) {
         tool_err("out of memory");
         status = EXIT_BAD_TRACE;

@@ -158,19 +158,16 @@ int cmd_graph(int argc, char **argv)
         return EXIT_USAGE;
     }
 
-    struct stf_syms *syms;
-    struct stf_reader *r = tool_open_analysis(path, syms_opt, &syms);
-    if (!r)
+    struct tool_trace tr;
+    if (tool_trace_open(&tr, path, syms_opt, "reading", false) != EXIT_OK)
         return EXIT_BAD_TRACE;
-    uint64_t freq = stf_reader_header(r)->cycle_freq;
+    struct stf_syms *syms = tr.syms;
+    uint64_t freq = tr.freq;
     struct graph g = {0};
     struct walk w = {.on_close = on_close, .ctx = &g};
-    struct tool_progress prog;
-    tool_progress_init(&prog, r, "reading");
     struct stf_item it;
     int rc, status = EXIT_OK;
-    while ((rc = stf_reader_next(r, &it)) == STF_OK) {
-        tool_progress(&prog, r);
+    while ((rc = tool_trace_next(&tr, &it)) == STF_OK) {
         bool enter =
             it.kind == STF_K_FUNCTION && (it.action == STF_ENTER || it.action == STF_ENTER_ARGS);
         if (walk_item(&w, &it, NULL) != 0 || (enter && !node(&g, it.func_id))) {
@@ -179,9 +176,8 @@ int cmd_graph(int argc, char **argv)
             break;
         }
     }
-    tool_progress_done(&prog);
-    if (status == EXIT_OK && rc < 0)
-        status = tool_reader_fail(r, path, rc);
+    if (tool_trace_end(&tr, rc) != EXIT_OK && status == EXIT_OK)
+        status = EXIT_BAD_TRACE;
     if (status == EXIT_OK && walk_finish(&w) != 0) {
         tool_err("out of memory");
         status = EXIT_BAD_TRACE;
@@ -209,13 +205,11 @@ int cmd_graph(int argc, char **argv)
         fputs("}\n", f);
         status = conv_close_out(f, out);
     }
-    tool_warn_summary(path);
     walk_free(&w);
     free(g.n);
     free(g.e);
     u64map_free(&g.nmap);
     u64map_free(&g.emap);
-    stf_syms_free(syms);
-    stf_reader_close(r);
+    tool_trace_close(&tr);
     return status;
 }

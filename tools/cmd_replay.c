@@ -20,7 +20,7 @@ static void help(FILE *out)
           "\n"
           "Per-thread call tree: one line per call, printed when the call returns (callees\n"
           "before their caller; the start column gives the entry order):\n"
-          "    TID  START(s since the first record)  DURATION  <2 spaces per depth>NAME\n"
+          "    TID  START(s since the earliest thread start)  DURATION  <2 spaces per depth>NAME\n"
           "An exit closes the nearest open frame of its function; frames above it close at\n"
           "the same time and are marked [repaired]. A loss marker prints\n"
           "'-- N events lost --' for its thread and empties that thread's stack.\n"
@@ -141,32 +141,26 @@ int cmd_replay(int argc, char **argv)
         return EXIT_USAGE;
     }
 
-    struct stf_syms *syms;
-    struct stf_reader *r = tool_open_analysis(path, syms_path, &syms);
-    if (!r)
+    struct tool_trace tr;
+    if (tool_trace_open(&tr, path, syms_path, "reading", true) != EXIT_OK)
         return EXIT_BAD_TRACE;
-    rp.syms = syms;
-    rp.freq = stf_reader_header(r)->cycle_freq;
+    rp.syms = tr.syms;
+    rp.freq = tr.freq;
+    rp.base = tool_trace_base(&tr);
 
     static const struct cs_ops ops = {.enter = NULL, .close = on_close, .loss = on_loss};
     struct callstack cs = {0};
     struct stf_item it;
-    bool have_base = false;
     int rc, status = EXIT_OK;
-    while ((rc = stf_reader_next(r, &it)) == STF_OK) {
-        if (!have_base &&
-            (it.kind == STF_M_NEW_CPU || it.kind == STF_M_TSC_WRAP || it.kind == STF_K_FUNCTION)) {
-            rp.base = it.tsc;
-            have_base = true;
-        }
+    while ((rc = tool_trace_next(&tr, &it)) == STF_OK) {
         if (cs_feed(&cs, &it, &ops, &rp) != 0) {
             tool_err("out of memory");
             status = EXIT_BAD_TRACE;
             break;
         }
     }
-    if (rc < 0 && status == EXIT_OK)
-        status = tool_reader_fail(r, path, rc);
+    if (tool_trace_end(&tr, rc) != EXIT_OK && status == EXIT_OK)
+        status = EXIT_BAD_TRACE;
     if (status == EXIT_OK) {
         printf("# shown: %" PRIu64 " of %" PRIu64 " calls, stack repairs: %" PRIu64
                ", unmatched exits: %" PRIu64 ", unfinished frames: %" PRIu64 "\n",
@@ -176,10 +170,8 @@ int cmd_replay(int argc, char **argv)
                    " frames open at a gap were left out\n",
                    cs.gaps, cs.gap_events, cs.gap_frames);
     }
-    tool_warn_summary(path);
     cs_free(&cs);
-    stf_syms_free(syms);
-    stf_reader_close(r);
+    tool_trace_close(&tr);
     if (fflush(stdout) != 0)
         status = EXIT_BAD_TRACE;
     return status;

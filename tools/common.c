@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 enum { MAX_WARNINGS_SHOWN = 10 };
@@ -128,22 +129,104 @@ void *tool_grow(void *p, size_t *cap, size_t elem, size_t init)
     return n;
 }
 
-struct stf_reader *tool_open_analysis(const char *path, const char *syms_opt,
-                                      struct stf_syms **syms)
+int tool_trace_open(struct tool_trace *t, const char *path, const char *syms_opt, const char *what,
+                    bool streams_stdout)
 {
-    *syms = NULL;
-    struct stf_reader *r = tool_open_trace(path, STF_READ_LENIENT);
-    if (!r)
-        return NULL;
-    bool ok;
-    *syms = tool_load_syms(path, syms_opt, &ok);
-    if (!ok) {
-        stf_syms_free(*syms);
-        *syms = NULL;
-        stf_reader_close(r);
-        return NULL;
+    *t = (struct tool_trace){.path = path};
+    char err[512];
+    int rc =
+        stf_cursor_open_warn(&t->c, path, STF_READ_LENIENT, warn_cb, (void *)path, err, sizeof err);
+    if (rc != STF_OK) {
+        tool_err("%s", err);
+        return EXIT_BAD_TRACE;
     }
-    return r;
+    bool ok;
+    t->syms = tool_load_syms(path, syms_opt, &ok);
+    if (!ok) {
+        tool_trace_close(t);
+        return EXIT_BAD_TRACE;
+    }
+    t->freq = stf_cursor_header(t->c)->cycle_freq;
+    struct stf_reader_stats st;
+    stf_cursor_stats(t->c, &st);
+    tool_progress_init(&t->prog, st.file_size, what, streams_stdout);
+    return EXIT_OK;
+}
+
+int tool_trace_next(struct tool_trace *t, struct stf_item *it)
+{
+    enum { PROGRESS_EVERY = 4096 };
+    for (;;) {
+        if (!t->started) {
+            if (t->thread >= stf_cursor_threads(t->c))
+                return STF_END;
+            int rc = stf_cursor_select(t->c, t->thread, NULL, NULL, NULL);
+            if (rc != STF_OK)
+                return rc;
+            t->started = true;
+        }
+        int rc = stf_cursor_next(t->c, it);
+        if (rc == STF_OK) {
+            if (t->prog.on && ++t->n % PROGRESS_EVERY == 0) {
+                struct stf_reader_stats st;
+                stf_cursor_stats(t->c, &st);
+                tool_progress_set(&t->prog, st.bytes);
+            }
+            return STF_OK;
+        }
+        if (rc != STF_END)
+            return rc;
+        t->started = false;
+        t->thread++;
+    }
+}
+
+uint64_t tool_trace_base(struct tool_trace *t)
+{
+    uint64_t base = UINT64_MAX;
+    for (size_t i = 0; i < stf_cursor_threads(t->c); i++) {
+        if (stf_cursor_select(t->c, i, NULL, NULL, NULL) != STF_OK)
+            break;
+        struct stf_item it;
+        while (stf_cursor_next(t->c, &it) == STF_OK) {
+            if (it.kind == STF_M_NEW_CPU || it.kind == STF_M_TSC_WRAP ||
+                it.kind == STF_K_FUNCTION) {
+                if (it.tsc < base)
+                    base = it.tsc;
+                break;
+            }
+        }
+    }
+    t->started = false;
+    t->thread = 0;
+    return base == UINT64_MAX ? 0 : base;
+}
+
+int tool_trace_end(struct tool_trace *t, int rc)
+{
+    tool_progress_done(&t->prog);
+    int status = EXIT_OK;
+    if (rc < 0) {
+        uint64_t off = 0;
+        const char *msg = stf_cursor_error(t->c, &off);
+        if (!*msg)
+            tool_err("%s: %s", t->path, stf_strerror(rc));
+        else if (rc == STF_ERR_IO || rc == STF_ERR_NOMEM)
+            tool_err("%s: %s", t->path, msg);
+        else
+            tool_err("%s: offset %" PRIu64 ": %s", t->path, off, msg);
+        status = EXIT_BAD_TRACE;
+    }
+    tool_warn_summary(t->path);
+    return status;
+}
+
+void tool_trace_close(struct tool_trace *t)
+{
+    stf_cursor_close(t->c);
+    stf_syms_free(t->syms);
+    t->c = NULL;
+    t->syms = NULL;
 }
 
 struct stf_syms *tool_load_syms(const char *trace_path, const char *syms_opt, bool *ok)
@@ -340,25 +423,31 @@ void tool_json_escape(FILE *f, const uint8_t *s, size_t n)
     }
 }
 
-enum { PROGRESS_MIN_BYTES = 4 << 20, PROGRESS_EVERY = 4096 };
+enum { PROGRESS_MIN_BYTES = 4 << 20 };
 
-void tool_progress_init(struct tool_progress *p, const struct stf_reader *r, const char *what)
+/* Is stdout the terminal stderr is? Then streamed output and a progress line would mix. */
+static bool stdout_is_stderr_tty(void)
 {
-    struct stf_reader_stats st;
-    stf_reader_stats(r, &st);
-    p->on = st.file_size >= PROGRESS_MIN_BYTES && isatty(STDERR_FILENO);
+    struct stat o, e;
+    return isatty(STDOUT_FILENO) && fstat(STDOUT_FILENO, &o) == 0 &&
+           fstat(STDERR_FILENO, &e) == 0 && o.st_rdev == e.st_rdev;
+}
+
+void tool_progress_init(struct tool_progress *p, uint64_t total, const char *what,
+                        bool streams_stdout)
+{
+    p->on = what && total >= PROGRESS_MIN_BYTES && isatty(STDERR_FILENO) &&
+            !(streams_stdout && stdout_is_stderr_tty());
     p->pct = 101;
-    p->n = 0;
+    p->total = total;
     p->what = what;
 }
 
-void tool_progress(struct tool_progress *p, const struct stf_reader *r)
+void tool_progress_set(struct tool_progress *p, uint64_t done)
 {
-    if (!p->on || ++p->n % PROGRESS_EVERY != 0)
+    if (!p->on)
         return;
-    struct stf_reader_stats st;
-    stf_reader_stats(r, &st);
-    unsigned pct = st.file_size ? (unsigned)(st.bytes * 100 / st.file_size) : 0;
+    unsigned pct = p->total ? (unsigned)(done * 100 / p->total) : 0;
     if (pct > 100)
         pct = 100;
     if (pct != p->pct) {

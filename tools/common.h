@@ -18,17 +18,19 @@ enum {
 };
 
 __attribute__((format(printf, 1, 2))) void tool_err(const char *fmt, ...);
-/* Percent of the input read, on stderr, only when stderr is a terminal and the input is at least
- * 4 MiB ("sledtrace: WHAT: 42%"); nothing at all when stderr is a pipe or file. Call
- * tool_progress() once per record and tool_progress_done() at the end. */
+/* Percent of the input read, on stderr ("sledtrace: WHAT: 42%"), only when stderr is a terminal,
+ * the input is at least 4 MiB, and the command does not stream its output to that terminal;
+ * nothing at all when stderr is a pipe or file. tool_progress_set(p, bytes) as reading goes,
+ * tool_progress_done() at the end. */
 struct tool_progress {
     bool on;
     unsigned pct;
-    uint64_t n;
+    uint64_t total;
     const char *what;
 };
-void tool_progress_init(struct tool_progress *p, const struct stf_reader *r, const char *what);
-void tool_progress(struct tool_progress *p, const struct stf_reader *r);
+void tool_progress_init(struct tool_progress *p, uint64_t total, const char *what,
+                        bool streams_stdout);
+void tool_progress_set(struct tool_progress *p, uint64_t done);
 void tool_progress_done(struct tool_progress *p);
 
 /* JSON string body (no quotes) of n bytes: '"' and '\\' escaped, control bytes (< 0x20, 0x7f)
@@ -51,11 +53,34 @@ int tool_option(int argc, char **argv, int *i, const char *cmd, const char *name
  * or overflow. */
 void *tool_grow(void *p, size_t *cap, size_t elem, size_t init);
 
-/* What the analysis commands start with: the trace opened leniently and its names (syms_opt,
- * else the sidecar beside it; *syms may be NULL when there is none). On failure the error is
- * printed, nothing stays open, and NULL is returned. */
-struct stf_reader *tool_open_analysis(const char *path, const char *syms_opt,
-                                      struct stf_syms **syms);
+/* How the analysis commands read a trace: through the cursor (stf.h), one thread after another
+ * in first-seen order, each thread's items in its own order; memory does not grow with the
+ * trace. Opened leniently (warnings printed as tool_open_trace does) with its names (syms_opt,
+ * else the sidecar beside it; syms may be NULL when there is none). */
+struct tool_trace {
+    const char *path;
+    struct stf_cursor *c;
+    struct stf_syms *syms;
+    uint64_t freq; /* the header's cycle frequency */
+    size_t thread; /* thread of the last item */
+    bool started;  /* a thread is selected */
+    uint64_t n;    /* items handed out */
+    struct tool_progress prog;
+};
+/* what: progress label ("reading"); streams_stdout: the command writes its output while it
+ * reads (no progress when stdout is the same terminal). EXIT_OK, or EXIT_BAD_TRACE with the error
+ * printed and nothing left open. */
+int tool_trace_open(struct tool_trace *t, const char *path, const char *syms_opt, const char *what,
+                    bool streams_stdout);
+/* The next item: STF_OK, STF_END, or a negative error (pass it to tool_trace_end). */
+int tool_trace_next(struct tool_trace *t, struct stf_item *it);
+/* After the last tool_trace_next: ends the progress line, prints the error for rc < 0 (file and
+ * offset) and the warning summary. Returns EXIT_OK, or EXIT_BAD_TRACE when rc < 0. */
+int tool_trace_end(struct tool_trace *t, int rc);
+/* Time zero for displays: the earliest first timestamp (NewCPUId, TSCWrap or function record)
+ * over all threads, 0 if none. Call before the first tool_trace_next. */
+uint64_t tool_trace_base(struct tool_trace *t);
+void tool_trace_close(struct tool_trace *t);
 /* Print the reader's error for path. Always returns EXIT_BAD_TRACE. */
 int tool_reader_fail(struct stf_reader *r, const char *path, int rc);
 void tool_warn_summary(const char *path);

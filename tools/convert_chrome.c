@@ -1,5 +1,5 @@
 /* sledtrace convert --format chrome: Chrome trace_event JSON (the "JSON Array/Object Format"
- * that Perfetto and chrome://tracing load), in one streaming pass.
+ * that Perfetto and chrome://tracing load), in one streaming pass, thread after thread.
  *
  *   {"traceEvents":[
  *   {"ph":"M","name":"thread_name","pid":P,"tid":T,"ts":0,"args":{"name":"thread T"}},
@@ -13,8 +13,8 @@
  * did not close with their own exit carry args.closed: "repaired" (closed by an exit of a
  * function below them), "gap" (open at a loss marker: closed at the thread's last timestamp
  * before it) or "unfinished" (open at the end: closed at the thread's last timestamp). Times are
- * microseconds with three decimals, relative to the TSC of the trace's first timed record; they
- * are computed in integer nanoseconds, so nested calls stay nested after rounding. */
+ * microseconds with three decimals, relative to the earliest first timestamp of any thread
+ * (tool_trace_base), so none is negative; they are computed in integer nanoseconds, so nested calls stay nested after rounding. */
 #include "convert.h"
 
 #include <inttypes.h>
@@ -25,7 +25,7 @@ struct chrome {
     FILE *f;
     const struct stf_syms *syms;
     uint64_t freq, base;
-    bool have_base, first;
+    bool first;
 };
 
 /* Nanoseconds from the base, signed. */
@@ -104,42 +104,27 @@ static void instant(struct chrome *c, const struct stf_item *it)
     fputs("\"}}", c->f);
 }
 
-static bool timed(int kind)
-{
-    return kind == STF_K_FUNCTION || kind == STF_M_NEW_CPU || kind == STF_M_TSC_WRAP ||
-           kind == STF_M_CUSTOM_EVENT || kind == STF_M_TYPED_EVENT;
-}
-
 int convert_chrome(const char *path, const char *out, const char *syms_opt)
 {
-    struct stf_syms *syms;
-    struct stf_reader *r = tool_open_analysis(path, syms_opt, &syms);
-    if (!r)
+    struct tool_trace tr;
+    if (tool_trace_open(&tr, path, syms_opt, "converting", out == NULL) != EXIT_OK)
         return EXIT_BAD_TRACE;
     FILE *f = conv_open_out(out);
     if (!f) {
-        stf_syms_free(syms);
-        stf_reader_close(r);
+        tool_trace_close(&tr);
         return EXIT_BAD_TRACE;
     }
     static char obuf[1 << 16];
     if (f != stdout)
         setvbuf(f, obuf, _IOFBF, sizeof obuf);
     struct chrome c = {
-        .f = f, .syms = syms, .freq = stf_reader_header(r)->cycle_freq, .first = true};
+        .f = f, .syms = tr.syms, .freq = tr.freq, .first = true, .base = tool_trace_base(&tr)};
     struct walk w = {.on_close = on_close, .on_thread = on_thread, .ctx = &c};
-    struct tool_progress prog;
-    tool_progress_init(&prog, r, "converting");
     fputs("{\"traceEvents\":[", f);
 
     struct stf_item it;
     int rc, status = EXIT_OK;
-    while ((rc = stf_reader_next(r, &it)) == STF_OK) {
-        tool_progress(&prog, r);
-        if (!c.have_base && timed(it.kind)) {
-            c.base = it.tsc;
-            c.have_base = true;
-        }
+    while ((rc = tool_trace_next(&tr, &it)) == STF_OK) {
         struct walk_thread *t;
         if (walk_item(&w, &it, &t) != 0) {
             tool_err("out of memory");
@@ -149,9 +134,8 @@ int convert_chrome(const char *path, const char *out, const char *syms_opt)
         if (t && (it.kind == STF_M_CUSTOM_EVENT || it.kind == STF_M_TYPED_EVENT))
             instant(&c, &it);
     }
-    tool_progress_done(&prog);
-    if (status == EXIT_OK && rc < 0)
-        status = tool_reader_fail(r, path, rc);
+    if (tool_trace_end(&tr, rc) != EXIT_OK && status == EXIT_OK)
+        status = EXIT_BAD_TRACE;
     if (status == EXIT_OK && walk_finish(&w) != 0) {
         tool_err("out of memory");
         status = EXIT_BAD_TRACE;
@@ -160,9 +144,7 @@ int convert_chrome(const char *path, const char *out, const char *syms_opt)
     int st = conv_close_out(f, out);
     if (status == EXIT_OK)
         status = st;
-    tool_warn_summary(path);
     walk_free(&w);
-    stf_syms_free(syms);
-    stf_reader_close(r);
+    tool_trace_close(&tr);
     return status;
 }

@@ -1,6 +1,6 @@
 /* sledtrace convert --format yaml: the YAML that `llvm-xray convert --output-format=yaml` (LLVM
- * 14) writes, in one streaming pass and in file order (llvm-xray groups records by thread; with
- * -sort, by TSC):
+ * 14) writes, in one streaming pass, grouped by thread (first-seen order; llvm-xray also groups
+ * by thread, in its hash table's order; with -sort, by TSC):
  *
  *   ---
  *   header:
@@ -263,42 +263,36 @@ static int yaml_item(struct yaml *y, const struct stf_item *it)
 
 int convert_yaml(const char *path, const char *out, const char *syms_opt)
 {
-    struct stf_syms *syms;
-    struct stf_reader *r = tool_open_analysis(path, syms_opt, &syms);
-    if (!r)
+    struct tool_trace tr;
+    if (tool_trace_open(&tr, path, syms_opt, "converting", out == NULL) != EXIT_OK)
         return EXIT_BAD_TRACE;
     FILE *f = conv_open_out(out);
     if (!f) {
-        stf_syms_free(syms);
-        stf_reader_close(r);
+        tool_trace_close(&tr);
         return EXIT_BAD_TRACE;
     }
     static char obuf[1 << 16];
     if (f != stdout)
         setvbuf(f, obuf, _IOFBF, sizeof obuf);
-    const struct stf_header *h = stf_reader_header(r);
+    const struct stf_header *h = stf_cursor_header(tr.c);
     fprintf(
         f,
         "---\nheader:\n  version:         %u\n  type:            %u\n"
         "  constant-tsc:    %s\n  nonstop-tsc:     %s\n  cycle-frequency: %" PRIu64 "\nrecords:\n",
         (unsigned)h->version, (unsigned)h->type, h->bits & STF_BIT_CONSTANT_TSC ? "true" : "false",
         h->bits & STF_BIT_NONSTOP_TSC ? "true" : "false", h->cycle_freq);
-    struct yaml y = {.f = f, .syms = syms};
-    struct tool_progress prog;
-    tool_progress_init(&prog, r, "converting");
+    struct yaml y = {.f = f, .syms = tr.syms};
     struct stf_item it;
     int rc, status = EXIT_OK;
-    while ((rc = stf_reader_next(r, &it)) == STF_OK) {
-        tool_progress(&prog, r);
+    while ((rc = tool_trace_next(&tr, &it)) == STF_OK) {
         if (yaml_item(&y, &it) != 0) {
             tool_err("out of memory");
             status = EXIT_BAD_TRACE;
             break;
         }
     }
-    tool_progress_done(&prog);
-    if (status == EXIT_OK && rc < 0)
-        status = tool_reader_fail(r, path, rc);
+    if (tool_trace_end(&tr, rc) != EXIT_OK && status == EXIT_OK)
+        status = EXIT_BAD_TRACE;
     if (status == EXIT_OK && flush_pending(&y) != 0) {
         tool_err("out of memory");
         status = EXIT_BAD_TRACE;
@@ -307,11 +301,9 @@ int convert_yaml(const char *path, const char *out, const char *syms_opt)
     int st = conv_close_out(f, out);
     if (status == EXIT_OK)
         status = st;
-    tool_warn_summary(path);
     free(y.t);
     free(y.args);
     u64map_free(&y.map);
-    stf_syms_free(syms);
-    stf_reader_close(r);
+    tool_trace_close(&tr);
     return status;
 }

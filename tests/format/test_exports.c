@@ -110,6 +110,10 @@ Test(exports, chrome_exact_events)
            "\"name\":\"f\",\"args\":{\"id\":2}},\n"
            "{\"ph\":\"X\",\"pid\":100,\"tid\":100,\"ts\":0.600,\"dur\":1.000,\"cat\":\"function\","
            "\"name\":\"f\",\"args\":{\"id\":2}},\n"
+           "{\"ph\":\"X\",\"pid\":100,\"tid\":100,\"ts\":1.700,\"dur\":0.050,\"cat\":\"function\","
+           "\"name\":\"#3\",\"args\":{\"id\":3}},\n"
+           "{\"ph\":\"X\",\"pid\":100,\"tid\":100,\"ts\":0.100,\"dur\":3.000,\"cat\":\"function\","
+           "\"name\":\"main\",\"args\":{\"id\":1}},\n"
            "{\"ph\":\"M\",\"pid\":100,\"tid\":200,\"ts\":0.000,\"name\":\"thread_name\","
            "\"args\":{\"name\":\"thread 200\"}},\n"
            "{\"ph\":\"i\",\"pid\":100,\"tid\":200,\"ts\":0.410,\"s\":\"t\",\"cat\":\"event\","
@@ -120,10 +124,6 @@ Test(exports, chrome_exact_events)
            "\"name\":\"f\",\"args\":{\"id\":2}},\n"
            "{\"ph\":\"i\",\"pid\":100,\"tid\":200,\"ts\":1.200,\"s\":\"t\",\"cat\":\"event\","
            "\"name\":\"typed event\",\"args\":{\"type\":9,\"payload\":\"ty\"}},\n"
-           "{\"ph\":\"X\",\"pid\":100,\"tid\":100,\"ts\":1.700,\"dur\":0.050,\"cat\":\"function\","
-           "\"name\":\"#3\",\"args\":{\"id\":3}},\n"
-           "{\"ph\":\"X\",\"pid\":100,\"tid\":100,\"ts\":0.100,\"dur\":3.000,\"cat\":\"function\","
-           "\"name\":\"main\",\"args\":{\"id\":1}},\n"
            "{\"ph\":\"X\",\"pid\":100,\"tid\":200,\"ts\":1.100,\"dur\":0.100,\"cat\":\"function\","
            "\"name\":\"main\",\"args\":{\"id\":1,\"closed\":\"unfinished\"}}\n"
            "],\"displayTimeUnit\":\"ns\"}\n");
@@ -355,8 +355,8 @@ Test(exports, graph_exact_edges)
                           "  f3 [label=\"#3\\ncalls: 1\\ntotal: 50ns\"];\n"
                           "  f4 [label=\"#4\\ncalls: 1\\ntotal: 580ns\"];\n"
                           "  f1 -> f2 [label=\"calls: 2\\ntotal: 1.300us\"];\n"
-                          "  f2 -> f4 [label=\"calls: 1\\ntotal: 580ns\"];\n"
                           "  f1 -> f3 [label=\"calls: 1\\ntotal: 50ns\"];\n"
+                          "  f2 -> f4 [label=\"calls: 1\\ntotal: 580ns\"];\n"
                           "}\n");
     char *o = tg_tmpname(".dot");
     const char *argv2[] = {tr_bin(), "graph", "-o", o, p, NULL};

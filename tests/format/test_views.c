@@ -321,9 +321,10 @@ Test(views, help_and_usage)
     }
 }
 
-/* Progress on a terminal only: a 6 MB trace read by account and stack under script(1) (stderr
- * is a pty) shows "sledtrace: reading: 100%"; the same commands with stderr captured to a file
- * print no progress at all. */
+/* Progress on a terminal only: a 6 MB trace read by account, stack, replay and convert --format
+ * fdr under script(1) (stderr is a pty) shows "sledtrace: reading: 100%"; the same commands
+ * with stderr going to a pipe print no progress at all, and replay, whose lines go to the
+ * same terminal while it reads, prints none either. */
 Test(views, progress_only_on_a_terminal)
 {
     struct tg g;
@@ -340,20 +341,35 @@ Test(views, progress_only_on_a_terminal)
     cr_assert_gt(g.len, (size_t)(4 << 20));
     char *p = tr_write_trace(&g, false);
     tg_free(&g);
-    const char *cmds[] = {"account", "stack"};
-    for (int c = 0; c < 2; c++) {
-        char cmd[512];
+    char *fdr = tg_tmpname(".fdr");
+    char convert[600];
+    snprintf(convert, sizeof convert, "convert --format fdr -o %s", fdr);
+    const char *cmds[] = {"account", "stack", "replay", convert};
+    for (int c = 0; c < 4; c++) {
+        char cmd[1024];
         snprintf(cmd, sizeof cmd, "%s %s %s >/dev/null", tr_bin(), cmds[c], p);
         const char *argv[] = {"/usr/bin/script", "-qec", cmd, "/dev/null", NULL};
         struct tr_out r = tr_run(argv);
         cr_assert_eq(r.code, 0, "%s: %s", cmds[c], r.e);
         cr_assert(strstr(r.o, "sledtrace: reading: 100%"), "%s under a pty: %s", cmds[c], r.o);
         tr_out_free(&r);
-        const char *argv2[] = {tr_bin(), cmds[c], p, NULL};
+        snprintf(cmd, sizeof cmd, "%s %s %s 2>&1 >/dev/null | cat", tr_bin(), cmds[c], p);
+        const char *argv2[] = {"/bin/sh", "-c", cmd, NULL};
         r = tr_run(argv2);
         cr_assert_eq(r.code, 0);
-        cr_assert_null(strstr(r.e, "reading:"), "%s piped: %s", cmds[c], r.e);
+        cr_assert_null(strstr(r.o, "reading:"), "%s piped: %s", cmds[c], r.o);
         tr_out_free(&r);
     }
+    /* replay writes its lines while it reads: none when they go to the same terminal */
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%s replay %s --depth 1", tr_bin(), p);
+    const char *argv3[] = {"/usr/bin/script", "-qec", cmd, "/dev/null", NULL};
+    struct tr_out r = tr_run(argv3);
+    cr_assert_eq(r.code, 0, "%s", r.e);
+    cr_assert(strstr(r.o, "# shown: "), "%s", r.o);
+    cr_assert_null(strstr(r.o, "reading:"), "progress mixed into replay's terminal output");
+    tr_out_free(&r);
+    unlink(fdr);
+    free(fdr);
     tr_remove_trace(p);
 }
