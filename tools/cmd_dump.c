@@ -24,6 +24,23 @@ static void help(FILE *out)
           out);
 }
 
+/* An event's payload: data="..." with printable ASCII as is, '"' and '\\' escaped and other
+ * bytes as \xHH; the first 64 bytes, then "...". */
+static void print_payload(const uint8_t *p, size_t n)
+{
+    enum { SHOWN = 64 };
+    fputs(" data=\"", stdout);
+    for (size_t i = 0; i < n && i < SHOWN; i++) {
+        if (p[i] == '"' || p[i] == '\\')
+            printf("\\%c", p[i]);
+        else if (p[i] >= 0x20 && p[i] < 0x7f)
+            putchar(p[i]);
+        else
+            printf("\\x%02x", p[i]);
+    }
+    fputs(n > SHOWN ? "\"..." : "\"", stdout);
+}
+
 static void print_item(const struct stf_item *it, const struct stf_syms *syms)
 {
     printf("%" PRIu64 " %s tid=%" PRId32 " pid=%" PRId32 " cpu=%u tsc=%" PRIu64, it->offset,
@@ -49,11 +66,14 @@ static void print_item(const struct stf_item *it, const struct stf_syms *syms)
         printf(" size=%" PRId32 " delta=%" PRId32, it->event_size, it->event_delta);
         if (stf_decode_loss(it->payload, it->payload_len, &lost))
             printf(" LOST=%" PRIu64, lost);
+        else
+            print_payload(it->payload, it->payload_len);
         break;
     }
     case STF_M_TYPED_EVENT:
         printf(" size=%" PRId32 " delta=%" PRId32 " type=%u", it->event_size, it->event_delta,
                (unsigned)it->event_type);
+        print_payload(it->payload, it->payload_len);
         break;
     default:
         break;

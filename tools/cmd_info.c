@@ -14,8 +14,9 @@ static void help(FILE *out)
 {
     fputs("usage: sledtrace info TRACE\n"
           "\n"
-          "Summarize a trace: header fields, threads (blocks, records, first/last TSC and time\n"
-          "since the first record), records by kind, time span, dropped records, file size,\n"
+          "Summarize a trace: header fields, threads (blocks, records, calls, custom/typed\n"
+          "events, first/last TSC and time since the first record, events lost), records by kind, "
+          "time span, dropped records, file size,\n"
           "and the time and peak memory the decoding took.\n",
           out);
 }
@@ -23,7 +24,8 @@ static void help(FILE *out)
 struct thr {
     int32_t pid, tid;
     uint64_t blocks, records;
-    uint64_t drops, gaps; /* from loss markers */
+    uint64_t calls, events; /* function entries; custom/typed events other than loss markers */
+    uint64_t drops, gaps;   /* from loss markers */
     uint64_t first_tsc, last_tsc;
     bool have_tsc;
 };
@@ -51,6 +53,8 @@ static int credit(struct u64map *map, struct thr **thr, size_t *n, size_t *cap, 
     struct thr *t = &(*thr)[idx];
     t->blocks++;
     t->records += b->records;
+    t->calls += b->calls;
+    t->events += b->events;
     t->drops += b->drops;
     t->gaps += b->gaps;
     if (b->have_tsc) {
@@ -140,7 +144,11 @@ int cmd_info(int argc, char **argv)
             gaps++;
             blk.drops += lost;
             blk.gaps++;
+        } else if (it.kind == STF_M_CUSTOM_EVENT || it.kind == STF_M_TYPED_EVENT) {
+            blk.events++;
         }
+        if (it.kind == STF_K_FUNCTION && (it.action == STF_ENTER || it.action == STF_ENTER_ARGS))
+            blk.calls++;
         blk.records++;
         if (it.kind != STF_M_BUFFER_EXTENTS) {
             blk.pid = it.pid;
@@ -212,20 +220,21 @@ int cmd_info(int argc, char **argv)
         printf("warnings:      %" PRIu64 "\n", st.warnings);
         printf("threads:       %zu\n", nthr);
         if (nthr)
-            printf("  %10s %10s %8s %12s %20s %20s %14s %14s\n", "tid", "pid", "blocks", "records",
-                   "first_tsc", "last_tsc", "start_s", "end_s");
+            printf("  %10s %10s %8s %12s %12s %8s %20s %20s %14s %14s\n", "tid", "pid", "blocks",
+                   "records", "calls", "events", "first_tsc", "last_tsc", "start_s", "end_s");
         for (size_t i = 0; i < nthr; i++) {
             const struct thr *t = &thr[i];
             if (t->have_tsc)
-                printf("  %10" PRId32 " %10" PRId32 " %8" PRIu64 " %12" PRIu64 " %20" PRIu64
-                       " %20" PRIu64 " %14.9f %14.9f\n",
-                       t->tid, t->pid, t->blocks, t->records, t->first_tsc, t->last_tsc,
-                       tool_ticks_to_s(t->first_tsc - first_tsc, freq),
+                printf("  %10" PRId32 " %10" PRId32 " %8" PRIu64 " %12" PRIu64 " %12" PRIu64
+                       " %8" PRIu64 " %20" PRIu64 " %20" PRIu64 " %14.9f %14.9f\n",
+                       t->tid, t->pid, t->blocks, t->records, t->calls, t->events, t->first_tsc,
+                       t->last_tsc, tool_ticks_to_s(t->first_tsc - first_tsc, freq),
                        tool_ticks_to_s(t->last_tsc - first_tsc, freq));
             else
-                printf("  %10" PRId32 " %10" PRId32 " %8" PRIu64 " %12" PRIu64 " %20s %20s %14s "
-                       "%14s\n",
-                       t->tid, t->pid, t->blocks, t->records, "-", "-", "-", "-");
+                printf("  %10" PRId32 " %10" PRId32 " %8" PRIu64 " %12" PRIu64 " %12" PRIu64
+                       " %8" PRIu64 " %20s %20s %14s %14s\n",
+                       t->tid, t->pid, t->blocks, t->records, t->calls, t->events, "-", "-", "-",
+                       "-");
         }
         for (size_t i = 0; i < nthr; i++)
             if (thr[i].gaps)

@@ -150,5 +150,19 @@ Test(golden, real_lossy_gap)
     r = tr_run(argv2);
     cr_assert_eq(r.code, 0, "%s", r.e);
     cr_assert(strstr(r.o, "drops:         4999\n"), "%s", r.o);
+    /* per thread: 3 blocks, 1031 records, 508 calls (main, burst, 501 ticks, 5 afters), no
+     * events but the loss marker, which is counted as a loss instead */
+    cr_assert(strstr(r.o, "\n       31991      31991        3         1031          508        0 "),
+              "%s", r.o);
+    cr_assert(strstr(r.o, "\n  tid 31991: 4999 events dropped in 1 gaps\n"), "%s", r.o);
+    tr_out_free(&r);
+    /* real-events: calls and events per thread (the worker emits 2 of the 8 events) */
+    const char *argv3[] = {tr_bin(), "info", "real-events.fdr", NULL};
+    r = tr_run(argv3);
+    cr_assert_eq(r.code, 0, "%s", r.e);
+    cr_assert(strstr(r.o, "\n       31983      31981        1           21            7        2 "),
+              "%s", r.o);
+    cr_assert(strstr(r.o, "\n       31981      31981        1          113           57        6 "),
+              "%s", r.o);
     tr_out_free(&r);
 }

@@ -431,8 +431,8 @@ Test(tools, info_golden_lines)
         "duration:      0.000003000 s\n",
         "drops:         0\n",
         "threads:       1\n",
-        ("         100        100        2           19                 1000                 4000"
-         "    0.000000000    0.000003000\n"),
+        ("         100        100        2           19            4        0"
+         "                 1000                 4000    0.000000000    0.000003000\n"),
         "decode time:   ",
         "peak memory:   ",
     };
