@@ -1,4 +1,4 @@
-/* Shared call-stack replay and stack aggregation (see callstack.h). */
+/* The call-stack walker and stack aggregation (see callstack.h). */
 #include "callstack.h"
 
 #include <inttypes.h>
@@ -6,10 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-static struct cs_thread *tget(struct callstack *cs, int32_t pid, int32_t tid)
+static struct cs_thread *tget(struct callstack *cs, const struct stf_item *it,
+                              const struct cs_ops *ops, void *ctx)
 {
+    uint64_t key = ((uint64_t)(uint32_t)it->pid << 32) | (uint32_t)it->tid;
+    if (cs->last_ti && cs->last_key == key)
+        return &cs->t[cs->last_ti - 1];
     bool added;
-    long i = u64map_get(&cs->tmap, ((uint64_t)(uint32_t)pid << 32) | (uint32_t)tid, &added);
+    long i = u64map_get(&cs->tmap, key, &added);
     if (i < 0)
         return NULL;
     if (added) {
@@ -19,15 +23,17 @@ static struct cs_thread *tget(struct callstack *cs, int32_t pid, int32_t tid)
                 return NULL;
             cs->t = n;
         }
-        memset(&cs->t[cs->nt], 0, sizeof cs->t[cs->nt]);
-        cs->t[cs->nt].pid = pid;
-        cs->t[cs->nt].tid = tid;
+        cs->t[cs->nt] = (struct cs_thread){.pid = it->pid, .tid = it->tid, .last = it->tsc};
         cs->nt++;
+        if (ops && ops->thread && ops->thread(ctx, &cs->t[i]) != 0)
+            return NULL;
     }
+    cs->last_key = key;
+    cs->last_ti = (size_t)i + 1;
     return &cs->t[i];
 }
 
-static int close_top(struct callstack *cs, struct cs_thread *t, uint64_t tsc, bool repaired,
+static int close_top(struct callstack *cs, struct cs_thread *t, uint64_t tsc, enum cs_why why,
                      const struct cs_ops *ops, void *ctx)
 {
     struct cs_frame fr = t->st[--t->depth];
@@ -38,7 +44,7 @@ static int close_top(struct callstack *cs, struct cs_thread *t, uint64_t tsc, bo
     else
         cs->top_ticks += dur;
     cs->calls++;
-    if (repaired)
+    if (why == CS_REPAIR)
         cs->repairs++;
     if (!ops || !ops->close)
         return 0;
@@ -48,31 +54,63 @@ static int close_top(struct callstack *cs, struct cs_thread *t, uint64_t tsc, bo
                          .end = tsc,
                          .dur = dur,
                          .self = self,
-                         .repaired = repaired};
+                         .why = why,
+                         .repaired = why == CS_REPAIR};
     return ops->close(ctx, &c);
+}
+
+static int close_all(struct callstack *cs, struct cs_thread *t, enum cs_why why,
+                     const struct cs_ops *ops, void *ctx)
+{
+    while (t->depth) {
+        int rc = close_top(cs, t, t->last, why, ops, ctx);
+        if (rc)
+            return rc;
+    }
+    return 0;
 }
 
 int cs_feed(struct callstack *cs, const struct stf_item *it, const struct cs_ops *ops, void *ctx)
 {
-    uint64_t lost;
-    if (it->kind == STF_M_CUSTOM_EVENT && stf_decode_loss(it->payload, it->payload_len, &lost)) {
-        struct cs_thread *t = tget(cs, it->pid, it->tid);
-        if (!t)
-            return -1;
-        size_t dropped = t->depth;
-        cs->gaps++;
-        cs->gap_events += lost;
-        cs->gap_frames += dropped;
-        if (dropped)
-            cs->lost_ticks += t->st[0].child;
-        t->depth = 0;
-        return ops && ops->loss ? ops->loss(ctx, t, it->tsc, lost, dropped) : 0;
+    switch (it->kind) {
+    case STF_K_FUNCTION:
+    case STF_M_CUSTOM_EVENT:
+    case STF_M_TYPED_EVENT:
+    case STF_M_NEW_CPU:
+    case STF_M_TSC_WRAP:
+    case STF_M_CALL_ARG:
+        break;
+    default:
+        return 0; /* block framing: says nothing about the stack */
     }
-    if (it->kind != STF_K_FUNCTION)
-        return 0;
-    struct cs_thread *t = tget(cs, it->pid, it->tid);
+    struct cs_thread *t = tget(cs, it, ops, ctx);
     if (!t)
         return -1;
+    if (it->kind != STF_K_FUNCTION) {
+        uint64_t lost;
+        if (it->kind == STF_M_CUSTOM_EVENT &&
+            stf_decode_loss(it->payload, it->payload_len, &lost)) {
+            size_t open = t->depth;
+            cs->gaps++;
+            cs->gap_events += lost;
+            cs->gap_frames += open;
+            if (cs->close_open) {
+                int rc = close_all(cs, t, CS_GAP, ops, ctx);
+                if (rc)
+                    return rc;
+            } else {
+                if (open)
+                    cs->lost_ticks += t->st[0].child;
+                t->depth = 0;
+            }
+            t->last = it->tsc;
+            return ops && ops->loss ? ops->loss(ctx, t, it->tsc, lost, open) : 0;
+        }
+        if (it->kind == STF_M_CUSTOM_EVENT || it->kind == STF_M_TYPED_EVENT)
+            t->last = it->tsc;
+        return 0;
+    }
+    t->last = it->tsc;
     if (it->action == STF_ENTER || it->action == STF_ENTER_ARGS) {
         if (t->depth == t->cap) {
             struct cs_frame *n = tool_grow(t->st, &t->cap, sizeof *n, 64);
@@ -92,11 +130,23 @@ int cs_feed(struct callstack *cs, const struct stf_item *it, const struct cs_ops
         return 0;
     }
     while (t->depth > i) {
-        int rc = close_top(cs, t, it->tsc, true, ops, ctx);
+        int rc = close_top(cs, t, it->tsc, CS_REPAIR, ops, ctx);
         if (rc)
             return rc;
     }
-    return close_top(cs, t, it->tsc, false, ops, ctx);
+    return close_top(cs, t, it->tsc, CS_EXIT, ops, ctx);
+}
+
+int cs_finish(struct callstack *cs, const struct cs_ops *ops, void *ctx)
+{
+    if (!cs->close_open)
+        return 0;
+    for (size_t i = 0; i < cs->nt; i++) {
+        int rc = close_all(cs, &cs->t[i], CS_END, ops, ctx);
+        if (rc)
+            return rc;
+    }
+    return 0;
 }
 
 uint64_t cs_open_frames(const struct callstack *cs)

@@ -1,9 +1,17 @@
-/* Shared call-stack replay for replay, stack and flamegraph.
+/* The one call-stack walker of the analysis commands (account, replay, stack, flamegraph, graph,
+ * convert --format chrome).
  *
- * The stack rule is account's, per (pid, tid): ENTER / ENTER_ARGS push a frame; EXIT or TAIL_EXIT
- * of f closes the nearest open frame of f, and frames above it are closed at the same TSC (each
- * one a "repair"); an exit with no open frame of f is ignored ("unmatched"). A loss marker empties
- * the thread's stack. Memory grows with threads and stack depth only. */
+ * The stack rule, per (pid, tid): ENTER / ENTER_ARGS push a frame; EXIT or TAIL_EXIT of f closes
+ * the nearest open frame of f, and frames above it are closed at the same TSC (each one a
+ * "repair"); an exit with no open frame of f is ignored ("unmatched"). At a loss marker, and at
+ * the end of the trace, frames are still open; what happens to them is the one choice a command
+ * makes (close_open):
+ *   false (account, replay, stack, flamegraph): they are dropped - no call is measured across a
+ *         gap, and unfinished calls have no duration;
+ *   true (graph, chrome): they are closed at the thread's last timestamp before the marker (its
+ *         last function record or event), or at its last timestamp at the end (cs_finish), and
+ *         reported with why CS_GAP / CS_END, so a timeline shows them.
+ * Memory grows with threads and stack depth only. */
 #ifndef SLEDTRACE_TOOLS_CALLSTACK_H
 #define SLEDTRACE_TOOLS_CALLSTACK_H
 
@@ -21,37 +29,53 @@ struct cs_thread {
     int32_t pid, tid;
     struct cs_frame *st;
     size_t depth, cap;
+    uint64_t last; /* TSC of the thread's last function record or event */
 };
 
-/* One closed frame. depth 0 = top-level. Durations in ticks. */
+/* Why a frame closed: its own exit, an exit of a function below it (a repair), a loss marker or
+ * the end of the trace (the last two only with close_open). */
+enum cs_why { CS_EXIT, CS_REPAIR, CS_GAP, CS_END };
+
+/* One closed frame (already popped: the parent, if any, is t->st[depth - 1]). depth 0 =
+ * top-level. Durations in ticks (|end - start|: a CPU change can step the counter back). */
 struct cs_close {
     const struct cs_thread *t;
     const struct cs_frame *f;
     size_t depth;
     uint64_t end, dur, self;
-    bool repaired;
+    enum cs_why why;
+    bool repaired; /* why == CS_REPAIR */
 };
 
-/* Callbacks (any may be NULL); a non-zero return stops cs_feed with that value. */
+/* Callbacks (any may be NULL); a non-zero return stops cs_feed with that value. thread is called
+ * once per thread, when it is first seen. */
 struct cs_ops {
+    int (*thread)(void *ctx, const struct cs_thread *t);
     int (*enter)(void *ctx, const struct cs_thread *t, struct cs_frame *f, size_t depth);
     int (*close)(void *ctx, const struct cs_close *c);
     int (*loss)(void *ctx, const struct cs_thread *t, uint64_t tsc, uint64_t lost, size_t dropped);
 };
 
 struct callstack {
+    bool close_open; /* set before the first cs_feed (see the top of this file) */
     struct u64map tmap;
     struct cs_thread *t;
     size_t nt, capt;
+    size_t last_ti; /* cache: index + 1 of the last thread looked up (0: none) */
+    uint64_t last_key;
     uint64_t calls, repairs, unmatched;
-    uint64_t gaps, gap_events, gap_frames;
-    uint64_t top_ticks;  /* sum of the durations of closed top-level frames */
+    uint64_t gaps, gap_events, gap_frames; /* loss markers, events they count, frames open */
+    uint64_t top_ticks;                    /* sum of the durations of closed top-level frames */
     uint64_t lost_ticks; /* closed ticks under top-level frames dropped at a loss marker */
 };
 
-/* Feed one record (non-function, non-loss records are ignored). 0, -1 on allocation failure, or
- * a callback's non-zero value. */
+/* Feed one record: function records and loss markers change the stack; CPU changes, TSC wraps,
+ * call arguments and events only make their thread known (and events move its last timestamp);
+ * other records are ignored. 0, -1 on allocation failure, or a callback's non-zero value. */
 int cs_feed(struct callstack *cs, const struct stf_item *it, const struct cs_ops *ops, void *ctx);
+/* At the end, with close_open: closes every frame still open at its thread's last timestamp
+ * (CS_END). Without close_open it does nothing (the frames stay open, see cs_open_frames). */
+int cs_finish(struct callstack *cs, const struct cs_ops *ops, void *ctx);
 /* Frames still open (never exited). */
 uint64_t cs_open_frames(const struct callstack *cs);
 /* Closed ticks beneath top-level frames that never closed (still open at the end, or dropped at a

@@ -1,19 +1,20 @@
 /* sledtrace account: per-function call statistics in one streaming pass.
  *
- * Stack rule, per (pid, tid): ENTER / ENTER_ARGS push a frame. EXIT or TAIL_EXIT of f closes the
- * nearest open frame of f; frames above it are closed at the same TSC (each such frame is a
- * "repair"). An exit with no open frame of f is ignored ("unmatched"). A closed frame's duration
- * is exit TSC - entry TSC; self time is the duration minus that of its directly closed children.
- * On well-formed traces this counts exactly what `llvm-xray account` counts. A loss marker (the
- * runtime dropped events there) empties the thread's stack: no call is measured across a gap.
+ * The stack rule is callstack.h's, without close_open: ENTER / ENTER_ARGS push a frame; EXIT or
+ * TAIL_EXIT of f closes the nearest open frame of f, frames above it close at the same TSC
+ * (repairs); an exit with no open frame of f is ignored ("unmatched"); a loss marker drops the
+ * thread's open frames (no call is measured across a gap), and frames open at the end are not
+ * counted. A closed frame's duration is exit TSC - entry TSC; self time is the duration minus
+ * that of its directly closed children. On well-formed traces this counts exactly what
+ * `llvm-xray account` counts.
  *
  * Memory grows with the number of functions, threads and the stack depth, never with the trace
  * length (with --per-thread, statistics are kept per (thread, function) pair, so memory grows
- * with functions x threads): count, total, self, min and max are exact; median/p90/p99 come from a log-linear
- * histogram (values below 128 ticks exact; above, 128 buckets per power of two, reported at the
- * bucket midpoint and clamped to [min, max]: relative error <= 1/256, i.e. under 0.4%). Ranks
- * follow llvm-xray: the k-th smallest with k = floor(n * q), 0-based. */
-#include "common.h"
+ * with functions x threads): count, total, self, min and max are exact; median/p90/p99 come
+ * from a log-linear histogram (values below 128 ticks exact; above, 128 buckets per power of
+ * two, reported at the bucket midpoint and clamped to [min, max]: relative error <= 1/256, i.e.
+ * under 0.4%). Ranks follow llvm-xray: the k-th smallest with k = floor(n * q), 0-based. */
+#include "callstack.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -52,30 +53,14 @@ struct fstat {
     uint64_t *rows[ROWS];
 };
 
-struct frame {
-    uint32_t id;
-    uint64_t start, child;
-};
-
-struct thread {
-    int32_t pid, tid;
-    struct frame *st;
-    size_t depth, cap;
-};
-
 struct acct {
-    struct u64map fmap, tmap;
+    struct callstack cs; /* threads, stacks and the counters of the stack rule */
+    struct u64map fmap;
     struct fstat *f;
     size_t nf, capf;
-    struct thread *t;
-    size_t nt, capt;
-    uint64_t repairs, unmatched, calls;
-    uint64_t gaps, gap_events, gap_frames; /* loss markers (discard policy) */
-    bool per_thread;                       /* statistics keyed by (thread, function) */
-    /* Lookup caches (indices, not pointers: the arrays move when they grow). Consecutive
-     * records nearly always belong to one thread; function ids are few and small. */
-    uint64_t last_tkey;
-    size_t last_ti;            /* index + 1; 0 = none */
+    bool per_thread; /* statistics keyed by (thread, function) */
+    /* Lookup cache (indices, not pointers: the array moves when it grows); function ids are
+     * few and small. */
     uint64_t fcache_key[1024]; /* (thread index << 32) | function id */
     uint32_t fcache_ix[1024];  /* index + 1; 0 = empty */
 };
@@ -159,82 +144,30 @@ static struct fstat *fget(struct acct *a, uint32_t tix, uint32_t id)
     return &a->f[i];
 }
 
-static struct thread *tget(struct acct *a, int32_t pid, int32_t tid)
+/* The walker's callbacks: an entered function gets its (zero) row at once, so that functions
+ * never exited are still known; a closed frame adds to its function's statistics. */
+static int on_enter(void *ctx, const struct cs_thread *t, struct cs_frame *f, size_t depth)
 {
-    uint64_t key = ((uint64_t)(uint32_t)pid << 32) | (uint32_t)tid;
-    if (a->last_ti && a->last_tkey == key)
-        return &a->t[a->last_ti - 1];
-    bool added;
-    long i = u64map_get(&a->tmap, key, &added);
-    if (i < 0)
-        return NULL;
-    if (added) {
-        if (a->nt == a->capt) {
-            struct thread *n = tool_grow(a->t, &a->capt, sizeof *n, 16);
-            if (!n)
-                return NULL;
-            a->t = n;
-        }
-        memset(&a->t[a->nt], 0, sizeof a->t[a->nt]);
-        a->t[a->nt].pid = pid;
-        a->t[a->nt].tid = tid;
-        a->nt++;
-    }
-    a->last_tkey = key;
-    a->last_ti = (size_t)i + 1;
-    return &a->t[i];
+    struct acct *a = ctx;
+    (void)depth;
+    return fget(a, (uint32_t)(t - a->cs.t), f->id) ? 0 : -1;
 }
 
-static int close_top(struct acct *a, struct thread *t, uint64_t tsc)
+static int on_close(void *ctx, const struct cs_close *c)
 {
-    struct frame fr = t->st[--t->depth];
-    uint64_t dur = tsc >= fr.start ? tsc - fr.start : fr.start - tsc;
-    uint64_t self = dur > fr.child ? dur - fr.child : 0;
-    if (t->depth > 0)
-        t->st[t->depth - 1].child += dur;
-    struct fstat *f = fget(a, (uint32_t)(t - a->t), fr.id);
+    struct acct *a = ctx;
+    struct fstat *f = fget(a, (uint32_t)(c->t - a->cs.t), c->f->id);
     if (!f)
         return -1;
+    uint64_t dur = c->dur;
     if (f->count == 0 || dur < f->min)
         f->min = dur;
     if (dur > f->max)
         f->max = dur;
     f->count++;
     f->total += dur;
-    f->self += self;
-    a->calls++;
+    f->self += c->self;
     return hist_add(f, dur);
-}
-
-static int account_item(struct acct *a, const struct stf_item *it)
-{
-    struct thread *t = tget(a, it->pid, it->tid);
-    if (!t)
-        return -1;
-    if (it->action == STF_ENTER || it->action == STF_ENTER_ARGS) {
-        if (t->depth == t->cap) {
-            struct frame *n = tool_grow(t->st, &t->cap, sizeof *n, 64);
-            if (!n)
-                return -1;
-            t->st = n;
-        }
-        t->st[t->depth++] = (struct frame){.id = it->func_id, .start = it->tsc, .child = 0};
-        /* make sure entered-but-never-exited functions still get a (zero) row */
-        return fget(a, (uint32_t)(t - a->t), it->func_id) ? 0 : -1;
-    }
-    size_t i = t->depth;
-    while (i > 0 && t->st[i - 1].id != it->func_id)
-        i--;
-    if (i == 0) {
-        a->unmatched++;
-        return 0;
-    }
-    while (t->depth > i) {
-        a->repairs++;
-        if (close_top(a, t, it->tsc) != 0)
-            return -1;
-    }
-    return close_top(a, t, it->tsc);
 }
 
 enum sort_key { S_TOTAL, S_SELF, S_COUNT, S_MAX, S_NAME, S_ID };
@@ -251,7 +184,7 @@ static const char *row_name(const struct row *r)
 }
 
 static enum sort_key g_sort;
-static const struct thread *g_threads; /* non-NULL with --per-thread: rows grouped by thread */
+static const struct cs_thread *g_threads; /* non-NULL with --per-thread: rows grouped by thread */
 
 static int cmp_u64_desc(uint64_t x, uint64_t y)
 {
@@ -263,7 +196,7 @@ static int row_cmp(const void *pa, const void *pb)
     const struct row *a = pa, *b = pb;
     int c = 0;
     if (g_threads) {
-        const struct thread *ta = &g_threads[a->f->tix], *tb = &g_threads[b->f->tix];
+        const struct cs_thread *ta = &g_threads[a->f->tix], *tb = &g_threads[b->f->tix];
         if (ta->pid != tb->pid)
             return ta->pid < tb->pid ? -1 : 1;
         if (ta->tid != tb->tid)
@@ -321,8 +254,8 @@ enum format { F_TEXT, F_CSV, F_JSON };
 static const char *const col_names[] = {"total_ns", "self_ns", "min_ns", "median_ns",
                                         "p90_ns",   "p99_ns",  "max_ns"};
 
-static void put_row(enum format fmt, bool per_thread, const struct thread *th, const struct row *r,
-                    uint64_t freq, bool first)
+static void put_row(enum format fmt, bool per_thread, const struct cs_thread *th,
+                    const struct row *r, uint64_t freq, bool first)
 {
     const struct fstat *f = r->f;
     uint64_t n = f->count;
@@ -459,27 +392,17 @@ int cmd_account(int argc, char **argv)
 
     struct acct a = {0};
     a.per_thread = per_thread;
+    static const struct cs_ops ops = {.enter = on_enter, .close = on_close};
     struct stf_item it;
     int rc, status = EXIT_OK;
     while ((rc = tool_trace_next(&tr, &it)) == STF_OK) {
+        /* Function records and loss markers (a gap: no call is measured across it, the frames
+         * open before it are dropped); threads with neither are not counted. */
         uint64_t lost;
-        if (it.kind == STF_M_CUSTOM_EVENT && stf_decode_loss(it.payload, it.payload_len, &lost)) {
-            /* A gap: no call is measured across it. Frames open before it are dropped. */
-            struct thread *t = tget(&a, it.pid, it.tid);
-            if (!t) {
-                tool_err("out of memory");
-                status = EXIT_BAD_TRACE;
-                break;
-            }
-            a.gaps++;
-            a.gap_events += lost;
-            a.gap_frames += t->depth;
-            t->depth = 0;
+        if (it.kind != STF_K_FUNCTION &&
+            !(it.kind == STF_M_CUSTOM_EVENT && stf_decode_loss(it.payload, it.payload_len, &lost)))
             continue;
-        }
-        if (it.kind != STF_K_FUNCTION)
-            continue;
-        if (account_item(&a, &it) != 0) {
+        if (cs_feed(&a.cs, &it, &ops, &a) != 0) {
             tool_err("out of memory");
             status = EXIT_BAD_TRACE;
             break;
@@ -503,11 +426,9 @@ int cmd_account(int argc, char **argv)
             rows[nrows].sym = nm == rows[nrows].buf ? NULL : nm;
             nrows++;
         }
-        g_threads = per_thread ? a.t : NULL;
+        g_threads = per_thread ? a.cs.t : NULL;
         qsort(rows, nrows, sizeof *rows, row_cmp);
-        uint64_t open = 0;
-        for (size_t i = 0; i < a.nt; i++)
-            open += a.t[i].depth;
+        uint64_t open = cs_open_frames(&a.cs);
         /* distinct functions with a finished call (rows are per thread with --per-thread) */
         size_t nfuncs = nrows;
         if (per_thread) {
@@ -541,7 +462,7 @@ int cmd_account(int argc, char **argv)
                 e++;
             if (!per_thread)
                 e = nrows;
-            const struct thread *th = &a.t[rows[g].f->tix];
+            const struct cs_thread *th = &a.cs.t[rows[g].f->tix];
             size_t shown = top && top < e - g ? (size_t)top : e - g;
             if (per_thread && fmt == F_TEXT) {
                 printf("%sthread %" PRId32 "/%" PRId32 "\n", g ? "\n" : "", th->pid, th->tid);
@@ -562,8 +483,8 @@ int cmd_account(int argc, char **argv)
                    ", \"stack_repairs\": %" PRIu64 ", \"unmatched_exits\": %" PRIu64
                    ", \"unfinished_frames\": %" PRIu64 ", \"gaps\": %" PRIu64
                    ", \"gap_events\": %" PRIu64 ", \"gap_frames\": %" PRIu64 "}}\n",
-                   nfuncs, a.calls, a.repairs, a.unmatched, open, a.gaps, a.gap_events,
-                   a.gap_frames);
+                   nfuncs, a.cs.calls, a.cs.repairs, a.cs.unmatched, open, a.cs.gaps,
+                   a.cs.gap_events, a.cs.gap_frames);
         }
         FILE *foot = fmt == F_TEXT ? stdout : stderr;
         if (status == EXIT_OK && fmt == F_TEXT && per_thread && nrows)
@@ -571,28 +492,25 @@ int cmd_account(int argc, char **argv)
         if (status == EXIT_OK) {
             fputs("# ", foot);
             if (per_thread)
-                fprintf(foot, "threads: %zu, ", a.nt);
+                fprintf(foot, "threads: %zu, ", a.cs.nt);
             fprintf(foot,
                     "functions: %zu, calls: %" PRIu64 ", stack repairs: %" PRIu64
                     ", unmatched exits: %" PRIu64 ", unfinished frames: %" PRIu64 "\n",
-                    nfuncs, a.calls, a.repairs, a.unmatched, open);
+                    nfuncs, a.cs.calls, a.cs.repairs, a.cs.unmatched, open);
         }
-        if (status == EXIT_OK && a.gaps)
+        if (status == EXIT_OK && a.cs.gaps)
             fprintf(foot,
                     "# gaps: %" PRIu64 " (%" PRIu64 " events dropped by the runtime); %" PRIu64
                     " frames open at a gap were left out\n",
-                    a.gaps, a.gap_events, a.gap_frames);
+                    a.cs.gaps, a.cs.gap_events, a.cs.gap_frames);
     }
     free(rows);
     for (size_t i = 0; i < a.nf; i++)
         for (int k = 0; k < ROWS; k++)
             free(a.f[i].rows[k]);
     free(a.f);
-    for (size_t i = 0; i < a.nt; i++)
-        free(a.t[i].st);
-    free(a.t);
+    cs_free(&a.cs);
     u64map_free(&a.fmap);
-    u64map_free(&a.tmap);
     tool_trace_close(&tr);
     if (fflush(stdout) != 0)
         status = EXIT_BAD_TRACE;

@@ -1,7 +1,7 @@
 /* sledtrace convert TRACE --format fdr|chrome|yaml [-o OUT]
  *
  * chrome and yaml live in convert_chrome.c and convert_yaml.c; this file has the fdr rewrite, the
- * helpers they share (convert.h: output, progress, the call-stack walker) and the dispatch.
+ * helpers they share (convert.h: the output file) and the dispatch.
  *
  * --format fdr: the same trace with one block per thread.
  *
@@ -322,115 +322,4 @@ int conv_close_out(FILE *f, const char *out)
         return EXIT_BAD_TRACE;
     }
     return EXIT_OK;
-}
-
-struct walk_thread *walk_thread_of(struct walk *w, const struct stf_item *it)
-{
-    bool added;
-    long i = u64map_get(&w->map, ((uint64_t)(uint32_t)it->pid << 32) | (uint32_t)it->tid, &added);
-    if (i < 0)
-        return NULL;
-    if (added) {
-        if (w->nt == w->cap) {
-            struct walk_thread *n = tool_grow(w->t, &w->cap, sizeof *n, 16);
-            if (!n)
-                return NULL;
-            w->t = n;
-        }
-        w->t[w->nt] = (struct walk_thread){.pid = it->pid, .tid = it->tid, .last = it->tsc};
-        w->nt++;
-        if (w->on_thread && w->on_thread(w->ctx, &w->t[i]) != 0)
-            return NULL;
-    }
-    return &w->t[i];
-}
-
-static int walk_close_top(struct walk *w, struct walk_thread *t, uint64_t end, enum walk_why why)
-{
-    struct walk_frame f = t->st[--t->depth];
-    const struct walk_frame *parent = t->depth ? &t->st[t->depth - 1] : NULL;
-    return w->on_close ? w->on_close(w->ctx, t, &f, parent, end, why) : 0;
-}
-
-static int walk_close_all(struct walk *w, struct walk_thread *t, enum walk_why why)
-{
-    while (t->depth)
-        if (walk_close_top(w, t, t->last, why) != 0)
-            return -1;
-    return 0;
-}
-
-int walk_item(struct walk *w, const struct stf_item *it, struct walk_thread **out)
-{
-    if (out)
-        *out = NULL;
-    switch (it->kind) {
-    case STF_K_FUNCTION:
-    case STF_M_NEW_CPU:
-    case STF_M_TSC_WRAP:
-    case STF_M_CALL_ARG:
-    case STF_M_CUSTOM_EVENT:
-    case STF_M_TYPED_EVENT:
-        break;
-    default:
-        return 0; /* block preamble: no thread yet */
-    }
-    struct walk_thread *t = walk_thread_of(w, it);
-    if (!t)
-        return -1;
-    if (out)
-        *out = t;
-    uint64_t lost;
-    if (it->kind == STF_M_CUSTOM_EVENT && stf_decode_loss(it->payload, it->payload_len, &lost)) {
-        w->gaps++;
-        w->lost += lost;
-        if (walk_close_all(w, t, WALK_GAP) != 0)
-            return -1;
-        t->last = it->tsc;
-        return 0;
-    }
-    if (it->kind == STF_M_CUSTOM_EVENT || it->kind == STF_M_TYPED_EVENT)
-        t->last = it->tsc;
-    if (it->kind != STF_K_FUNCTION)
-        return 0;
-    t->last = it->tsc;
-    if (it->action == STF_ENTER || it->action == STF_ENTER_ARGS) {
-        if (t->depth == t->cap) {
-            struct walk_frame *n = tool_grow(t->st, &t->cap, sizeof *n, 64);
-            if (!n)
-                return -1;
-            t->st = n;
-        }
-        t->st[t->depth++] = (struct walk_frame){.id = it->func_id, .start = it->tsc};
-        return 0;
-    }
-    size_t i = t->depth;
-    while (i > 0 && t->st[i - 1].id != it->func_id)
-        i--;
-    if (i == 0) {
-        w->unmatched++;
-        return 0;
-    }
-    while (t->depth > i) {
-        w->repairs++;
-        if (walk_close_top(w, t, it->tsc, WALK_REPAIR) != 0)
-            return -1;
-    }
-    return walk_close_top(w, t, it->tsc, WALK_EXIT);
-}
-
-int walk_finish(struct walk *w)
-{
-    for (size_t i = 0; i < w->nt; i++)
-        if (walk_close_all(w, &w->t[i], WALK_END) != 0)
-            return -1;
-    return 0;
-}
-
-void walk_free(struct walk *w)
-{
-    for (size_t i = 0; i < w->nt; i++)
-        free(w->t[i].st);
-    free(w->t);
-    u64map_free(&w->map);
 }

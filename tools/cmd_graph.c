@@ -9,9 +9,10 @@
  *
  * One node per function that was entered (calls: frames of it that closed; total: their
  * summed durations, recursion counted at every level), one edge per caller -> callee pair (calls
- * and summed callee durations for that pair). Frames are closed by the account stack rule (see
- * convert.h); frames open at a loss marker or at the end are closed at their thread's last
- * timestamp and counted. Nodes and edges are listed in order of first appearance. */
+ * and summed callee durations for that pair). Frames are closed by the stack rule of
+ * callstack.h with close_open: frames open at a loss marker or at the end are closed at their
+ * thread's last timestamp and counted. Nodes and edges are listed in order of first appearance. */
+#include "callstack.h"
 #include "convert.h"
 
 #include <inttypes.h>
@@ -87,20 +88,26 @@ static struct gedge *edge(struct graph *g, uint32_t from, uint32_t to)
     return &g->e[i];
 }
 
-static int on_close(void *ctx, const struct walk_thread *t, const struct walk_frame *fr,
-                    const struct walk_frame *parent, uint64_t end, enum walk_why why)
+/* Every entered function gets a node, even one whose frames never close. */
+static int on_enter(void *ctx, const struct cs_thread *t, struct cs_frame *f, size_t depth)
 {
     (void)t;
-    (void)why;
+    (void)depth;
+    return node(ctx, f->id) ? 0 : -1;
+}
+
+static int on_close(void *ctx, const struct cs_close *c)
+{
     struct graph *g = ctx;
-    uint64_t dur = end >= fr->start ? end - fr->start : 0;
+    const struct cs_frame *fr = c->f;
+    uint64_t dur = c->end >= fr->start ? c->end - fr->start : 0;
     struct gnode *n = node(g, fr->id);
     if (!n)
         return -1;
     n->calls++;
     n->total += dur;
-    if (parent) {
-        struct gedge *e = edge(g, parent->id, fr->id);
+    if (c->depth) {
+        struct gedge *e = edge(g, c->t->st[c->depth - 1].id, fr->id);
         if (!e)
             return -1;
         e->calls++;
@@ -164,13 +171,12 @@ int cmd_graph(int argc, char **argv)
     struct stf_syms *syms = tr.syms;
     uint64_t freq = tr.freq;
     struct graph g = {0};
-    struct walk w = {.on_close = on_close, .ctx = &g};
+    static const struct cs_ops ops = {.enter = on_enter, .close = on_close};
+    struct callstack cs = {.close_open = true};
     struct stf_item it;
     int rc, status = EXIT_OK;
     while ((rc = tool_trace_next(&tr, &it)) == STF_OK) {
-        bool enter =
-            it.kind == STF_K_FUNCTION && (it.action == STF_ENTER || it.action == STF_ENTER_ARGS);
-        if (walk_item(&w, &it, NULL) != 0 || (enter && !node(&g, it.func_id))) {
+        if (cs_feed(&cs, &it, &ops, &g) != 0) {
             tool_err("out of memory");
             status = EXIT_BAD_TRACE;
             break;
@@ -178,7 +184,7 @@ int cmd_graph(int argc, char **argv)
     }
     if (tool_trace_end(&tr, rc) != EXIT_OK && status == EXIT_OK)
         status = EXIT_BAD_TRACE;
-    if (status == EXIT_OK && walk_finish(&w) != 0) {
+    if (status == EXIT_OK && cs_finish(&cs, &ops, &g) != 0) {
         tool_err("out of memory");
         status = EXIT_BAD_TRACE;
     }
@@ -205,7 +211,7 @@ int cmd_graph(int argc, char **argv)
         fputs("}\n", f);
         status = conv_close_out(f, out);
     }
-    walk_free(&w);
+    cs_free(&cs);
     free(g.n);
     free(g.e);
     u64map_free(&g.nmap);

@@ -8,13 +8,15 @@
  *   ...
  *   ],"displayTimeUnit":"ns"}
  *
- * A complete event ("X") is written when its frame closes (the walker in cmd_convert.c applies
- * the account stack rule), so events are not in timestamp order; viewers sort them. Frames that
+ * A complete event ("X") is written when its frame closes (callstack.h's walker with
+ * close_open), so events are not in timestamp order; viewers sort them. Frames that
  * did not close with their own exit carry args.closed: "repaired" (closed by an exit of a
  * function below them), "gap" (open at a loss marker: closed at the thread's last timestamp
  * before it) or "unfinished" (open at the end: closed at the thread's last timestamp). Times are
  * microseconds with three decimals, relative to the earliest first timestamp of any thread
- * (tool_trace_base), so none is negative; they are computed in integer nanoseconds, so nested calls stay nested after rounding. */
+ * (tool_trace_base), so none is negative; they are computed in integer nanoseconds, so nested
+ * calls stay nested after rounding. */
+#include "callstack.h"
 #include "convert.h"
 
 #include <inttypes.h>
@@ -51,7 +53,7 @@ static void begin_event(struct chrome *c, const char *ph, int32_t pid, int32_t t
     put_us(c->f, ts);
 }
 
-static int on_thread(void *ctx, const struct walk_thread *t)
+static int on_thread(void *ctx, const struct cs_thread *t)
 {
     struct chrome *c = ctx;
     begin_event(c, "M", t->pid, t->tid, 0);
@@ -59,13 +61,12 @@ static int on_thread(void *ctx, const struct walk_thread *t)
     return 0;
 }
 
-static int on_close(void *ctx, const struct walk_thread *t, const struct walk_frame *fr,
-                    const struct walk_frame *parent, uint64_t end, enum walk_why why)
+static int on_close(void *ctx, const struct cs_close *cl)
 {
-    (void)parent;
     struct chrome *c = ctx;
-    int64_t s = rel_ns(c, fr->start), e = rel_ns(c, end);
-    begin_event(c, "X", t->pid, t->tid, s);
+    const struct cs_frame *fr = cl->f;
+    int64_t s = rel_ns(c, fr->start), e = rel_ns(c, cl->end);
+    begin_event(c, "X", cl->t->pid, cl->t->tid, s);
     fputs(",\"dur\":", c->f);
     put_us(c->f, e > s ? e - s : 0);
     char buf[24];
@@ -74,8 +75,8 @@ static int on_close(void *ctx, const struct walk_thread *t, const struct walk_fr
     tool_json_escape(c->f, (const uint8_t *)name, strlen(name));
     fprintf(c->f, "\",\"args\":{\"id\":%" PRIu32, fr->id);
     static const char *const closed[] = {NULL, "repaired", "gap", "unfinished"};
-    if (closed[why])
-        fprintf(c->f, ",\"closed\":\"%s\"", closed[why]);
+    if (closed[cl->why])
+        fprintf(c->f, ",\"closed\":\"%s\"", closed[cl->why]);
     fputs("}}", c->f);
     return 0;
 }
@@ -119,24 +120,24 @@ int convert_chrome(const char *path, const char *out, const char *syms_opt)
         setvbuf(f, obuf, _IOFBF, sizeof obuf);
     struct chrome c = {
         .f = f, .syms = tr.syms, .freq = tr.freq, .first = true, .base = tool_trace_base(&tr)};
-    struct walk w = {.on_close = on_close, .on_thread = on_thread, .ctx = &c};
+    static const struct cs_ops ops = {.thread = on_thread, .close = on_close};
+    struct callstack cs = {.close_open = true};
     fputs("{\"traceEvents\":[", f);
 
     struct stf_item it;
     int rc, status = EXIT_OK;
     while ((rc = tool_trace_next(&tr, &it)) == STF_OK) {
-        struct walk_thread *t;
-        if (walk_item(&w, &it, &t) != 0) {
+        if (cs_feed(&cs, &it, &ops, &c) != 0) {
             tool_err("out of memory");
             status = EXIT_BAD_TRACE;
             break;
         }
-        if (t && (it.kind == STF_M_CUSTOM_EVENT || it.kind == STF_M_TYPED_EVENT))
+        if (it.kind == STF_M_CUSTOM_EVENT || it.kind == STF_M_TYPED_EVENT)
             instant(&c, &it);
     }
     if (tool_trace_end(&tr, rc) != EXIT_OK && status == EXIT_OK)
         status = EXIT_BAD_TRACE;
-    if (status == EXIT_OK && walk_finish(&w) != 0) {
+    if (status == EXIT_OK && cs_finish(&cs, &ops, &c) != 0) {
         tool_err("out of memory");
         status = EXIT_BAD_TRACE;
     }
@@ -144,7 +145,7 @@ int convert_chrome(const char *path, const char *out, const char *syms_opt)
     int st = conv_close_out(f, out);
     if (status == EXIT_OK)
         status = st;
-    walk_free(&w);
+    cs_free(&cs);
     tool_trace_close(&tr);
     return status;
 }
