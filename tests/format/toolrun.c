@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -49,9 +50,10 @@ struct tr_out tr_run(const char *const *argv)
         _exit(121);
     }
     int st;
-    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    struct rusage ru;
+    cr_assert_eq(wait4(pid, &st, 0, &ru), pid);
     struct tr_out r = {tr_slurp(po), tr_slurp(pe),
-                       WIFEXITED(st) ? WEXITSTATUS(st) : 200 + WTERMSIG(st)};
+                       WIFEXITED(st) ? WEXITSTATUS(st) : 200 + WTERMSIG(st), ru.ru_maxrss};
     unlink(po);
     unlink(pe);
     free(po);

@@ -9,6 +9,7 @@
 struct tr_out {
     char *o, *e; /* stdout and stderr, NUL-terminated */
     int code;    /* exit status, or 200 + signal number */
+    long maxrss; /* the command's peak resident set, KiB (wait4) */
 };
 
 /* Whole file as a NUL-terminated string (malloc'd). */
