@@ -318,10 +318,10 @@ void cs_names_free(char **names, size_t n)
 
 int cs_parse_by(const char *cmd, const char *v, bool *by_count)
 {
-    if (strcmp(v, "time") != 0 && strcmp(v, "count") != 0) {
-        tool_err("%s: unknown weight '%s' (time, count)", cmd, v);
+    static const char *const weights[] = {"time", "count"};
+    int k = tool_choice(cmd, "weight", v, weights, 2);
+    if (k < 0)
         return -1;
-    }
-    *by_count = strcmp(v, "count") == 0;
+    *by_count = k == 1;
     return 0;
 }

@@ -321,53 +321,32 @@ int cmd_account(int argc, char **argv)
     }
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = NULL;
+        int m;
         if (strcmp(o, "--per-thread") == 0) {
             per_thread = true;
-            continue;
-        }
-        const char *names[] = {"--format", "--sort", "--top", "--syms"};
-        int which = -1;
-        for (int k = 0; k < 4; k++) {
-            size_t n = strlen(names[k]);
-            if (strcmp(o, names[k]) == 0) {
-                which = k;
-                if (i + 1 >= argc) {
-                    tool_err("account: %s needs a value", names[k]);
-                    return EXIT_USAGE;
-                }
-                v = argv[++i];
-            } else if (strncmp(o, names[k], n) == 0 && o[n] == '=') {
-                which = k;
-                v = o + n + 1;
-            }
-        }
-        if (which == 0) {
-            if (strcmp(v, "csv") == 0)
-                fmt = F_CSV;
-            else if (strcmp(v, "text") == 0)
-                fmt = F_TEXT;
-            else if (strcmp(v, "json") == 0)
-                fmt = F_JSON;
-            else {
-                tool_err("account: unknown format '%s' (text, csv, json)", v);
+        } else if ((m = tool_option(argc, argv, &i, "account", "--format", &v)) != 0) {
+            static const char *const formats[] = {"text", "csv", "json"}; /* enum format */
+            int k = m < 0 ? -1 : tool_choice("account", "format", v, formats, 3);
+            if (k < 0)
                 return EXIT_USAGE;
-            }
-        } else if (which == 1) {
-            static const char *keys[] = {"total", "self", "count", "max", "name", "id"};
-            int k = 0;
-            while (k < 6 && strcmp(v, keys[k]) != 0)
-                k++;
-            if (k == 6) {
-                tool_err("account: unknown sort key '%s' (count, total, self, max, name, id)", v);
+            fmt = (enum format)k;
+        } else if ((m = tool_option(argc, argv, &i, "account", "--sort", &v)) != 0) {
+            static const char *const keys[] = {"total", "self", "count",
+                                               "max",   "name", "id"}; /* enum sort_key */
+            int k = m < 0 ? -1 : tool_choice("account", "sort key", v, keys, 6);
+            if (k < 0)
                 return EXIT_USAGE;
-            }
             g_sort = (enum sort_key)k;
-        } else if (which == 2) {
+        } else if ((m = tool_option(argc, argv, &i, "account", "--top", &v)) != 0) {
+            if (m < 0)
+                return EXIT_USAGE;
             if (!tool_parse_u64(v, &top) || top == 0) {
                 tool_err("account: --top needs a positive integer, not '%s'", v);
                 return EXIT_USAGE;
             }
-        } else if (which == 3) {
+        } else if ((m = tool_option(argc, argv, &i, "account", "--syms", &v)) != 0) {
+            if (m < 0)
+                return EXIT_USAGE;
             syms_path = v;
         } else if (o[0] == '-' && o[1]) {
             tool_err("account: unknown option '%s'", o);

@@ -165,14 +165,14 @@ int cmd_convert(int argc, char **argv)
         help(stderr);
         return EXIT_USAGE;
     }
-    if (strcmp(format, "chrome") == 0)
-        return convert_chrome(path, out, syms);
-    if (strcmp(format, "yaml") == 0)
-        return convert_yaml(path, out, syms);
-    if (strcmp(format, "fdr") != 0) {
-        tool_err("convert: unknown format '%s' (known: fdr, chrome, yaml)", format);
+    static const char *const formats[] = {"fdr", "chrome", "yaml"};
+    int k = tool_choice("convert", "format", format, formats, 3);
+    if (k < 0)
         return EXIT_USAGE;
-    }
+    if (k == 1)
+        return convert_chrome(path, out, syms);
+    if (k == 2)
+        return convert_yaml(path, out, syms);
     if (!out) {
         tool_err("convert: --format fdr needs -o OUT");
         return EXIT_USAGE;

@@ -84,14 +84,11 @@ int cmd_stack(int argc, char **argv)
             if (m < 0 || cs_parse_by("stack", v, &by_count) != 0)
                 return EXIT_USAGE;
         } else if ((m = tool_option(argc, argv, &i, "stack", "--format", &v)) != 0) {
-            if (m < 0)
+            static const char *const formats[] = {"text", "folded"};
+            int k = m < 0 ? -1 : tool_choice("stack", "format", v, formats, 2);
+            if (k < 0)
                 return EXIT_USAGE;
-            if (strcmp(v, "text") == 0 || strcmp(v, "folded") == 0) {
-                folded = strcmp(v, "folded") == 0;
-            } else {
-                tool_err("stack: unknown format '%s' (text, folded)", v);
-                return EXIT_USAGE;
-            }
+            folded = k == 1;
         } else if ((m = tool_option(argc, argv, &i, "stack", "--syms", &v)) != 0) {
             if (m < 0)
                 return EXIT_USAGE;

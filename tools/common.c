@@ -118,6 +118,20 @@ int tool_option(int argc, char **argv, int *i, const char *cmd, const char *name
     return 0;
 }
 
+int tool_choice(const char *cmd, const char *what, const char *v, const char *const *names,
+                size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(v, names[i]) == 0)
+            return (int)i;
+    char list[256] = "";
+    size_t len = 0;
+    for (size_t i = 0; i < n && len < sizeof list; i++)
+        len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", names[i]);
+    tool_err("%s: unknown %s '%s' (%s)", cmd, what, v, list);
+    return -1;
+}
+
 void *tool_grow(void *p, size_t *cap, size_t elem, size_t init)
 {
     size_t nc = *cap ? *cap * 2 : init;

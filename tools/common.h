@@ -48,6 +48,10 @@ struct stf_reader *tool_open_trace(const char *path, int flags);
  * this option) or -1 (value missing; error printed, prefixed by cmd). */
 int tool_option(int argc, char **argv, int *i, const char *cmd, const char *name, const char **val);
 
+/* Index of v among names[0..n), or -1 after printing "CMD: unknown WHAT 'V' (a, b, c)". */
+int tool_choice(const char *cmd, const char *what, const char *v, const char *const *names,
+                size_t n);
+
 /* Array growth for the tools' tables and stacks: returns p reallocated to twice *cap elements of
  * elem bytes (init when *cap is 0) and updates *cap, or NULL (p and *cap unchanged) on failure
  * or overflow. */
