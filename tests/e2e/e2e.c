@@ -261,6 +261,7 @@ static void violation(struct e2e_trace *t, const char *fmt, ...)
 void e2e_read_trace(const char *trace, struct e2e_trace *t)
 {
     memset(t, 0, sizeof *t);
+    snprintf(t->path, sizeof t->path, "%s", trace);
     char *sp = stf_syms_path_for(trace);
     cr_assert_not_null(sp);
     struct stf_syms *syms = NULL;
@@ -345,6 +346,62 @@ static int cmp_long(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* `sledtrace account --format csv` of a trace (raw names, as the sidecar has them). */
+static char *account_csv(const char *trace)
+{
+    char cmd[PATH_MAX * 2];
+    snprintf(cmd, sizeof cmd, "SLEDTRACE_NO_DEMANGLE=1 '%s' account --format csv '%s' 2>&1",
+             E2E_SLEDTRACE, trace);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    size_t n = 0, cap = 4096;
+    char *buf = malloc(cap);
+    cr_assert_not_null(buf);
+    size_t k;
+    while ((k = fread(buf + n, 1, cap - n - 1, p)) > 0) {
+        n += k;
+        if (cap - n < 2) {
+            buf = realloc(buf, cap *= 2);
+            cr_assert_not_null(buf);
+        }
+    }
+    buf[n] = '\0';
+    int st = pclose(p);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "sledtrace account %s failed:\n%s", trace,
+              buf);
+    return buf;
+}
+
+/* The count column of function `name` in account's CSV (names are quoted when they hold a
+ * comma or a quote), 0 when it has no row. */
+static long account_count(const char *csv, const char *name)
+{
+    for (const char *l = csv; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+        char field[256];
+        size_t f = 0;
+        const char *c = l;
+        if (*c == '"') {
+            for (c++; *c && f < sizeof field - 1; c++) {
+                if (*c == '"' && c[1] == '"')
+                    field[f++] = *++c;
+                else if (*c == '"')
+                    break;
+                else
+                    field[f++] = *c;
+            }
+            c += *c == '"';
+        } else {
+            while (*c && *c != ',' && *c != '\n' && f < sizeof field - 1)
+                field[f++] = *c++;
+        }
+        field[f] = '\0';
+        long id, count;
+        if (*c == ',' && strcmp(field, name) == 0 && sscanf(c + 1, "%ld,%ld,", &id, &count) == 2)
+            return count;
+    }
+    return 0;
+}
+
 void e2e_check_trace(const struct e2e_trace *t, const struct e2e_expect *e, const char *what)
 {
     cr_assert_str_empty(t->error, "%s: %s", what, t->error);
@@ -385,6 +442,15 @@ void e2e_check_trace(const struct e2e_trace *t, const struct e2e_expect *e, cons
     for (int i = 0; i < e->nwork; i++)
         cr_expect_eq(got[i], want[i], "%s: per-thread enters differ (sorted #%d: %ld vs %ld)", what,
                      i, got[i], want[i]);
+    /* The tool agrees: exact counts, and a balanced trace needs no repair. */
+    char *csv = account_csv(t->path);
+    for (int j = 0; j < e->nfuncs; j++)
+        cr_expect_eq(account_count(csv, e->f[j].name), e->f[j].count,
+                     "%s: sledtrace account counts %ld calls of %s, the program made %ld", what,
+                     account_count(csv, e->f[j].name), e->f[j].name, e->f[j].count);
+    cr_expect(strstr(csv, "stack repairs: 0, unmatched exits: 0, unfinished frames: 0"),
+              "%s: account summary:\n%s", what, csv);
+    free(csv);
 }
 
 void e2e_trace_path(char *buf, size_t len, const char *dir, const char *prog, pid_t pid,

@@ -69,12 +69,14 @@ struct e2e_trace {
     long blocks;
     char error[512]; /* first reader error or call-stack violation, "" if none */
     int unbalanced;  /* threads whose stack was not empty at the end */
+    char path[PATH_MAX];
 };
 /* Reads `trace` in strict mode with its .syms sidecar. */
 void e2e_read_trace(const char *trace, struct e2e_trace *t);
 
 /* Asserts the trace matches the expectation exactly (counts per function, tail exits, threads,
- * per-thread work, balanced stacks, no reader error). */
+ * per-thread work, balanced stacks, no reader error), and that `sledtrace account` on it gives
+ * every function's exact call count with no repair, unmatched exit or unfinished frame. */
 void e2e_check_trace(const struct e2e_trace *t, const struct e2e_expect *e, const char *what);
 
 /* Path of the trace the runtime writes for `prog` run as `pid` in `dir`. */
