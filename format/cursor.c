@@ -19,8 +19,9 @@
  *    thread's TSCs up to and including it, a non-decreasing key even when metadata records
  *    carry no TSC or a CPU change steps the counter back.
  *  - Lenient-mode warnings are passed on when the bytes they concern are read for the first
- *    time: during opening for framing between blocks, during the first decode of a block for
- *    its body. Decoding a block again is quiet.
+ *    time: during opening for framing between blocks and for each block's header (up to its
+ *    first body record), during the first decode of a block for the rest of it (warnings at
+ *    offsets opening read are not repeated). Decoding a block again is quiet.
  *  - Errors (I/O; strict mode: grammar) are sticky; stf_cursor_error names offset and reason.
  *  - Single-threaded: one cursor, one caller at a time.
  */
@@ -36,6 +37,7 @@ struct cblock {
     uint64_t first;    /* items of the thread before this block (valid when counted) */
     uint64_t key;      /* running max TSC of the thread at this block's end (when counted) */
     uint64_t max_tsc;  /* largest TSC in this block (when seen) */
+    uint64_t hdr_end;  /* bytes before this offset were read (and warned about) by opening */
     uint32_t n;        /* items (when seen) */
     bool seen;         /* decoded once: n and max_tsc known, warnings given */
 };
@@ -69,7 +71,8 @@ struct stf_cursor {
 
     stf_warn_fn warn;
     void *warn_ctx;
-    bool quiet;
+    bool quiet;       /* decoding a block seen before */
+    uint64_t hdr_end; /* decoding a block first: its part opening read (see cblock) */
     uint64_t warnings, records, bytes;
     int err;
 };
@@ -77,7 +80,7 @@ struct stf_cursor {
 static void on_warn(void *ctx, uint64_t offset, const char *msg)
 {
     struct stf_cursor *c = ctx;
-    if (c->quiet)
+    if (c->quiet || offset < c->hdr_end)
         return;
     c->warnings++;
     if (c->warn)
@@ -110,7 +113,7 @@ static void *grow(void *p, size_t *cap, size_t elem, size_t need)
 }
 
 static int add_block(struct stf_cursor *c, int32_t pid, int32_t tid, uint64_t off, uint64_t end,
-                     uint64_t index, size_t *last)
+                     uint64_t hdr_end, uint64_t index, size_t *last)
 {
     size_t i = *last;
     if (!(i < c->nt && c->t[i].pid == pid && c->t[i].tid == tid)) {
@@ -131,7 +134,7 @@ static int add_block(struct stf_cursor *c, int32_t pid, int32_t tid, uint64_t of
     if (!nb)
         return STF_ERR_NOMEM;
     t->b = nb;
-    t->b[t->nb++] = (struct cblock){.off = off, .end = end, .index = index};
+    t->b[t->nb++] = (struct cblock){.off = off, .end = end, .hdr_end = hdr_end, .index = index};
     return STF_OK;
 }
 
@@ -153,7 +156,7 @@ static int build_index(struct stf_cursor *c)
         if (it.kind == STF_M_BUFFER_EXTENTS)
             continue;
         if (!pending || it.block != pblock) {
-            if (pending && (rc = add_block(c, pid, tid, start, end, pblock, &last)) != STF_OK)
+            if (pending && (rc = add_block(c, pid, tid, start, end, end, pblock, &last)) != STF_OK)
                 return rc;
             pending = true;
             pblock = it.block;
@@ -163,14 +166,15 @@ static int build_index(struct stf_cursor *c)
         tid = it.tid;
         if (!header_kind(it.kind)) {
             pending = false;
-            if ((rc = add_block(c, pid, tid, start, end, pblock, &last)) != STF_OK)
+            if ((rc = add_block(c, pid, tid, start, end, it.offset + it.size, pblock, &last)) !=
+                STF_OK)
                 return rc;
             if ((rc = stf_reader_skip_block(c->r)) != STF_OK)
                 return rc;
         }
     }
     if (rc == STF_END && pending)
-        rc = add_block(c, pid, tid, start, end, pblock, &last);
+        rc = add_block(c, pid, tid, start, end, end, pblock, &last);
     return rc == STF_END ? STF_OK : rc;
 }
 
@@ -180,6 +184,7 @@ static int start_block(struct stf_cursor *c, const struct cblock *b)
 {
     c->live = false;
     c->quiet = b->seen;
+    c->hdr_end = b->hdr_end;
     return failed(c, stf_reader_seek(c->r, b->off, b->index));
 }
 

@@ -309,8 +309,8 @@ struct stf_cursor;
 
 /* flags: as stf_reader_open (0 = lenient). On failure err gets "PATH: offset N: reason", or
  * "PATH: reason" for I/O and memory errors. The _warn form passes lenient-mode warnings to
- * warn (framing ones while opening, a block's own ones the first time the block is decoded;
- * never twice). */
+ * warn (framing and block headers while opening, the rest of a block the first time the block
+ * is decoded; never twice). */
 int stf_cursor_open(struct stf_cursor **out, const char *path, int flags, char *err, size_t errlen);
 int stf_cursor_open_warn(struct stf_cursor **out, const char *path, int flags, stf_warn_fn warn,
                          void *warn_ctx, char *err, size_t errlen);

@@ -189,7 +189,10 @@ static char *many_blocks(bool damaged, uint64_t *bad_off)
     uint64_t tsc[3] = {1000, 1000, 1000};
     for (int b = 0; b < 90; b++) {
         int t = (int)(lcg(&s) % 3);
+        size_t start = g.len;
         tg_block_begin(&g, 10 * (t + 1), 77, (uint16_t)t, tsc[t]);
+        if (damaged && b == 70)
+            g.buf[start + 32] = (STF_M_PID << 1) | 1; /* Walltime -> Pid: header out of order */
         int n = 1 + (int)(lcg(&s) % 40);
         for (int i = 0; i < n; i++) {
             uint32_t r = lcg(&s) % 20;
@@ -280,7 +283,9 @@ static void random_walks(bool damaged)
     uint64_t want_warn;
     size_t nt = read_refs(p, refs, &want_warn);
     cr_assert_eq(nt, 3);
-    cr_assert_eq(want_warn, damaged ? 3 : 0); /* bad record, garbage, torn block */
+    /* bad record, garbage, torn block, and the header disorder (more than one warning) */
+    cr_assert(damaged ? want_warn > 4 : want_warn == 0, "reader: %llu warnings",
+              (unsigned long long)want_warn);
     struct stf_cursor *c;
     char err[256];
     uint64_t warned = 0;
@@ -291,9 +296,10 @@ static void random_walks(bool damaged)
     stf_cursor_stats(c, &st);
     cr_assert_eq(st.records, 0, "opening decoded %llu records", (unsigned long long)st.records);
     cr_assert_eq(st.blocks, 90);
-    /* Opening reads headers only: the garbage and the torn block are framing (seen now), the
-     * bad record is inside a body (seen when its thread is walked). */
-    cr_assert_eq(warned, damaged ? 2 : 0);
+    /* Opening reads headers only: the garbage, the torn block and the disordered header are
+     * seen now, the bad record is inside a body (seen when its thread is walked). */
+    cr_assert_eq(warned, damaged ? want_warn - 1 : 0, "%llu warnings at open",
+                 (unsigned long long)warned);
     uint64_t seen_bytes = st.bytes;
     uint32_t s = 99;
     for (size_t t = 0; t < 3; t++) {
