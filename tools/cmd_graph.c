@@ -208,7 +208,10 @@ int cmd_graph(int argc, char **argv)
             dot_time(f, g.e[i].total, freq);
             fputs("\"];\n", f);
         }
-        fputs("}\n", f);
+        fprintf(f,
+                "  // calls: %" PRIu64 ", stack repairs: %" PRIu64 ", unmatched exits: %" PRIu64
+                ", gaps: %" PRIu64 "\n}\n",
+                cs.calls, cs.repairs, cs.unmatched, cs.gaps);
         status = conv_close_out(f, out);
     }
     cs_free(&cs);

@@ -6,16 +6,18 @@
  *   {"ph":"X","name":"main","cat":"function","pid":P,"tid":T,"ts":1.000,"dur":3.000},
  *   {"ph":"i","s":"t","name":"custom event","cat":"event",...,"args":{"payload":"..."}},
  *   ...
- *   ],"displayTimeUnit":"ns"}
+ *   ],"displayTimeUnit":"ns","otherData":{"calls":N,"stack_repairs":R,...}}
  *
  * A complete event ("X") is written when its frame closes (callstack.h's walker with
  * close_open), so events are not in timestamp order; viewers sort them. Frames that
  * did not close with their own exit carry args.closed: "repaired" (closed by an exit of a
  * function below them), "gap" (open at a loss marker: closed at the thread's last timestamp
- * before it) or "unfinished" (open at the end: closed at the thread's last timestamp). Times are
- * microseconds with three decimals, relative to the earliest first timestamp of any thread
- * (tool_trace_base), so none is negative; they are computed in integer nanoseconds, so nested
- * calls stay nested after rounding. */
+ * before it) or "unfinished" (open at the end: closed at the thread's last timestamp).
+ * otherData (the format's free-form metadata) carries the walker's counts: calls, stack
+ * repairs, unmatched exits, gaps and the events lost in them. Times are microseconds with three
+ * decimals, relative to the earliest first timestamp of any thread (tool_trace_base), so none
+ * is negative; they are computed in integer nanoseconds, so nested calls stay nested after
+ * rounding. */
 #include "callstack.h"
 #include "convert.h"
 
@@ -141,7 +143,11 @@ int convert_chrome(const char *path, const char *out, const char *syms_opt)
         tool_err("out of memory");
         status = EXIT_BAD_TRACE;
     }
-    fputs("\n],\"displayTimeUnit\":\"ns\"}\n", f);
+    fprintf(f,
+            "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"calls\":%" PRIu64
+            ",\"stack_repairs\":%" PRIu64 ",\"unmatched_exits\":%" PRIu64 ",\"gaps\":%" PRIu64
+            ",\"events_lost\":%" PRIu64 "}}\n",
+            cs.calls, cs.repairs, cs.unmatched, cs.gaps, cs.gap_events);
     int st = conv_close_out(f, out);
     if (status == EXIT_OK)
         status = st;

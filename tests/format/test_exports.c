@@ -42,13 +42,15 @@ static void golden_trace(struct tg *g)
     tg_block_end(g);
 }
 
-/* python3 check of a Chrome JSON file: it parses; top level has traceEvents and displayTimeUnit
- * "ns"; every event has ph, ts, pid, tid; per (pid, tid) the complete events' intervals are
+/* python3 check of a Chrome JSON file: it parses; top level has traceEvents, displayTimeUnit
+ * "ns" and otherData with the walker's integer counts; every event has ph, ts, pid, tid; per (pid, tid) the complete events' intervals are
  * disjoint or nested. Prints the number of events. */
 static const char chrome_check_py[] =
     "import json, sys\n"
     "d = json.load(open(sys.argv[1]))\n"
     "assert d['displayTimeUnit'] == 'ns'\n"
+    "for k in ('calls', 'stack_repairs', 'unmatched_exits', 'gaps', 'events_lost'):\n"
+    "    assert isinstance(d['otherData'][k], int), k\n"
     "per = {}\n"
     "for e in d['traceEvents']:\n"
     "    for k in ('ph', 'ts', 'pid', 'tid'):\n"
@@ -126,7 +128,8 @@ Test(exports, chrome_exact_events)
            "\"name\":\"typed event\",\"args\":{\"type\":9,\"payload\":\"ty\"}},\n"
            "{\"ph\":\"X\",\"pid\":100,\"tid\":200,\"ts\":1.100,\"dur\":0.100,\"cat\":\"function\","
            "\"name\":\"main\",\"args\":{\"id\":1,\"closed\":\"unfinished\"}}\n"
-           "],\"displayTimeUnit\":\"ns\"}\n");
+           "],\"displayTimeUnit\":\"ns\",\"otherData\":{\"calls\":7,\"stack_repairs\":1,"
+           "\"unmatched_exits\":0,\"gaps\":0,\"events_lost\":0}}\n");
     free(j);
     /* stdout when no -o: the same bytes */
     const char *argv2[] = {tr_bin(), "convert", "--format=chrome", p, NULL};
@@ -357,6 +360,7 @@ Test(exports, graph_exact_edges)
                           "  f1 -> f2 [label=\"calls: 2\\ntotal: 1.300us\"];\n"
                           "  f1 -> f3 [label=\"calls: 1\\ntotal: 50ns\"];\n"
                           "  f2 -> f4 [label=\"calls: 1\\ntotal: 580ns\"];\n"
+                          "  // calls: 7, stack repairs: 1, unmatched exits: 0, gaps: 0\n"
                           "}\n");
     char *o = tg_tmpname(".dot");
     const char *argv2[] = {tr_bin(), "graph", "-o", o, p, NULL};
