@@ -12,4 +12,12 @@ while IFS='|' read -r name args; do
     # shellcheck disable=SC2086 # args are split on purpose
     "$tool" $args >"golden/$name.out" 2>/dev/null
 done <golden/commands.txt
-echo "updated $(wc -l <golden/commands.txt) goldens in $data/golden"
+# convert --format fdr writes a binary trace: its golden is the dump of the rewritten file
+# (test_golden.c, convert_fdr_rewrites).
+tmp=$(mktemp "${TMPDIR:-/tmp}/sledtrace-golden.XXXXXX")
+trap 'rm -f "$tmp"' EXIT
+for pair in real-mt:convert-fdr real-events:ev-convert-fdr; do
+    "$tool" convert "${pair%%:*}.fdr" --format fdr -o "$tmp"
+    "$tool" dump "$tmp" --syms "${pair%%:*}.syms" >"golden/${pair#*:}.out"
+done
+echo "updated $(($(wc -l <golden/commands.txt) + 2)) goldens in $data/golden"

@@ -10,6 +10,7 @@
  * NAME|ARGS; the tool's stdout for ARGS, run in data/, must equal data/golden/NAME.out byte for
  * byte. scripts/update-goldens.sh rewrites the goldens after an intended output change. */
 #include "toolrun.h"
+#include "tracegen.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -22,6 +23,19 @@ static const char *data_dir(void)
     const char *d = getenv("SLEDTRACE_DATA");
     cr_assert(d && *d, "SLEDTRACE_DATA not set");
     return d;
+}
+
+/* info's last two lines measure this run (decode time, peak memory): their values are blanked
+ * on both sides. */
+static void mask_measured(char *s)
+{
+    static const char *const keys[] = {"decode time:", "peak memory:"};
+    for (int k = 0; k < 2; k++) {
+        char *p = strstr(s, keys[k]);
+        if (p && (p == s || p[-1] == '\n'))
+            for (p += strlen(keys[k]); *p && *p != '\n'; p++)
+                *p = '#';
+    }
 }
 
 Test(golden, every_command_matches)
@@ -45,12 +59,14 @@ Test(golden, every_command_matches)
         char path[256];
         snprintf(path, sizeof path, "golden/%s.out", line);
         char *want = tr_slurp(path);
+        mask_measured(r.o);
+        mask_measured(want);
         cr_assert_str_eq(r.o, want, "%s: output differs from %s", line, path);
         free(want);
         tr_out_free(&r);
         n++;
     }
-    cr_assert_eq(n, 25);
+    cr_assert_eq(n, 28);
     free(list);
 }
 
@@ -165,4 +181,43 @@ Test(golden, real_lossy_gap)
     cr_assert(strstr(r.o, "\n       31981      31981        1          113           57        6 "),
               "%s", r.o);
     tr_out_free(&r);
+}
+
+/* convert --format fdr: the rewritten real traces (one block per thread) hold the same records,
+ * as dump shows them (golden), pass dump --verify, and account the same as the originals. */
+Test(golden, convert_fdr_rewrites)
+{
+    cr_assert_eq(chdir(data_dir()), 0);
+    static const char *const traces[][3] = {
+        {"real-mt.fdr", "real-mt.syms", "golden/convert-fdr.out"},
+        {"real-events.fdr", "real-events.syms", "golden/ev-convert-fdr.out"},
+    };
+    for (int i = 0; i < 2; i++) {
+        char *out = tg_tmpname(".fdr");
+        const char *conv[] = {tr_bin(), "convert", traces[i][0], "--format",
+                              "fdr",    "-o",      out,          NULL};
+        struct tr_out r = tr_run(conv);
+        cr_assert_eq(r.code, 0, "%s", r.e);
+        tr_out_free(&r);
+        const char *dump[] = {tr_bin(), "dump", out, "--syms", traces[i][1], NULL};
+        r = tr_run(dump);
+        cr_assert_eq(r.code, 0, "%s", r.e);
+        char *want = tr_slurp(traces[i][2]);
+        cr_assert_str_eq(r.o, want, "dump of the converted %s differs from %s", traces[i][0],
+                         traces[i][2]);
+        free(want);
+        tr_out_free(&r);
+        const char *verify[] = {tr_bin(), "dump", "--verify", out, NULL};
+        r = tr_run(verify);
+        cr_assert_eq(r.code, 0, "%s", r.e);
+        tr_out_free(&r);
+        const char *a1[] = {tr_bin(), "account", traces[i][0], NULL};
+        const char *a2[] = {tr_bin(), "account", out, "--syms", traces[i][1], NULL};
+        struct tr_out x = tr_run(a1), y = tr_run(a2);
+        cr_assert_str_eq(x.o, y.o, "account differs after conversion of %s", traces[i][0]);
+        tr_out_free(&x);
+        tr_out_free(&y);
+        unlink(out);
+        free(out);
+    }
 }
