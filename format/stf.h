@@ -361,6 +361,8 @@ const char *stf_syms_lookup(const struct stf_syms *s, uint32_t objid, uint32_t f
 /* Address recorded for (objid, fid); 0 if unknown. */
 uint64_t stf_syms_address(const struct stf_syms *s, uint32_t objid, uint32_t fid);
 size_t stf_syms_count(const struct stf_syms *s);
+/* Path of object objid as the sidecar gives it (object 0 is the executable), or NULL. */
+const char *stf_syms_object(const struct stf_syms *s, uint32_t objid);
 /* Replace names: fn gets each non-empty name and returns a malloc'd replacement (which s then
  * owns) or NULL to keep the name. Used by the tools to demangle; format/ stays libc-only.
  * Returns the number of names replaced. */

@@ -366,6 +366,14 @@ size_t stf_syms_count(const struct stf_syms *s)
     return s ? s->nsyms : 0;
 }
 
+const char *stf_syms_object(const struct stf_syms *s, uint32_t objid)
+{
+    for (size_t i = 0; s && i < s->nobjs; i++)
+        if (s->objs[i].objid == objid)
+            return s->objs[i].path;
+    return NULL;
+}
+
 const char *stf_syms_name(const struct stf_syms *s, uint32_t id, char *buf, size_t buflen)
 {
     uint32_t objid, fid;

@@ -2,6 +2,7 @@
  * that Perfetto and chrome://tracing load), in one streaming pass, thread after thread.
  *
  *   {"traceEvents":[
+ *   {"ph":"M","name":"process_name","pid":P,"tid":P,"ts":0,"args":{"name":"prog"}},
  *   {"ph":"M","name":"thread_name","pid":P,"tid":T,"ts":0,"args":{"name":"thread T"}},
  *   {"ph":"X","name":"main","cat":"function","pid":P,"tid":T,"ts":1.000,"dur":3.000},
  *   {"ph":"i","s":"t","name":"custom event","cat":"event",...,"args":{"payload":"..."}},
@@ -30,6 +31,8 @@ struct chrome {
     const struct stf_syms *syms;
     uint64_t freq, base;
     bool first;
+    int32_t named[8]; /* pids given a process_name (a trace has one, or a few after exec) */
+    size_t nnamed;
 };
 
 /* Nanoseconds from the base, signed. */
@@ -55,9 +58,30 @@ static void begin_event(struct chrome *c, const char *ph, int32_t pid, int32_t t
     put_us(c->f, ts);
 }
 
+/* The process's name: the executable's base name from the sidecar, else "pid N". */
+static void name_process(struct chrome *c, int32_t pid)
+{
+    for (size_t i = 0; i < c->nnamed; i++)
+        if (c->named[i] == pid)
+            return;
+    if (c->nnamed < sizeof c->named / sizeof c->named[0])
+        c->named[c->nnamed++] = pid;
+    const char *exe = stf_syms_object(c->syms, 0);
+    const char *base = exe ? strrchr(exe, '/') : NULL;
+    base = base ? base + 1 : exe;
+    begin_event(c, "M", pid, pid, 0);
+    fputs(",\"name\":\"process_name\",\"args\":{\"name\":\"", c->f);
+    if (base && *base)
+        tool_json_escape(c->f, (const uint8_t *)base, strlen(base));
+    else
+        fprintf(c->f, "pid %" PRId32, pid);
+    fputs("\"}}", c->f);
+}
+
 static int on_thread(void *ctx, const struct cs_thread *t)
 {
     struct chrome *c = ctx;
+    name_process(c, t->pid);
     begin_event(c, "M", t->pid, t->tid, 0);
     fprintf(c->f, ",\"name\":\"thread_name\",\"args\":{\"name\":\"thread %" PRId32 "\"}}", t->tid);
     return 0;

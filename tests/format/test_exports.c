@@ -102,10 +102,12 @@ Test(exports, chrome_exact_events)
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
     cr_assert_str_eq(r.o, "");
     cr_assert_str_eq(r.e, "");
-    cr_assert_eq(chrome_check(o), 11);
+    cr_assert_eq(chrome_check(o), 12);
     char *j = tr_slurp(o);
     cr_assert_str_eq(
         j, "{\"traceEvents\":[\n"
+           "{\"ph\":\"M\",\"pid\":100,\"tid\":100,\"ts\":0.000,\"name\":\"process_name\","
+           "\"args\":{\"name\":\"prog\"}},\n"
            "{\"ph\":\"M\",\"pid\":100,\"tid\":100,\"ts\":0.000,\"name\":\"thread_name\","
            "\"args\":{\"name\":\"thread 100\"}},\n"
            "{\"ph\":\"X\",\"pid\":100,\"tid\":100,\"ts\":0.200,\"dur\":0.300,\"cat\":\"function\","
@@ -162,7 +164,7 @@ Test(exports, chrome_utf8_payloads)
     const char *argv[] = {tr_bin(), "convert", p, "--format", "chrome", "-o", o, NULL};
     struct tr_out r = tr_run(argv);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
-    cr_assert_eq(chrome_check(o), 2);
+    cr_assert_eq(chrome_check(o), 3); /* process and thread names, the event */
     char *j = tr_slurp(o);
     cr_assert(strstr(j, "\"payload\":\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x99\x82|\\u00ff|\\u00c0\\u0080|"
                         "\\u00ed\\u00a0\\u0080|\\u00e2\\u0082\""),
@@ -200,8 +202,10 @@ Test(exports, chrome_gaps_and_frequency)
     struct tr_out r = tr_run(argv);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
     cr_assert(strstr(r.e, "warning: no symbols file"), "%s", r.e);
-    cr_assert_eq(chrome_check(o), 1 + 20 + 1 + 1);
+    cr_assert_eq(chrome_check(o), 2 + 20 + 1 + 1);
     char *j = tr_slurp(o);
+    /* no sidecar: the process is named by its pid */
+    cr_assert(strstr(j, "\"name\":\"process_name\",\"args\":{\"name\":\"pid "), "%s", j);
     /* f11 exits last, at 19890 ticks: 4945 ns after the base 10000 */
     cr_assert(strstr(j, "\"ts\":0.005,\"dur\":4.940,\"cat\":\"function\",\"name\":\"#1\",\"args\":"
                         "{\"id\":1,\"closed\":\"gap\"}}"),
