@@ -5,8 +5,14 @@
  * sled is proven; the trace file `$SLEDTRACE_OUTPUT/sledtrace.<prog>.<pid>.fdr` and its symbol
  * sidecar `.syms` are created (O_EXCL|O_NOFOLLOW, 0644 minus the umask, moved to a high
  * descriptor number so the program's own descriptors are unaffected); the flush thread starts;
- * then the proven sleds are patched. Any failure logs one message and leaves the program to run
- * untraced.
+ * then the proven sleds are patched, the executable's and those of every instrumented shared
+ * object. Any failure logs one message and leaves the program to run untraced.
+ *
+ * An executable without sleds is still traced when an instrumented shared object is loaded: at
+ * start-up if one is linked in (object 0 then names the executable but has no functions), or
+ * later, when dlopen brings the first one (a plugin in an uninstrumented host). Until then
+ * nothing is created; a program that never loads one gets one warning at start-up and no
+ * files.
  *
  * Exit: a destructor (which runs after the program's atexit handlers and its own destructors)
  * writes everything left and rewrites the header with the run's calibrated TSC frequency.
@@ -103,14 +109,21 @@ static struct traced objs[MAX_OBJECTS];
 static unsigned nobjs;
 static pthread_mutex_t objs_lock = PTHREAD_MUTEX_INITIALIZER;
 static char syms_now[PATH_MAX]; /* this process's sidecar, for objects that come later */
-static int tracing;             /* start-up finished: dlopen/dlclose rescan */
-static int patched_now = 1;     /* sleds switched on (sledtrace_patch/unpatch, toggle signal) */
+/* Start-up finished, objects patched: dlopen/dlclose rescan. Set once, under objs_lock when it
+ * happens in dlopen (a lazy start); its release store pairs with the acquire loads in dlopen,
+ * dlclose and switch_all, which then see the objects and buffers set up before it. */
+static _Atomic int tracing;
+/* No instrumented object at start-up: the first dlopen'd one starts tracing. Cleared (under
+ * objs_lock) at that attempt; read relaxed by dlopen only as a hint, re-checked under the lock. */
+static _Atomic int lazy;
+static int patched_now = 1; /* sleds switched on (sledtrace_patch/unpatch, toggle signal) */
 
 static void syms_object(FILE *f, unsigned objid)
 {
     const struct traced *o = &objs[objid];
-    fprintf(f, "o\t%u\t0x%llx\t%s\n", objid, (unsigned long long)stp_object_bias(o->obj), o->name);
-    size_t n = stp_object_nfuncs(o->obj);
+    fprintf(f, "o\t%u\t0x%llx\t%s\n", objid,
+            (unsigned long long)(o->obj ? stp_object_bias(o->obj) : 0), o->name);
+    size_t n = o->obj ? stp_object_nfuncs(o->obj) : 0; /* an executable without sleds: none */
     for (size_t i = 0; i < n; i++) {
         uint32_t id;
         uintptr_t addr;
@@ -361,6 +374,47 @@ static double ms_since(const struct timespec *t0)
     return (double)(t.tv_sec - t0->tv_sec) * 1e3 + (double)(t.tv_nsec - t0->tv_nsec) / 1e6;
 }
 
+/* Is an instrumented shared object loaded (not the executable, sledtrace or the vDSO)? */
+static int probe_one(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    const char *name = info->dlpi_name;
+    if (!name || !*name || info->dlpi_addr == self_base || strstr(name, "linux-vdso"))
+        return 0;
+    struct stp_object *obj;
+    if (stp_object_open(name, info->dlpi_addr, &obj) != 0)
+        return 0;
+    stp_object_close(obj);
+    *(int *)data = 1;
+    return 1; /* stop */
+}
+
+static int instrumented_loaded(void)
+{
+    int found = 0;
+    dl_iterate_phdr(probe_one, &found);
+    return found;
+}
+
+/* The trace files, the flush thread and the exit paths. Returns 0, or -1 (logged). */
+static int begin_outputs(char *path, size_t plen)
+{
+    char syms[PATH_MAX];
+    int fd = str_open_outputs(path, plen, syms, sizeof syms);
+    if (fd < 0)
+        return -1;
+    stp_fpu_init();
+    if (str_buffers_start(fd, path, syms) != 0) {
+        str_log(STR_WARN, "cannot start the flush thread; running untraced");
+        close(fd);
+        return -1;
+    }
+    pthread_atfork(str_fork_prepare, str_fork_parent, str_fork_child);
+    at_quick_exit(str_buffers_finish);
+    str_signals_install();
+    return 0;
+}
+
 static void start(void)
 {
     struct timespec t0;
@@ -376,56 +430,74 @@ static void start(void)
         return;
     }
     exe[n] = '\0';
+    Dl_info self;
+    if (dladdr(objs, &self))
+        self_base = (uintptr_t)self.dli_fbase;
     uintptr_t bias = 0;
     dl_iterate_phdr(find_main, &bias);
     int rc = stp_object_open("/proc/self/exe", bias, &main_obj);
-    if (rc != 0) {
+    if (rc == STP_E_NO_MAP) {
+        /* No sleds in the executable: its instrumented libraries are traced, if it has any. */
+        main_obj = NULL;
+        objs[0] = (struct traced){NULL, exe_path, 1};
+        nobjs = 1;
+        if (!instrumented_loaded()) {
+            str_log(STR_WARN, "%s: %s; running untraced unless it dlopens an instrumented library",
+                    exe, stp_strerror(rc));
+            atomic_store_explicit(&lazy, 1, memory_order_relaxed); /* unless dlopen brings one */
+            return;
+        }
+        str_log(STR_INFO, "%s has no sleds; tracing its instrumented libraries", exe);
+    } else if (rc != 0) {
         str_log(STR_WARN, "%s: %s%s%s; running untraced", exe, stp_strerror(rc),
                 rc == STP_E_OPEN ? ": " : "", rc == STP_E_OPEN ? strerror(errno) : "");
         main_obj = NULL;
         return;
     }
     double t_map = ms_since(&t0);
-    rc = stp_object_verify(main_obj);
+    if (main_obj) {
+        rc = stp_object_verify(main_obj);
+        if (rc != 0) {
+            str_log(STR_WARN, "%s: %s; running untraced", exe, stp_strerror(rc));
+            return;
+        }
+        apply_filters(main_obj, base_name(exe));
+        objs[0] = (struct traced){main_obj, exe_path, 1};
+        nobjs = 1;
+        if (stp_object_has_xray_runtime(main_obj))
+            str_log(STR_INFO, "%s links compiler-rt's XRay runtime; sledtrace owns the sleds", exe);
+    }
     double t_verify = ms_since(&t0);
-    if (rc != 0) {
-        str_log(STR_WARN, "%s: %s; running untraced", exe, stp_strerror(rc));
-        return;
-    }
-    apply_filters(main_obj, base_name(exe));
-    objs[0] = (struct traced){main_obj, exe_path, 1};
-    nobjs = 1;
-    if (stp_object_has_xray_runtime(main_obj))
-        str_log(STR_INFO, "%s links compiler-rt's XRay runtime; sledtrace owns the sleds", exe);
 
-    char path[PATH_MAX], syms[PATH_MAX];
-    int fd = str_open_outputs(path, sizeof path, syms, sizeof syms);
-    if (fd < 0)
+    char path[PATH_MAX];
+    if (begin_outputs(path, sizeof path) != 0)
         return;
-
-    stp_fpu_init();
-    if (str_buffers_start(fd, path, syms) != 0) {
-        str_log(STR_WARN, "cannot start the flush thread; running untraced");
-        close(fd);
-        return;
-    }
-    pthread_atfork(str_fork_prepare, str_fork_parent, str_fork_child);
-    at_quick_exit(str_buffers_finish);
-    str_signals_install();
-
     double t_files = ms_since(&t0);
-    patch(main_obj, exe);
-    Dl_info self;
-    if (dladdr(objs, &self))
-        self_base = (uintptr_t)self.dli_fbase;
+    if (main_obj)
+        patch(main_obj, exe);
     scan_objects();
-    tracing = 1;
+    atomic_store_explicit(&tracing, 1, memory_order_release); /* pairs: see its declaration */
     double t_patch = ms_since(&t0);
     str_log(STR_INFO,
             "start-up took %.1f ms: map and names %.1f, Capstone proofs %.1f, files and flush "
             "thread %.1f, patching (shared objects included) %.1f",
             t_patch, t_map, t_verify - t_map, t_files - t_verify, t_patch - t_files);
     str_log(STR_INFO, "tracing to %s", path);
+}
+
+/* dlopen brought the first instrumented object into a program that had none (called with
+ * objs_lock held). */
+static void lazy_start(void)
+{
+    if (atomic_load_explicit(&tracing, memory_order_acquire) || !instrumented_loaded())
+        return;
+    atomic_store_explicit(&lazy, 0, memory_order_relaxed); /* one attempt; a failure is logged */
+    char path[PATH_MAX];
+    if (begin_outputs(path, sizeof path) != 0)
+        return;
+    scan_objects();
+    atomic_store_explicit(&tracing, 1, memory_order_release); /* pairs: see its declaration */
+    str_log(STR_INFO, "an instrumented library was dlopen'd; tracing to %s", path);
 }
 
 __attribute__((constructor)) static void sledtrace_init(void)
@@ -451,10 +523,17 @@ __attribute__((visibility("default"))) void *dlopen(const char *file, int mode)
     if (!real)
         *(void **)&real = dlsym(RTLD_NEXT, "dlopen");
     void *h = real(file, mode);
-    if (h && tracing) {
+    if (h && atomic_load_explicit(&tracing, memory_order_acquire)) {
         int saved = errno;
         pthread_mutex_lock(&objs_lock);
         scan_objects();
+        pthread_mutex_unlock(&objs_lock);
+        errno = saved;
+    } else if (h && atomic_load_explicit(&lazy, memory_order_relaxed)) {
+        int saved = errno;
+        pthread_mutex_lock(&objs_lock);
+        if (atomic_load_explicit(&lazy, memory_order_relaxed))
+            lazy_start();
         pthread_mutex_unlock(&objs_lock);
         errno = saved;
     }
@@ -467,7 +546,7 @@ __attribute__((visibility("default"))) int dlclose(void *handle)
     if (!real)
         *(void **)&real = dlsym(RTLD_NEXT, "dlclose");
     int rc = real(handle);
-    if (tracing) {
+    if (atomic_load_explicit(&tracing, memory_order_acquire)) {
         int saved = errno;
         pthread_mutex_lock(&objs_lock);
         scan_objects();
@@ -481,12 +560,12 @@ __attribute__((visibility("default"))) int dlclose(void *handle)
 
 static int switch_all(int on, const char *name)
 {
-    if (!tracing)
+    if (!atomic_load_explicit(&tracing, memory_order_acquire))
         return -1;
     int saved = errno, rc = 0, count = 0;
     pthread_mutex_lock(&objs_lock);
     for (unsigned i = 0; i < nobjs; i++) {
-        if (!objs[i].live)
+        if (!objs[i].live || !objs[i].obj)
             continue;
         if (!name) {
             if (stp_object_toggle(objs[i].obj, -1, on) != 0)

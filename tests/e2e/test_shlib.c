@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -54,4 +55,60 @@ Test(shlib, xray_shared_library_without_compiler_rt)
     e2e_check_trace(&tr, &e, "-fxray-shared library");
     e2e_run_free(&t);
     e2e_rmtree(work);
+}
+
+/* An executable without sleds is traced through its instrumented libraries: plugprog loads
+ * none before it dlopens libslb.so from main while a second thread runs (tracing starts inside
+ * that dlopen; at start-up the runtime could only warn that nothing is instrumented yet, the one
+ * stderr line); plugprog-linked is linked with libsla.so (tracing starts at start-up; stderr
+ * empty). Counts exact, and the sidecar names the executable as object 0, with no functions. */
+static void uninstrumented_host(const char *name, bool lazy)
+{
+    char work[PATH_MAX], out[PATH_MAX], trace[PATH_MAX], syms[PATH_MAX];
+    char bin[PATH_MAX];
+    snprintf(bin, sizeof bin, "%s/%s", E2E_DIR, name);
+    e2e_workdir(work, sizeof work);
+    snprintf(out, sizeof out, "%s/out", work);
+    struct e2e_spec s = {.prog = bin, .argv1 = BIN("libslb.so"), .preload = 1, .outdir = out};
+    struct e2e_run t;
+    e2e_run(work, &s, &t);
+    cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0, "%s: status %#x: %s", name,
+              t.status, t.err);
+    if (lazy)
+        cr_assert(e2e_count_lines(t.err, "") == 1 &&
+                      strstr(t.err, ": no xray_instr_map section (not built with "
+                                    "-fxray-instrument?); running untraced unless it dlopens an "
+                                    "instrumented library\n"),
+                  "%s: stderr:\n%s", name, t.err);
+    else
+        cr_assert_str_empty(t.err, "%s: stderr:\n%s", name, t.err);
+    struct e2e_expect e;
+    e2e_parse_expect(t.out, &e);
+    e2e_trace_path(trace, sizeof trace, out, bin, t.pid, "fdr");
+    struct e2e_trace tr;
+    e2e_read_trace(trace, &tr);
+    e2e_check_trace(&tr, &e, name);
+    e2e_trace_path(syms, sizeof syms, out, bin, t.pid, "syms");
+    FILE *f = fopen(syms, "r");
+    cr_assert_not_null(f, "%s", syms);
+    char line[PATH_MAX + 64], want[PATH_MAX + 64];
+    cr_assert_not_null(fgets(line, sizeof line, f));
+    cr_assert_not_null(fgets(line, sizeof line, f));
+    snprintf(want, sizeof want, "o\t0\t0x0\t%s\n", bin);
+    cr_assert_str_eq(line, want, "%s: object 0 of the sidecar", name);
+    while (fgets(line, sizeof line, f))
+        cr_assert(strncmp(line, "f\t0\t", 4) != 0, "%s: a function of object 0: %s", name, line);
+    fclose(f);
+    e2e_run_free(&t);
+    e2e_rmtree(work);
+}
+
+Test(shlib, uninstrumented_host_dlopens_a_plugin)
+{
+    uninstrumented_host("plugprog", true);
+}
+
+Test(shlib, uninstrumented_host_linked_with_a_library)
+{
+    uninstrumented_host("plugprog-linked", false);
 }
