@@ -1,10 +1,17 @@
 /* sledtrace replay: per-thread call tree, one line per call.
  *
- * Streaming: a call's duration is known only when it exits, so each call is printed when it is
- * closed (post-order: callees before their caller, a repaired frame just before the frame whose
- * exit repaired it). Nothing is buffered beyond the open stack, so memory grows with threads and
- * stack depth only. Each line carries the call's start time, so `sort -s -k2,2n` turns the output
- * into entry order. Stack rule, repairs and loss markers as in account (callstack.h). */
+ * Two orders, both streaming (memory grows with threads and stack depth only):
+ *  - entry (the default): time order, as uftrace replay shows it. A call that makes no call
+ *    (its exit is the thread's next record) is one line with its duration; any other call opens
+ *    with "name {" at its entry and closes with "} name" and its duration at its exit, so
+ *    callees sit between. One record of lookahead (the next item of the same thread) tells the
+ *    two apart. Frames closed by an outer exit close with [repaired]; frames dropped at a loss
+ *    marker close with [gap] before the "-- N events lost --" line, frames still open at the
+ *    end of their thread with [unfinished] (no duration is known for those two).
+ *  - exit (--order exit, or --min-duration, which needs each call's duration before its line):
+ *    each call is one line printed when it returns (callees before their caller); the start
+ *    column gives the entry order (`sort -s -k2,2n`).
+ * Stack rule, repairs and loss markers as in account (callstack.h). */
 #include "callstack.h"
 
 #include <fnmatch.h>
@@ -15,23 +22,32 @@
 
 static void help(FILE *out)
 {
-    fputs("usage: sledtrace replay TRACE [--tid N] [--depth N] [--min-duration NS]\n"
-          "                        [--filter GLOB] [--syms FILE]\n"
+    fputs("usage: sledtrace replay TRACE [--order entry|exit] [--tid N] [--depth N]\n"
+          "                        [--min-duration NS] [--filter GLOB] [--syms FILE]\n"
           "\n"
-          "Per-thread call tree: one line per call, printed when the call returns (callees\n"
-          "before their caller; the start column gives the entry order):\n"
-          "    TID  START(s since the earliest thread start)  DURATION  <2 spaces per depth>NAME\n"
-          "An exit closes the nearest open frame of its function; frames above it close at\n"
-          "the same time and are marked [repaired]. A loss marker prints\n"
-          "'-- N events lost --' for its thread and empties that thread's stack.\n"
+          "Per-thread call tree, thread after thread:\n"
+          "    TID  TIME(s since the earliest thread start)  DURATION  <2 spaces per depth>NAME\n"
+          "In entry order (the default) a call that makes no call is one line; any other\n"
+          "opens with 'NAME {' at its entry (TIME: entry) and closes with '} NAME' and its\n"
+          "duration at its exit (TIME: exit). An exit closes the nearest open frame of its\n"
+          "function; frames above it close at the same time, marked [repaired]. At a loss\n"
+          "marker the thread's open frames close with [gap] and '-- N events lost --'\n"
+          "follows; frames open at the end close with [unfinished].\n"
+          "In exit order each call is one line, printed when it returns (callees first;\n"
+          "TIME: entry, so 'sort -s -k2,2n' gives entry order).\n"
           "\n"
+          "  --order O          entry (default) or exit\n"
           "  --tid N            only thread N\n"
           "  --depth N          only calls at depth < N (top-level calls are depth 0)\n"
-          "  --min-duration NS  only calls lasting at least NS nanoseconds\n"
+          "  --min-duration NS  only calls lasting at least NS nanoseconds (exit order: a\n"
+          "                     call's duration is known when it returns)\n"
           "  --filter GLOB      only functions whose name matches GLOB (fnmatch, e.g. 'f*')\n"
           "  --syms FILE        symbols file (default: TRACE with .fdr replaced by .syms)\n",
           out);
 }
+
+/* cs_frame.node bits, entry order: the frame's lines are shown; it is a leaf (one line). */
+enum { SHOWN = 1, LEAF = 2 };
 
 struct replay {
     const struct stf_syms *syms;
@@ -42,35 +58,53 @@ struct replay {
     uint64_t min_ns;
     const char *glob;
     uint64_t shown;
+    bool next_exits; /* entry order: the item being fed is an entry whose exit comes next */
 };
 
-static void put_start(const struct replay *rp, int32_t tid, uint64_t tsc)
+static void put_time(const struct replay *rp, int32_t tid, uint64_t tsc)
 {
     double s = tsc >= rp->base ? tool_ticks_to_s(tsc - rp->base, rp->freq)
                                : -tool_ticks_to_s(rp->base - tsc, rp->freq);
     printf("%-7" PRId32 " %12.9f ", tid, s);
 }
 
+/* Does a frame of this thread, function and depth pass --tid, --depth and --filter? */
+static bool wanted(const struct replay *rp, const struct cs_thread *t, uint32_t id, size_t depth,
+                   const char **name, char *buf, size_t len)
+{
+    if (rp->have_tid && t->tid != rp->tid)
+        return false;
+    if (rp->depth && depth >= rp->depth)
+        return false;
+    *name = stf_syms_name(rp->syms, id, buf, len);
+    return !rp->glob || fnmatch(rp->glob, *name, 0) == 0;
+}
+
+/* ---- exit order ------------------------------------------------------------------------- */
+
 static int on_close(void *ctx, const struct cs_close *c)
 {
     struct replay *rp = ctx;
-    if (rp->have_tid && c->t->tid != rp->tid)
-        return 0;
-    if (rp->depth && c->depth >= rp->depth)
+    char buf[24];
+    const char *name;
+    if (!wanted(rp, c->t, c->f->id, c->depth, &name, buf, sizeof buf))
         return 0;
     uint64_t ns = tool_ticks_to_ns(c->dur, rp->freq);
     if (ns < rp->min_ns)
         return 0;
-    char buf[24];
-    const char *name = stf_syms_name(rp->syms, c->f->id, buf, sizeof buf);
-    if (rp->glob && fnmatch(rp->glob, name, 0) != 0)
-        return 0;
     char d[32];
     tool_fmt_ns(d, sizeof d, ns);
-    put_start(rp, c->t->tid, c->f->start);
+    put_time(rp, c->t->tid, c->f->start);
     printf("%10s  %*s%s%s\n", d, (int)(2 * c->depth), "", name, c->repaired ? " [repaired]" : "");
     rp->shown++;
     return 0;
+}
+
+static void lost_line(const struct replay *rp, const struct cs_thread *t, uint64_t tsc,
+                      uint64_t lost)
+{
+    put_time(rp, t->tid, tsc);
+    printf("-- %" PRIu64 " events lost --\n", lost);
 }
 
 static int on_loss(void *ctx, const struct cs_thread *t, uint64_t tsc, uint64_t lost,
@@ -78,10 +112,129 @@ static int on_loss(void *ctx, const struct cs_thread *t, uint64_t tsc, uint64_t 
 {
     struct replay *rp = ctx;
     (void)dropped;
-    if (rp->have_tid && t->tid != rp->tid)
+    if (!rp->have_tid || t->tid == rp->tid)
+        lost_line(rp, t, tsc, lost);
+    return 0;
+}
+
+/* ---- entry order -------------------------------------------------------------------------- */
+
+static int tree_enter(void *ctx, const struct cs_thread *t, struct cs_frame *f, size_t depth)
+{
+    struct replay *rp = ctx;
+    char buf[24];
+    const char *name;
+    f->node = wanted(rp, t, f->id, depth, &name, buf, sizeof buf) ? SHOWN : 0;
+    if (rp->next_exits)
+        f->node |= LEAF; /* one line, at its exit */
+    else if (f->node & SHOWN) {
+        put_time(rp, t->tid, f->start);
+        printf("%10s  %*s%s {\n", "", (int)(2 * depth), "", name);
+    }
+    return 0;
+}
+
+/* "} name" for a frame that ends without a duration (gap, unfinished), at time tsc. */
+static void close_unknown(const struct replay *rp, const struct cs_thread *t,
+                          const struct cs_frame *f, size_t depth, uint64_t tsc, const char *why)
+{
+    if (!(f->node & SHOWN))
+        return;
+    char buf[24];
+    const char *name = stf_syms_name(rp->syms, f->id, buf, sizeof buf);
+    put_time(rp, t->tid, tsc);
+    printf("%10s  %*s%s%s [%s]\n", "-", (int)(2 * depth), "", f->node & LEAF ? "" : "} ", name,
+           why);
+}
+
+static int tree_close(void *ctx, const struct cs_close *c)
+{
+    struct replay *rp = ctx;
+    if (!(c->f->node & SHOWN))
         return 0;
-    put_start(rp, t->tid, tsc);
-    printf("-- %" PRIu64 " events lost --\n", lost);
+    char buf[24], d[32];
+    const char *name = stf_syms_name(rp->syms, c->f->id, buf, sizeof buf);
+    tool_fmt_ns(d, sizeof d, tool_ticks_to_ns(c->dur, rp->freq));
+    bool leaf = c->f->node & LEAF;
+    put_time(rp, c->t->tid, leaf ? c->f->start : c->end);
+    printf("%10s  %*s%s%s%s\n", d, (int)(2 * c->depth), "", leaf ? "" : "} ", name,
+           c->repaired ? " [repaired]" : "");
+    rp->shown++;
+    return 0;
+}
+
+/* The frames dropped at a loss marker are still in t->st[0, dropped): close them, top first. */
+static int tree_loss(void *ctx, const struct cs_thread *t, uint64_t tsc, uint64_t lost,
+                     size_t dropped)
+{
+    struct replay *rp = ctx;
+    for (size_t i = dropped; i-- > 0;)
+        close_unknown(rp, t, &t->st[i], i, tsc, "gap");
+    if (!rp->have_tid || t->tid == rp->tid)
+        lost_line(rp, t, tsc, lost);
+    return 0;
+}
+
+/* The end of a thread's records: its open frames close as [unfinished], top first. */
+static void tree_thread_end(struct replay *rp, const struct callstack *cs, int32_t pid, int32_t tid)
+{
+    for (size_t k = 0; k < cs->nt; k++) {
+        const struct cs_thread *t = &cs->t[k];
+        if (t->pid != pid || t->tid != tid)
+            continue;
+        for (size_t i = t->depth; i-- > 0;)
+            close_unknown(rp, t, &t->st[i], i, t->last, "unfinished");
+    }
+}
+
+static bool same_thread(const struct stf_item *a, const struct stf_item *b)
+{
+    return a->pid == b->pid && a->tid == b->tid;
+}
+
+/* The next function record or loss marker (the only records that change a stack; the others,
+ * call arguments and events included, are skipped so that a call with arguments is still a
+ * leaf). A loss marker's payload is copied to pay: reading on may move the cursor's buffer. */
+static int next_stack_item(struct tool_trace *tr, struct stf_item *it, uint8_t *pay)
+{
+    int rc;
+    while ((rc = tool_trace_next(tr, it)) == STF_OK) {
+        uint64_t lost;
+        if (it->kind == STF_K_FUNCTION)
+            return rc;
+        if (it->kind == STF_M_CUSTOM_EVENT &&
+            stf_decode_loss(it->payload, it->payload_len, &lost)) {
+            memcpy(pay, it->payload, STF_LOSS_PAYLOAD);
+            it->payload = pay;
+            return rc;
+        }
+    }
+    return rc;
+}
+
+/* Feeds the stack records with one of lookahead (entry order). */
+static int walk_entry(struct tool_trace *tr, struct callstack *cs, struct replay *rp, int *rc)
+{
+    static const struct cs_ops ops = {.enter = tree_enter, .close = tree_close, .loss = tree_loss};
+    struct stf_item cur, nxt;
+    uint8_t pay[2][STF_LOSS_PAYLOAD];
+    int which = 0;
+    *rc = next_stack_item(tr, &cur, pay[which]);
+    while (*rc == STF_OK) {
+        which ^= 1;
+        *rc = next_stack_item(tr, &nxt, pay[which]);
+        bool more = *rc == STF_OK && same_thread(&cur, &nxt);
+        rp->next_exits = more && cur.kind == STF_K_FUNCTION &&
+                         (cur.action == STF_ENTER || cur.action == STF_ENTER_ARGS) &&
+                         nxt.kind == STF_K_FUNCTION &&
+                         (nxt.action == STF_EXIT || nxt.action == STF_TAIL_EXIT) &&
+                         nxt.func_id == cur.func_id;
+        if (cs_feed(cs, &cur, &ops, rp) != 0)
+            return -1;
+        if (!more && *rc >= 0)
+            tree_thread_end(rp, cs, cur.pid, cur.tid);
+        cur = nxt;
+    }
     return 0;
 }
 
@@ -89,6 +242,8 @@ int cmd_replay(int argc, char **argv)
 {
     const char *path = NULL, *syms_path = NULL;
     struct replay rp = {0};
+    int order = -1; /* 0 entry, 1 exit; -1: not given */
+    bool have_min = false;
     if (tool_wants_help(argc, argv)) {
         help(stdout);
         return EXIT_OK;
@@ -96,7 +251,11 @@ int cmd_replay(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *v = NULL;
         int m;
-        if ((m = tool_option(argc, argv, &i, "replay", "--tid", &v)) != 0) {
+        if ((m = tool_option(argc, argv, &i, "replay", "--order", &v)) != 0) {
+            static const char *const orders[] = {"entry", "exit"};
+            if (m < 0 || (order = tool_choice("replay", "order", v, orders, 2)) < 0)
+                return EXIT_USAGE;
+        } else if ((m = tool_option(argc, argv, &i, "replay", "--tid", &v)) != 0) {
             char *end;
             long t = m > 0 ? strtol(v, &end, 10) : 0;
             if (m < 0 || !*v || *end || t < INT32_MIN || t > INT32_MAX) {
@@ -118,6 +277,7 @@ int cmd_replay(int argc, char **argv)
                     tool_err("replay: --min-duration needs nanoseconds, not '%s'", v);
                 return EXIT_USAGE;
             }
+            have_min = true;
         } else if ((m = tool_option(argc, argv, &i, "replay", "--filter", &v)) != 0) {
             if (m < 0)
                 return EXIT_USAGE;
@@ -140,6 +300,12 @@ int cmd_replay(int argc, char **argv)
         help(stderr);
         return EXIT_USAGE;
     }
+    if (have_min && order == 0) {
+        tool_err("replay: --min-duration needs exit order (a call's duration is known only "
+                 "when it returns)");
+        return EXIT_USAGE;
+    }
+    bool exit_order = order == 1 || (order < 0 && have_min);
 
     struct tool_trace tr;
     if (tool_trace_open(&tr, path, syms_path, "reading", true) != EXIT_OK)
@@ -152,11 +318,18 @@ int cmd_replay(int argc, char **argv)
     struct callstack cs = {0};
     struct stf_item it;
     int rc, status = EXIT_OK;
-    while ((rc = tool_trace_next(&tr, &it)) == STF_OK) {
-        if (cs_feed(&cs, &it, &ops, &rp) != 0) {
+    if (!exit_order) {
+        if (walk_entry(&tr, &cs, &rp, &rc) != 0) {
             tool_err("out of memory");
             status = EXIT_BAD_TRACE;
-            break;
+        }
+    } else {
+        while ((rc = tool_trace_next(&tr, &it)) == STF_OK) {
+            if (cs_feed(&cs, &it, &ops, &rp) != 0) {
+                tool_err("out of memory");
+                status = EXIT_BAD_TRACE;
+                break;
+            }
         }
     }
     if (tool_trace_end(&tr, rc) != EXIT_OK && status == EXIT_OK)

@@ -66,7 +66,7 @@ Test(golden, every_command_matches)
         tr_out_free(&r);
         n++;
     }
-    cr_assert_eq(n, 28);
+    cr_assert_eq(n, 29);
     free(list);
 }
 

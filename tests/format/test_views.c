@@ -76,10 +76,92 @@ static char *write_trace(void)
     return p;
 }
 
-Test(views, replay_golden)
+/* Entry order (the default): leaves on one line (g's call argument does not make it a caller),
+ * callers open with '{' at their entry and close at their exit, repaired frames close at the
+ * exit that repaired them, the frame open at the loss marker closes there with [gap]. */
+Test(views, replay_entry_order)
 {
     char *p = write_trace();
     const char *argv[] = {tr_bin(), "replay", p, NULL};
+    struct tr_out r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert_str_eq(r.o, "100      0.000000100             main {\n"
+                          "100      0.000000200               f {\n"
+                          "100      0.000000300      100ns      g\n"
+                          "100      0.000000500      300ns    } f\n"
+                          "100      0.000000600               f {\n"
+                          "100      0.000000700                 h {\n"
+                          "100      0.000000800                   #9 {\n"
+                          "100      0.000001100      300ns        } #9 [repaired]\n"
+                          "100      0.000001100      400ns      } h [repaired]\n"
+                          "100      0.000001100      500ns    } f\n"
+                          "100      0.000002100    2.000us  } main\n"
+                          "200      0.000000150             f {\n"
+                          "200      0.000000250      100ns    g\n"
+                          "200      0.000000550      400ns  } f\n"
+                          "200      0.000000700             h {\n"
+                          "200      0.000000800          -  } h [gap]\n"
+                          "200      0.000000800 -- 5 events lost --\n"
+                          "200      0.000000900       50ns  g\n"
+                          "# shown: 9 of 9 calls, stack repairs: 2, unmatched exits: 0, "
+                          "unfinished frames: 0\n"
+                          "# gaps: 1 (5 events dropped by the runtime); 1 frames open at a gap "
+                          "were left out\n");
+    cr_assert_str_eq(r.e, "");
+    tr_out_free(&r);
+    tr_remove_trace(p);
+}
+
+/* Frames still open when their thread's records end close as [unfinished], top first, at the
+ * thread's last timestamp; --depth and --filter hide lines, never change the tree. */
+Test(views, replay_entry_order_unfinished_and_filters)
+{
+    struct tg g;
+    tg_init(&g, 5, 1000000000, 4096);
+    tg_block_begin(&g, 100, 100, 0, 900);
+    tg_func(&g, MAIN, STF_ENTER, 1000);
+    tg_func(&g, F, STF_ENTER, 1100);
+    tg_func(&g, G, STF_ENTER, 1200);
+    tg_func(&g, G, STF_EXIT, 1250);
+    tg_block_end(&g);
+    tg_block_begin(&g, 200, 100, 0, 950);
+    tg_func(&g, H, STF_ENTER, 1300);
+    tg_func(&g, H, STF_EXIT, 1400);
+    tg_block_end(&g);
+    char *p = tr_write_trace(&g, false); /* no sidecar: names are #id */
+    tg_free(&g);
+    const char *argv[] = {tr_bin(), "replay", p, NULL};
+    struct tr_out r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert_str_eq(r.o, "100      0.000000100             #1 {\n"
+                          "100      0.000000200               #2 {\n"
+                          "100      0.000000300       50ns      #3\n"
+                          "100      0.000000350          -    } #2 [unfinished]\n"
+                          "100      0.000000350          -  } #1 [unfinished]\n"
+                          "200      0.000000400      100ns  #4\n"
+                          "# shown: 2 of 2 calls, stack repairs: 0, unmatched exits: 0, "
+                          "unfinished frames: 2\n");
+    tr_out_free(&r);
+    const char *argv2[] = {tr_bin(), "replay", p, "--depth", "2", "--filter", "#[23]", NULL};
+    r = tr_run(argv2);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert_str_eq(r.o, "100      0.000000200               #2 {\n"
+                          "100      0.000000350          -    } #2 [unfinished]\n"
+                          "# shown: 0 of 2 calls, stack repairs: 0, unmatched exits: 0, "
+                          "unfinished frames: 2\n");
+    tr_out_free(&r);
+    const char *argv3[] = {tr_bin(), "replay", p, "--order", "entry", "--min-duration", "1", NULL};
+    r = tr_run(argv3);
+    cr_assert_eq(r.code, 2);
+    cr_assert(strstr(r.e, "--min-duration needs exit order"), "%s", r.e);
+    tr_out_free(&r);
+    tr_remove_trace(p);
+}
+
+Test(views, replay_golden)
+{
+    char *p = write_trace();
+    const char *argv[] = {tr_bin(), "replay", p, "--order", "exit", NULL};
     struct tr_out r = tr_run(argv);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
     cr_assert_str_eq(r.o, "100      0.000000300      100ns      g\n"
@@ -145,7 +227,7 @@ Test(views, replay_filters)
                           "# gaps: 1 (5 events dropped by the runtime); 1 frames open at a gap "
                           "were left out\n");
     tr_out_free(&r);
-    const char *argv2[] = {tr_bin(), "replay", p, "--filter=#*", NULL};
+    const char *argv2[] = {tr_bin(), "replay", p, "--filter=#*", "--order=exit", NULL};
     r = tr_run(argv2);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
     /* Loss lines are per thread: only --tid hides them. */
