@@ -61,11 +61,50 @@ struct replay {
     bool next_exits; /* entry order: the item being fed is an entry whose exit comes next */
 };
 
-static void put_time(const struct replay *rp, int32_t tid, uint64_t tsc)
+/* "TID     TIME " as printf("%-7d %12.9f ") would write it, at p; returns the end. Replay
+ * writes a line per call, so its lines are put together without printf. */
+static char *put_head(const struct replay *rp, char *p, int32_t tid, uint64_t tsc)
 {
-    double s = tsc >= rp->base ? tool_ticks_to_s(tsc - rp->base, rp->freq)
-                               : -tool_ticks_to_s(rp->base - tsc, rp->freq);
-    printf("%-7" PRId32 " %12.9f ", tid, s);
+    char *q = tool_put_i64(p, tid);
+    while (q - p < 7)
+        *q++ = ' ';
+    *q++ = ' ';
+    if (tsc >= rp->base)
+        q = tool_put_secs(q, tool_ticks_to_ns(tsc - rp->base, rp->freq), 12);
+    else /* not with the earliest thread start as zero; kept for safety */
+        q += snprintf(q, 32, "%12.9f", -tool_ticks_to_s(rp->base - tsc, rp->freq));
+    *q++ = ' ';
+    return q;
+}
+
+/* One line: head, the duration right-aligned in 10 columns, two spaces, two more per depth,
+ * then pre, name and post. */
+static void line(const struct replay *rp, int32_t tid, uint64_t tsc, const char *dur, size_t depth,
+                 const char *pre, const char *name, const char *post)
+{
+    static const char spaces[64] =
+        "                                                               ";
+    char buf[128];
+    char *q = put_head(rp, buf, tid, tsc);
+    size_t dl = strlen(dur);
+    if (dl > 32)
+        dl = 32;
+    for (size_t k = dl; k < 10; k++)
+        *q++ = ' ';
+    memcpy(q, dur, dl);
+    q += dl;
+    *q++ = ' ';
+    *q++ = ' ';
+    fwrite(buf, 1, (size_t)(q - buf), stdout);
+    for (size_t left = 2 * depth; left > 0;) {
+        size_t k = left < sizeof spaces - 1 ? left : sizeof spaces - 1;
+        fwrite(spaces, 1, k, stdout);
+        left -= k;
+    }
+    fputs(pre, stdout);
+    fputs(name, stdout);
+    fputs(post, stdout);
+    putchar('\n');
 }
 
 /* Does a frame of this thread, function and depth pass --tid, --depth and --filter? */
@@ -94,8 +133,7 @@ static int on_close(void *ctx, const struct cs_close *c)
         return 0;
     char d[32];
     tool_fmt_ns(d, sizeof d, ns);
-    put_time(rp, c->t->tid, c->f->start);
-    printf("%10s  %*s%s%s\n", d, (int)(2 * c->depth), "", name, c->repaired ? " [repaired]" : "");
+    line(rp, c->t->tid, c->f->start, d, c->depth, "", name, c->repaired ? " [repaired]" : "");
     rp->shown++;
     return 0;
 }
@@ -103,7 +141,8 @@ static int on_close(void *ctx, const struct cs_close *c)
 static void lost_line(const struct replay *rp, const struct cs_thread *t, uint64_t tsc,
                       uint64_t lost)
 {
-    put_time(rp, t->tid, tsc);
+    char buf[64];
+    fwrite(buf, 1, (size_t)(put_head(rp, buf, t->tid, tsc) - buf), stdout);
     printf("-- %" PRIu64 " events lost --\n", lost);
 }
 
@@ -128,8 +167,7 @@ static int tree_enter(void *ctx, const struct cs_thread *t, struct cs_frame *f, 
     if (rp->next_exits)
         f->node |= LEAF; /* one line, at its exit */
     else if (f->node & SHOWN) {
-        put_time(rp, t->tid, f->start);
-        printf("%10s  %*s%s {\n", "", (int)(2 * depth), "", name);
+        line(rp, t->tid, f->start, "", depth, "", name, " {");
     }
     return 0;
 }
@@ -142,9 +180,7 @@ static void close_unknown(const struct replay *rp, const struct cs_thread *t,
         return;
     char buf[24];
     const char *name = stf_syms_name(rp->syms, f->id, buf, sizeof buf);
-    put_time(rp, t->tid, tsc);
-    printf("%10s  %*s%s%s [%s]\n", "-", (int)(2 * depth), "", f->node & LEAF ? "" : "} ", name,
-           why);
+    line(rp, t->tid, tsc, "-", depth, f->node & LEAF ? "" : "} ", name, why);
 }
 
 static int tree_close(void *ctx, const struct cs_close *c)
@@ -156,9 +192,8 @@ static int tree_close(void *ctx, const struct cs_close *c)
     const char *name = stf_syms_name(rp->syms, c->f->id, buf, sizeof buf);
     tool_fmt_ns(d, sizeof d, tool_ticks_to_ns(c->dur, rp->freq));
     bool leaf = c->f->node & LEAF;
-    put_time(rp, c->t->tid, leaf ? c->f->start : c->end);
-    printf("%10s  %*s%s%s%s\n", d, (int)(2 * c->depth), "", leaf ? "" : "} ", name,
-           c->repaired ? " [repaired]" : "");
+    line(rp, c->t->tid, leaf ? c->f->start : c->end, d, c->depth, leaf ? "" : "} ", name,
+         c->repaired ? " [repaired]" : "");
     rp->shown++;
     return 0;
 }
@@ -169,7 +204,7 @@ static int tree_loss(void *ctx, const struct cs_thread *t, uint64_t tsc, uint64_
 {
     struct replay *rp = ctx;
     for (size_t i = dropped; i-- > 0;)
-        close_unknown(rp, t, &t->st[i], i, tsc, "gap");
+        close_unknown(rp, t, &t->st[i], i, tsc, " [gap]");
     if (!rp->have_tid || t->tid == rp->tid)
         lost_line(rp, t, tsc, lost);
     return 0;
@@ -183,7 +218,7 @@ static void tree_thread_end(struct replay *rp, const struct callstack *cs, int32
         if (t->pid != pid || t->tid != tid)
             continue;
         for (size_t i = t->depth; i-- > 0;)
-            close_unknown(rp, t, &t->st[i], i, t->last, "unfinished");
+            close_unknown(rp, t, &t->st[i], i, t->last, " [unfinished]");
     }
 }
 

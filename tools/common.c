@@ -282,9 +282,40 @@ static struct stf_syms *load_syms(const char *trace_path, const char *syms_opt, 
     return s;
 }
 
+/* Decimal digits of v at p (no terminator); returns the end. */
+static char *put_u64(char *p, uint64_t v)
+{
+    char tmp[20];
+    int n = 0;
+    do
+        tmp[n++] = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    while (n > 0)
+        *p++ = tmp[--n];
+    return p;
+}
+
 void tool_fmt_ns(char *buf, size_t len, uint64_t ns)
 {
-    if (ns < 1000)
+    char tmp[32], *p = tmp;
+    if (ns < 1000000 && len >= 12) {
+        /* the common cases without printf: "512ns", "12.345us" (exact: three decimals of an
+         * integer count of ns) */
+        if (ns < 1000) {
+            p = put_u64(p, ns);
+            *p++ = 'n';
+        } else {
+            p = put_u64(p, ns / 1000);
+            *p++ = '.';
+            *p++ = (char)('0' + ns % 1000 / 100);
+            *p++ = (char)('0' + ns % 100 / 10);
+            *p++ = (char)('0' + ns % 10);
+            *p++ = 'u';
+        }
+        *p++ = 's';
+        *p = '\0';
+        memcpy(buf, tmp, (size_t)(p - tmp) + 1);
+    } else if (ns < 1000)
         snprintf(buf, len, "%" PRIu64 "ns", ns);
     else if (ns < 1000000)
         snprintf(buf, len, "%.3fus", (double)ns / 1e3);
@@ -292,6 +323,28 @@ void tool_fmt_ns(char *buf, size_t len, uint64_t ns)
         snprintf(buf, len, "%.3fms", (double)ns / 1e6);
     else
         snprintf(buf, len, "%.6fs", (double)ns / 1e9);
+}
+
+char *tool_put_secs(char *p, uint64_t ns, int width)
+{
+    char tmp[32], *q = put_u64(tmp, ns / 1000000000);
+    *q++ = '.';
+    uint64_t frac = ns % 1000000000;
+    for (uint64_t d = 100000000; d; d /= 10)
+        *q++ = (char)('0' + frac / d % 10);
+    for (int pad = width - (int)(q - tmp); pad > 0; pad--)
+        *p++ = ' ';
+    memcpy(p, tmp, (size_t)(q - tmp));
+    return p + (q - tmp);
+}
+
+char *tool_put_i64(char *p, int64_t v)
+{
+    if (v < 0) {
+        *p++ = '-';
+        return put_u64(p, (uint64_t)0 - (uint64_t)v);
+    }
+    return put_u64(p, (uint64_t)v);
 }
 
 uint64_t tool_ticks_to_ns(uint64_t ticks, uint64_t freq)

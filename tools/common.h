@@ -95,6 +95,11 @@ struct stf_syms *tool_load_syms(const char *trace_path, const char *syms_opt, bo
 
 /* Format a duration in nanoseconds: "512ns", "12.345us", "3.210ms", "1.500000s". */
 void tool_fmt_ns(char *buf, size_t len, uint64_t ns);
+/* For output loops that avoid printf: ns as seconds with nine decimals ("12.000000345"),
+ * right-aligned in width columns, and a signed decimal; both write at p, no terminator, and
+ * return the end. */
+char *tool_put_secs(char *p, uint64_t ns, int width);
+char *tool_put_i64(char *p, int64_t v);
 /* ticks -> nanoseconds at the given frequency (frequency 0: ticks are taken as ns). */
 uint64_t tool_ticks_to_ns(uint64_t ticks, uint64_t freq);
 double tool_ticks_to_s(uint64_t ticks, uint64_t freq);
