@@ -338,6 +338,11 @@ char *tool_put_secs(char *p, uint64_t ns, int width)
     return p + (q - tmp);
 }
 
+char *tool_put_u64(char *p, uint64_t v)
+{
+    return put_u64(p, v);
+}
+
 char *tool_put_i64(char *p, int64_t v)
 {
     if (v < 0) {
@@ -527,4 +532,42 @@ void tool_progress_done(struct tool_progress *p)
 {
     if (p->on && p->pct != 101)
         fprintf(stderr, "\rsledtrace: %s: 100%%\n", p->what);
+}
+
+const char *tool_names_get(struct tool_names *c, uint32_t id,
+                           void (*make)(FILE *f, uint32_t id, void *ctx), void *ctx)
+{
+    bool added;
+    long i = u64map_get(&c->map, id, &added);
+    if (i < 0)
+        return NULL;
+    if (!added)
+        return c->s[i];
+    if (c->n == c->cap) {
+        char **ns = tool_grow(c->s, &c->cap, sizeof *ns, 64);
+        if (!ns)
+            return NULL;
+        c->s = ns;
+    }
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return NULL;
+    make(f, id, ctx);
+    if (fclose(f) != 0) {
+        free(text);
+        return NULL;
+    }
+    c->s[c->n++] = text;
+    return text;
+}
+
+void tool_names_free(struct tool_names *c)
+{
+    for (size_t i = 0; i < c->n; i++)
+        free(c->s[i]);
+    free(c->s);
+    u64map_free(&c->map);
+    memset(c, 0, sizeof *c);
 }

@@ -100,6 +100,7 @@ void tool_fmt_ns(char *buf, size_t len, uint64_t ns);
  * return the end. */
 char *tool_put_secs(char *p, uint64_t ns, int width);
 char *tool_put_i64(char *p, int64_t v);
+char *tool_put_u64(char *p, uint64_t v);
 /* ticks -> nanoseconds at the given frequency (frequency 0: ticks are taken as ns). */
 uint64_t tool_ticks_to_ns(uint64_t ticks, uint64_t freq);
 double tool_ticks_to_s(uint64_t ticks, uint64_t freq);
@@ -116,6 +117,18 @@ struct u64map {
 /* Index for key, inserting index map->n if absent (*added = true). -1 on allocation failure. */
 long u64map_get(struct u64map *m, uint64_t key, bool *added);
 void u64map_free(struct u64map *m);
+
+/* Per-function text made once: a converter's escaped or quoted name, kept by function id. */
+struct tool_names {
+    struct u64map map;
+    char **s;
+    size_t n, cap;
+};
+/* The text for id: make(id, ctx) writes it to f the first time (kept), after that it is
+ * returned as is. NULL on allocation failure. */
+const char *tool_names_get(struct tool_names *c, uint32_t id,
+                           void (*make)(FILE *f, uint32_t id, void *ctx), void *ctx);
+void tool_names_free(struct tool_names *c);
 
 int cmd_info(int argc, char **argv);
 int cmd_dump(int argc, char **argv);

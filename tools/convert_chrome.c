@@ -33,6 +33,8 @@ struct chrome {
     bool first;
     int32_t named[8]; /* pids given a process_name (a trace has one, or a few after exec) */
     size_t nnamed;
+    struct tool_names names; /* JSON-escaped function names */
+    bool nomem;
 };
 
 /* Nanoseconds from the base, signed. */
@@ -43,19 +45,55 @@ static int64_t rel_ns(const struct chrome *c, uint64_t tsc)
     return -(int64_t)tool_ticks_to_ns(c->base - tsc, c->freq);
 }
 
-static void put_us(FILE *f, int64_t ns)
+/* Microseconds with three decimals from signed ns, at p; returns the end. */
+static char *put_us(char *p, int64_t ns)
 {
     uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
-    fprintf(f, "%s%" PRIu64 ".%03" PRIu64, ns < 0 ? "-" : "", a / 1000, a % 1000);
+    if (ns < 0)
+        *p++ = '-';
+    p = tool_put_i64(p, (int64_t)(a / 1000));
+    *p++ = '.';
+    *p++ = (char)('0' + a % 1000 / 100);
+    *p++ = (char)('0' + a % 100 / 10);
+    *p++ = (char)('0' + a % 10);
+    return p;
 }
 
-/* Starts an event object: separator, ph, pid, tid and ts. */
+static char *put_str(char *p, const char *s)
+{
+    size_t n = strlen(s);
+    memcpy(p, s, n);
+    return p + n;
+}
+
+/* An event object's start (separator, ph, pid, tid, ts) at p (64 bytes suffice); returns the
+ * end. The converter writes one event per call, so events are put together without printf. */
+static char *event_head(struct chrome *c, char *p, const char *ph, int32_t pid, int32_t tid,
+                        int64_t ts)
+{
+    p = put_str(p, c->first ? "\n{\"ph\":\"" : ",\n{\"ph\":\"");
+    c->first = false;
+    p = put_str(p, ph);
+    p = put_str(p, "\",\"pid\":");
+    p = tool_put_i64(p, pid);
+    p = put_str(p, ",\"tid\":");
+    p = tool_put_i64(p, tid);
+    p = put_str(p, ",\"ts\":");
+    return put_us(p, ts);
+}
+
 static void begin_event(struct chrome *c, const char *ph, int32_t pid, int32_t tid, int64_t ts)
 {
-    fputs(c->first ? "\n{\"ph\":\"" : ",\n{\"ph\":\"", c->f);
-    c->first = false;
-    fprintf(c->f, "%s\",\"pid\":%" PRId32 ",\"tid\":%" PRId32 ",\"ts\":", ph, pid, tid);
-    put_us(c->f, ts);
+    char buf[96];
+    fwrite(buf, 1, (size_t)(event_head(c, buf, ph, pid, tid, ts) - buf), c->f);
+}
+
+static void make_name(FILE *f, uint32_t id, void *ctx)
+{
+    const struct chrome *c = ctx;
+    char buf[24];
+    const char *name = stf_syms_name(c->syms, id, buf, sizeof buf);
+    tool_json_escape(f, (const uint8_t *)name, strlen(name));
 }
 
 /* The process's name: the executable's base name from the sidecar, else "pid N". */
@@ -92,18 +130,26 @@ static int on_close(void *ctx, const struct cs_close *cl)
     struct chrome *c = ctx;
     const struct cs_frame *fr = cl->f;
     int64_t s = rel_ns(c, fr->start), e = rel_ns(c, cl->end);
-    begin_event(c, "X", cl->t->pid, cl->t->tid, s);
-    fputs(",\"dur\":", c->f);
-    put_us(c->f, e > s ? e - s : 0);
-    char buf[24];
-    const char *name = stf_syms_name(c->syms, fr->id, buf, sizeof buf);
-    fputs(",\"cat\":\"function\",\"name\":\"", c->f);
-    tool_json_escape(c->f, (const uint8_t *)name, strlen(name));
-    fprintf(c->f, "\",\"args\":{\"id\":%" PRIu32, fr->id);
-    static const char *const closed[] = {NULL, "repaired", "gap", "unfinished"};
+    const char *name = tool_names_get(&c->names, fr->id, make_name, c);
+    if (!name) {
+        c->nomem = true;
+        return -1;
+    }
+    char buf[192];
+    char *p = event_head(c, buf, "X", cl->t->pid, cl->t->tid, s);
+    p = put_str(p, ",\"dur\":");
+    p = put_us(p, e > s ? e - s : 0);
+    p = put_str(p, ",\"cat\":\"function\",\"name\":\"");
+    fwrite(buf, 1, (size_t)(p - buf), c->f);
+    fputs(name, c->f);
+    p = put_str(buf, "\",\"args\":{\"id\":");
+    p = tool_put_i64(p, fr->id);
+    static const char *const closed[] = {NULL, ",\"closed\":\"repaired\"", ",\"closed\":\"gap\"",
+                                         ",\"closed\":\"unfinished\""};
     if (closed[cl->why])
-        fprintf(c->f, ",\"closed\":\"%s\"", closed[cl->why]);
-    fputs("}}", c->f);
+        p = put_str(p, closed[cl->why]);
+    p = put_str(p, "}}");
+    fwrite(buf, 1, (size_t)(p - buf), c->f);
     return 0;
 }
 
@@ -176,6 +222,7 @@ int convert_chrome(const char *path, const char *out, const char *syms_opt)
     if (status == EXIT_OK)
         status = st;
     cs_free(&cs);
+    tool_names_free(&c.names);
     tool_trace_close(&tr);
     return status;
 }

@@ -40,6 +40,7 @@ struct yaml {
     struct stf_item fn;
     uint64_t *args;
     size_t nargs, capargs;
+    struct tool_names names; /* each function's name as a YAML scalar */
 };
 
 static bool is_numeric(const char *s, size_t n)
@@ -188,26 +189,61 @@ static const char *yname(const struct stf_syms *s, uint32_t id, char *buf, size_
     return buf;
 }
 
-static void record(struct yaml *y, const struct stf_item *it, const struct ythr *t,
-                   const char *kind, const uint8_t *data, size_t len)
+static void make_name(FILE *f, uint32_t id, void *ctx)
 {
+    const struct yaml *y = ctx;
     char buf[24];
-    const char *name = yname(y->syms, t->func_id, buf, sizeof buf);
-    fprintf(y->f, "  - { type: %u, func-id: %" PRIu32 ", function: ", (unsigned)t->type,
-            t->func_id);
-    scalar(y->f, name, strlen(name));
+    const char *name = yname(y->syms, id, buf, sizeof buf);
+    scalar(f, name, strlen(name));
+}
+
+static char *put_str(char *p, const char *s)
+{
+    size_t n = strlen(s);
+    memcpy(p, s, n);
+    return p + n;
+}
+
+/* One record line. The converter writes one per record, so the line is put together without
+ * printf, and each function's quoted name is made once (tool_names). */
+static int record(struct yaml *y, const struct stf_item *it, const struct ythr *t, const char *kind,
+                  const uint8_t *data, size_t len)
+{
+    const char *name = tool_names_get(&y->names, t->func_id, make_name, y);
+    if (!name)
+        return -1;
+    char buf[160];
+    char *p = put_str(buf, "  - { type: ");
+    p = tool_put_i64(p, t->type);
+    p = put_str(p, ", func-id: ");
+    p = tool_put_i64(p, t->func_id);
+    p = put_str(p, ", function: ");
+    fwrite(buf, 1, (size_t)(p - buf), y->f);
+    fputs(name, y->f);
     if (y->nargs && it->kind == STF_K_FUNCTION) {
         fputs(", args: [ ", y->f);
         for (size_t i = 0; i < y->nargs; i++)
             fprintf(y->f, "%s%" PRIu64, i ? ", " : "", y->args[i]);
         fputs(" ]", y->f);
     }
-    fprintf(y->f,
-            ", cpu: %u, thread: %" PRId32 ", process: %" PRId32 ", kind: %s, tsc: %" PRIu64
-            ", data: ",
-            (unsigned)it->cpu, it->tid, it->pid, kind, it->tsc);
-    scalar(y->f, data, len);
+    p = put_str(buf, ", cpu: ");
+    p = tool_put_i64(p, it->cpu);
+    p = put_str(p, ", thread: ");
+    p = tool_put_i64(p, it->tid);
+    p = put_str(p, ", process: ");
+    p = tool_put_i64(p, it->pid);
+    p = put_str(p, ", kind: ");
+    p = put_str(p, kind);
+    p = put_str(p, ", tsc: ");
+    p = tool_put_u64(p, it->tsc);
+    p = put_str(p, ", data: ");
+    fwrite(buf, 1, (size_t)(p - buf), y->f);
+    if (len == 0)
+        fputs("''", y->f); /* what scalar() writes for an empty string */
+    else
+        scalar(y->f, data, len);
     fputs(" }\n", y->f);
+    return 0;
 }
 
 static int flush_pending(struct yaml *y)
@@ -221,9 +257,10 @@ static int flush_pending(struct yaml *y)
     t->func_id = y->fn.func_id;
     static const char *const kinds[] = {"function-enter", "function-exit", "function-tail-exit",
                                         "function-enter-arg"};
-    record(y, &y->fn, t, y->fn.action < 4 ? kinds[y->fn.action] : "function-enter", NULL, 0);
+    int rc =
+        record(y, &y->fn, t, y->fn.action < 4 ? kinds[y->fn.action] : "function-enter", NULL, 0);
     y->nargs = 0;
-    return 0;
+    return rc;
 }
 
 static int yaml_item(struct yaml *y, const struct stf_item *it)
@@ -256,9 +293,8 @@ static int yaml_item(struct yaml *y, const struct stf_item *it)
         return -1;
     if (it->kind == STF_M_TYPED_EVENT)
         t->type = it->event_type;
-    record(y, it, t, it->kind == STF_M_TYPED_EVENT ? "typed-event" : "custom-event", it->payload,
-           it->payload_len);
-    return 0;
+    return record(y, it, t, it->kind == STF_M_TYPED_EVENT ? "typed-event" : "custom-event",
+                  it->payload, it->payload_len);
 }
 
 int convert_yaml(const char *path, const char *out, const char *syms_opt)
@@ -304,6 +340,7 @@ int convert_yaml(const char *path, const char *out, const char *syms_opt)
     free(y.t);
     free(y.args);
     u64map_free(&y.map);
+    tool_names_free(&y.names);
     tool_trace_close(&tr);
     return status;
 }
