@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #ifdef __cplusplus
@@ -354,6 +355,9 @@ char *stf_syms_path_for(const char *trace_path);
 /* Load a sidecar. STF_ERR_IO if it cannot be opened (errno kept; ENOENT = missing),
  * STF_ERR_SYMS if malformed: err receives "FILE:LINE: reason". */
 int stf_syms_load(struct stf_syms **out, const char *path, char *err, size_t errlen);
+/* The same from an open stream (closed here); path only names it in messages. */
+int stf_syms_load_stream(struct stf_syms **out, FILE *fp, const char *path, char *err,
+                         size_t errlen);
 void stf_syms_free(struct stf_syms *s);
 
 /* Name for (objid, fid), or NULL if unknown or empty. s may be NULL. */

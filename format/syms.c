@@ -263,6 +263,20 @@ int stf_syms_load(struct stf_syms **out, const char *path, char *err, size_t err
         errno = e;
         return STF_ERR_IO;
     }
+    return stf_syms_load_stream(out, fp, path, err, errlen);
+}
+
+int stf_syms_load_stream(struct stf_syms **out, FILE *fp, const char *path, char *err,
+                         size_t errlen)
+{
+    if (err && errlen)
+        err[0] = '\0';
+    if (!out || !fp || !path) {
+        if (fp)
+            fclose(fp);
+        return STF_ERR_ARG;
+    }
+    *out = NULL;
     struct stf_syms *s = calloc(1, sizeof *s);
     if (!s) {
         fclose(fp);

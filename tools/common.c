@@ -2,6 +2,8 @@
  * "sledtrace: FILE: offset N: reason", so that scripts can match them. */
 #include "common.h"
 
+#include "stp.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -252,13 +254,62 @@ struct stf_syms *tool_load_syms(const char *trace_path, const char *syms_opt, bo
     return s;
 }
 
+static bool is_elf(const char *path)
+{
+    unsigned char m[4] = {0};
+    FILE *f = fopen(path, "rbe");
+    if (!f)
+        return false;
+    size_t n = fread(m, 1, sizeof m, f);
+    fclose(f);
+    return n == 4 && memcmp(m, "\177ELF", 4) == 0;
+}
+
+/* Names from an instrumented binary, as llvm-xray -m reads them: its xray_instr_map gives the
+ * function ids (the ones compiler-rt and sledtrace write for the executable, object 0), its
+ * symbol table their names. The patcher reads both; they become a sidecar in memory. */
+static int syms_from_binary(struct stf_syms **s, const char *path, char *err, size_t errlen)
+{
+    struct stp_object *obj;
+    int rc = stp_object_open(path, 0, &obj);
+    if (rc != 0) {
+        snprintf(err, errlen, "%s: %s", path, stp_strerror(rc));
+        return STF_ERR_SYMS;
+    }
+    char *text = NULL;
+    size_t len = 0;
+    FILE *w = open_memstream(&text, &len);
+    if (!w) {
+        stp_object_close(obj);
+        return STF_ERR_NOMEM;
+    }
+    fprintf(w, "sledtrace-syms\t1\no\t0\t0x0\t%s\n", path);
+    for (size_t i = 0; i < stp_object_nfuncs(obj); i++) {
+        uint32_t id;
+        uintptr_t addr;
+        const char *name;
+        stp_object_func(obj, i, &id, &addr, &name);
+        fprintf(w, "f\t0\t%" PRIu32 "\t0x%llx\t%s\n", id, (unsigned long long)addr, name);
+    }
+    stp_object_close(obj);
+    if (fclose(w) != 0) {
+        free(text);
+        return STF_ERR_NOMEM;
+    }
+    FILE *r = fmemopen(text, len, "r");
+    rc = r ? stf_syms_load_stream(s, r, path, err, errlen) : STF_ERR_NOMEM;
+    free(text);
+    return rc;
+}
+
 static struct stf_syms *load_syms(const char *trace_path, const char *syms_opt, bool *ok)
 {
     char err[512];
     struct stf_syms *s = NULL;
     *ok = true;
     if (syms_opt) {
-        int rc = stf_syms_load(&s, syms_opt, err, sizeof err);
+        int rc = is_elf(syms_opt) ? syms_from_binary(&s, syms_opt, err, sizeof err)
+                                  : stf_syms_load(&s, syms_opt, err, sizeof err);
         if (rc != STF_OK) {
             tool_err("%s", err[0] ? err : stf_strerror(rc));
             *ok = false;

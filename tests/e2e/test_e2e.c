@@ -122,6 +122,19 @@ static void check_with_llvm_xray(const char *work, const char *bin, const char *
     cr_assert_eq(seen, e->nfuncs, "llvm-xray account lists %d functions, expected %d", seen,
                  e->nfuncs);
     e2e_run_free(&r);
+
+    /* sledtrace's own -m: --syms BINARY names the functions from the binary's map and symbol
+     * table, exactly as the sidecar does (for traces without one, such as compiler-rt's). */
+    struct e2e_run with_bin, with_sidecar;
+    e2e_run_sh(work, &with_bin, "'" E2E_SLEDTRACE "' account '%s' --format csv --syms '%s'", trace,
+               bin);
+    e2e_run_sh(work, &with_sidecar, "'" E2E_SLEDTRACE "' account '%s' --format csv", trace);
+    cr_assert(WIFEXITED(with_bin.status) && WEXITSTATUS(with_bin.status) == 0,
+              "account --syms BINARY: %s", with_bin.err);
+    cr_assert_str_eq(with_bin.out, with_sidecar.out, "names from %s differ from the sidecar's",
+                     bin);
+    e2e_run_free(&with_bin);
+    e2e_run_free(&with_sidecar);
 }
 
 /* ---- the core check ---------------------------------------------------------------------- */

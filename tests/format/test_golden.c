@@ -221,3 +221,20 @@ Test(golden, convert_fdr_rewrites)
         free(out);
     }
 }
+
+/* --syms may name a binary instead of a sidecar; one without an instrumentation map (the tool
+ * itself) is refused with one line naming it, exit 1. */
+Test(golden, syms_binary_without_map_refused)
+{
+    cr_assert_eq(chdir(data_dir()), 0);
+    const char *argv[] = {tr_bin(), "account", "real-mt.fdr", "--syms", tr_bin(), NULL};
+    struct tr_out r = tr_run(argv);
+    cr_assert_eq(r.code, 1, "%s", r.e);
+    char want[1024];
+    snprintf(want, sizeof want,
+             "sledtrace: %s: no xray_instr_map section (not built with -fxray-instrument?)\n",
+             tr_bin());
+    cr_assert_str_eq(r.e, want);
+    cr_assert_str_eq(r.o, "");
+    tr_out_free(&r);
+}
