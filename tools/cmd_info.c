@@ -14,10 +14,10 @@ static void help(FILE *out)
 {
     fputs("usage: sledtrace info TRACE\n"
           "\n"
-          "Summarize a trace: header fields, threads (blocks, records, calls, custom/typed\n"
-          "events, first/last TSC and time since the first record, events lost), records by kind, "
-          "time span, dropped records, file size,\n"
-          "and the time and peak memory the decoding took.\n",
+          "Summarize a trace: header fields, records by kind, time span, dropped records,\n"
+          "file size, one line per thread (blocks, records, calls, custom/typed events,\n"
+          "first/last TSC and time since the first record, events lost), and the time and\n"
+          "peak memory the decoding took.\n",
           out);
 }
 
