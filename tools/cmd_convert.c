@@ -30,24 +30,24 @@
 
 static void help(FILE *out)
 {
-    fputs(
-        "usage: sledtrace convert TRACE --format fdr -o OUT\n"
-        "       sledtrace convert TRACE --format chrome|yaml [-o OUT] [--syms FILE]\n"
-        "\n"
-        "  --format fdr     rewrites an FDR trace (version 2 or later) with one block per\n"
-        "                   thread: the same records, byte for byte, in the same order per\n"
-        "                   thread. llvm-xray 14 can reorder the blocks of a thread that has\n"
-        "                   more than 16 of them; the converted trace is safe for llvm-xray\n"
-        "                   account, convert and stack.\n"
-        "  --format chrome  Chrome trace_event JSON (Perfetto, chrome://tracing): one\n"
-        "                   complete event per call, times in microseconds from the earliest\n"
-        "                   thread start; custom/typed events and loss markers as instant events.\n"
-        "  --format yaml    the YAML of 'llvm-xray convert --output-format=yaml', one record\n"
-        "                   per line, grouped by thread, names from the symbols file.\n"
-        "  -o OUT           output file (created, or truncated if it exists); chrome and yaml\n"
-        "                   write to stdout without it\n"
-        "  --syms FILE      symbols file (default: TRACE with .fdr replaced by .syms)\n",
-        out);
+    fputs("usage: sledtrace convert TRACE --format fdr -o OUT\n"
+          "       sledtrace convert TRACE --format chrome|yaml [-o OUT] [--syms FILE]\n"
+          "\n"
+          "  --format fdr     rewrites an FDR trace (version 2 or later) with one block per\n"
+          "                   thread: the same records, byte for byte, in the same order per\n"
+          "                   thread. llvm-xray 14 can reorder the blocks of a thread that has\n"
+          "                   more than 16 of them; the converted trace is safe for llvm-xray\n"
+          "                   account, convert and stack.\n"
+          "  --format chrome  Chrome trace_event JSON (Perfetto, chrome://tracing): one\n"
+          "                   complete event per call, times in microseconds from the earliest\n"
+          "                   thread start; custom/typed events and loss markers as instant\n"
+          "                   events.\n"
+          "  --format yaml    the YAML of 'llvm-xray convert --output-format=yaml', one record\n"
+          "                   per line, grouped by thread, names from the symbols file.\n"
+          "  -o OUT           output file (created, or truncated if it exists); chrome and yaml\n"
+          "                   write to stdout without it\n"
+          "  --syms FILE      symbols file (default: TRACE with .fdr replaced by .syms)\n",
+          out);
 }
 
 struct body {
