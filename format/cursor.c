@@ -515,6 +515,26 @@ int stf_cursor_prev(struct stf_cursor *c, struct stf_item *out)
     }
 }
 
+int stf_cursor_sync(struct stf_cursor *dst, const struct stf_cursor *src)
+{
+    if (!dst || !src || dst->nt != src->nt)
+        return STF_ERR_ARG;
+    if (dst->err)
+        return dst->err;
+    if (src->nt == 0)
+        return STF_OK;
+    const struct cthread *a = &src->t[src->sel], *b = &dst->t[src->sel];
+    if (a->pid != b->pid || a->tid != b->tid || a->nb != b->nb)
+        return STF_ERR_ARG;
+    if (dst->sel != src->sel)
+        dst->cached = false; /* the cache is per thread */
+    dst->sel = src->sel;
+    dst->blk = src->blk;
+    dst->bpos = src->bpos;
+    dst->live = false;
+    return dst->blk < b->nb ? load(dst, dst->blk) : STF_OK;
+}
+
 void stf_cursor_rewind(struct stf_cursor *c, bool to_end)
 {
     c->blk = c->bpos = 0;

@@ -330,6 +330,10 @@ int stf_cursor_prev(struct stf_cursor *c, struct stf_item *out);
 const char *stf_cursor_error(const struct stf_cursor *c, uint64_t *offset);
 /* Move before the first item, or after the last one (to walk backward with prev). */
 void stf_cursor_rewind(struct stf_cursor *c, bool to_end);
+/* Move dst, a second cursor on the same trace, to src's thread and position, e.g. to look ahead
+ * without moving src. dst decodes src's block into its own cache (once: a sync within the block
+ * it holds costs nothing). STF_ERR_ARG if the two do not index the same trace. */
+int stf_cursor_sync(struct stf_cursor *dst, const struct stf_cursor *src);
 /* Move before the first item whose time is >= tsc, where an item's time is the largest TSC of
  * its thread up to and including it (non-decreasing, so records without a TSC sort with the
  * record before them). Returns the new position (0 = before the first item). */

@@ -8,9 +8,12 @@
  *    two apart. Frames closed by an outer exit close with [repaired]; frames dropped at a loss
  *    marker close with [gap] before the "-- N events lost --" line, frames still open at the
  *    end of their thread with [unfinished] (no duration is known for those two).
- *  - exit (--order exit, or --min-duration, which needs each call's duration before its line):
- *    each call is one line printed when it returns (callees before their caller); the start
- *    column gives the entry order (`sort -s -k2,2n`).
+ *  - exit (--order exit): each call is one line printed when it returns (callees before their
+ *    caller); the start column gives the entry order (`sort -s -k2,2n`).
+ * --min-duration in entry order needs a call's duration at its entry: a second cursor, synced
+ * to the first (stf_cursor_sync), walks on until the call ends or the threshold is passed, so
+ * the extra reading is bounded by the call or by the threshold's worth of records; a call
+ * found shorter hides its callees without looking (they are shorter still).
  * Stack rule, repairs and loss markers as in account (callstack.h). */
 #include "callstack.h"
 
@@ -40,15 +43,17 @@ static void help(FILE *out)
           "  --order O          entry (default) or exit\n"
           "  --tid N            only thread N\n"
           "  --depth N          only calls at depth < N (top-level calls are depth 0)\n"
-          "  --min-duration NS  only calls lasting at least NS nanoseconds (exit order: a\n"
-          "                     call's duration is known when it returns)\n"
+          "  --min-duration NS  only calls lasting at least NS nanoseconds (and, in entry\n"
+          "                     order, callees of shown calls only: a shorter call hides\n"
+          "                     its callees too, as they are shorter still)\n"
           "  --filter GLOB      only functions whose name matches GLOB (fnmatch, e.g. 'f*')\n"
           "  --syms FILE        symbols file (default: TRACE with .fdr replaced by .syms)\n",
           out);
 }
 
-/* cs_frame.node bits, entry order: the frame's lines are shown; it is a leaf (one line). */
-enum { SHOWN = 1, LEAF = 2 };
+/* cs_frame.node bits, entry order: the frame's lines are shown; it is a leaf (one line); it is
+ * known to last less than --min-duration, and so are its callees. */
+enum { SHOWN = 1, LEAF = 2, SHORT = 4 };
 
 struct replay {
     const struct stf_syms *syms;
@@ -60,6 +65,12 @@ struct replay {
     const char *glob;
     uint64_t shown;
     bool next_exits; /* entry order: the item being fed is an entry whose exit comes next */
+    /* entry order with --min-duration: a second cursor looks ahead for a call's end */
+    struct stf_cursor *look;
+    const struct stf_cursor *main;
+    const struct stf_item *nxt; /* the item after the one being fed (main is past it) */
+    uint32_t *ids;              /* the lookahead's own stack of function ids */
+    size_t cap;
 };
 
 /* "TID     TIME " as printf("%-7d %12.9f ") would write it, at p; returns the end. Replay
@@ -159,16 +170,85 @@ static int on_loss(void *ctx, const struct cs_thread *t, uint64_t tsc, uint64_t 
 
 /* ---- entry order -------------------------------------------------------------------------- */
 
+static bool lasts(const struct replay *rp, uint64_t start, uint64_t end)
+{
+    return tool_ticks_to_ns(end >= start ? end - start : start - end, rp->freq) >= rp->min_ns;
+}
+
+/* Does frame f (t->st[depth], just entered, not a leaf) last at least --min-duration? The look
+ * cursor walks on from the item after f's entry with the stack rule, until f closes (its exit,
+ * or an exit of a frame below it: a repair) or the time passes the threshold. A frame dropped at
+ * a loss marker or still open at the end has no duration: no. 1, 0, or -1 on error. The walk
+ * costs the records of the call or of --min-duration, whichever ends first. */
+static int long_enough(struct replay *rp, const struct cs_thread *t, const struct cs_frame *f,
+                       size_t depth)
+{
+    if (!rp->nxt)
+        return 0; /* the thread ends: unfinished */
+    if (stf_cursor_sync(rp->look, rp->main) != STF_OK)
+        return -1;
+    size_t n = 0;
+    struct stf_item it = *rp->nxt;
+    for (;;) {
+        uint64_t lost;
+        if (it.kind == STF_M_CUSTOM_EVENT && stf_decode_loss(it.payload, it.payload_len, &lost))
+            return 0;
+        if (it.kind == STF_K_FUNCTION) {
+            if (lasts(rp, f->start, it.tsc))
+                return 1;
+            if (it.action == STF_ENTER || it.action == STF_ENTER_ARGS) {
+                if (n == rp->cap) {
+                    uint32_t *ids = tool_grow(rp->ids, &rp->cap, sizeof *ids, 64);
+                    if (!ids)
+                        return -1;
+                    rp->ids = ids;
+                }
+                rp->ids[n++] = it.func_id;
+            } else {
+                size_t i = n;
+                while (i > 0 && rp->ids[i - 1] != it.func_id)
+                    i--;
+                if (i > 0) {
+                    n = i - 1; /* a callee of f returns (and the frames above it) */
+                } else {
+                    bool closes = it.func_id == f->id;
+                    for (size_t k = 0; k < depth && !closes; k++)
+                        closes = t->st[k].id == it.func_id;
+                    if (closes)
+                        return lasts(rp, f->start, it.tsc);
+                    /* unmatched: ignored, as by the stack rule */
+                }
+            }
+        }
+        int rc = stf_cursor_next(rp->look, &it);
+        if (rc != STF_OK)
+            return rc == STF_END ? 0 : -1;
+    }
+}
+
 static int tree_enter(void *ctx, const struct cs_thread *t, struct cs_frame *f, size_t depth)
 {
     struct replay *rp = ctx;
     char buf[24];
     const char *name;
-    f->node = wanted(rp, t, f->id, depth, &name, buf, sizeof buf) ? SHOWN : 0;
-    if (rp->next_exits)
-        f->node |= LEAF; /* one line, at its exit */
-    else if (f->node & SHOWN) {
-        line(rp, t->tid, f->start, "", depth, "", name, " {");
+    bool show = wanted(rp, t, f->id, depth, &name, buf, sizeof buf);
+    f->node = rp->next_exits ? LEAF : 0; /* a leaf: one line, at its exit */
+    if (rp->min_ns && depth > 0 && (t->st[depth - 1].node & SHORT)) {
+        f->node |= SHORT; /* inside a shorter call */
+        show = false;
+    } else if (rp->min_ns && show) {
+        int r = rp->next_exits ? lasts(rp, f->start, rp->nxt->tsc) : long_enough(rp, t, f, depth);
+        if (r < 0)
+            return -1;
+        if (!r) {
+            f->node |= SHORT;
+            show = false;
+        }
+    }
+    if (show) {
+        f->node |= SHOWN;
+        if (!(f->node & LEAF))
+            line(rp, t->tid, f->start, "", depth, "", name, " {");
     }
     return 0;
 }
@@ -260,6 +340,8 @@ static int walk_entry(struct tool_trace *tr, struct callstack *cs, struct replay
         which ^= 1;
         *rc = next_stack_item(tr, &nxt, pay[which]);
         bool more = *rc == STF_OK && same_thread(&cur, &nxt);
+        rp->main = tr->c;
+        rp->nxt = more ? &nxt : NULL; /* NULL: cur is its thread's last stack record */
         rp->next_exits = more && cur.kind == STF_K_FUNCTION &&
                          (cur.action == STF_ENTER || cur.action == STF_ENTER_ARGS) &&
                          nxt.kind == STF_K_FUNCTION &&
@@ -336,12 +418,7 @@ int cmd_replay(int argc, char **argv)
         help(stderr);
         return EXIT_USAGE;
     }
-    if (have_min && order == 0) {
-        tool_err("replay: --min-duration needs exit order (a call's duration is known only "
-                 "when it returns)");
-        return EXIT_USAGE;
-    }
-    bool exit_order = order == 1 || (order < 0 && have_min);
+    bool exit_order = order == 1;
 
     struct tool_trace tr;
     if (tool_trace_open(&tr, path, syms_path, "reading", true) != EXIT_OK)
@@ -349,6 +426,14 @@ int cmd_replay(int argc, char **argv)
     rp.syms = tr.syms;
     rp.freq = tr.freq;
     rp.base = tool_trace_base(&tr);
+    if (have_min && !exit_order) {
+        char err[512];
+        if (stf_cursor_open(&rp.look, path, STF_READ_LENIENT, err, sizeof err) != STF_OK) {
+            tool_err("%s", err);
+            tool_trace_close(&tr);
+            return EXIT_BAD_TRACE;
+        }
+    }
 
     static const struct cs_ops ops = {.enter = NULL, .close = on_close, .loss = on_loss};
     struct callstack cs = {0};
@@ -380,6 +465,8 @@ int cmd_replay(int argc, char **argv)
                    cs.gaps, cs.gap_events, cs.gap_frames);
     }
     cs_free(&cs);
+    stf_cursor_close(rp.look);
+    free(rp.ids);
     tool_trace_close(&tr);
     if (fflush(stdout) != 0)
         status = EXIT_BAD_TRACE;

@@ -302,6 +302,8 @@ static void random_walks(bool damaged)
                  (unsigned long long)warned);
     uint64_t seen_bytes = st.bytes;
     uint32_t s = 99;
+    struct stf_cursor *c2;
+    cr_assert_eq(stf_cursor_open(&c2, p, 0, err, sizeof err), STF_OK, "%s", err);
     for (size_t t = 0; t < 3; t++) {
         struct ref *f = &refs[t];
         int32_t tid;
@@ -364,8 +366,22 @@ static void random_walks(bool damaged)
                 stf_cursor_rewind(c, end);
                 pos = end ? f->n : 0;
             }
+            if (step % 7 == 0) {
+                /* A second cursor synced to this one sees the same items around it. */
+                cr_assert_eq(stf_cursor_sync(c2, c), STF_OK);
+                if (pos < f->n) {
+                    cr_assert_eq(stf_cursor_next(c2, &it), STF_OK);
+                    cr_assert(same(&it, &f->it[pos]), "synced next at %zu differs", pos);
+                    cr_assert_eq(stf_cursor_prev(c2, &it), STF_OK);
+                }
+                if (pos > 0) {
+                    cr_assert_eq(stf_cursor_prev(c2, &it), STF_OK);
+                    cr_assert(same(&it, &f->it[pos - 1]), "synced prev at %zu differs", pos);
+                }
+            }
         }
     }
+    stf_cursor_close(c2);
     stf_cursor_stats(c, &st);
     cr_assert_eq(warned, want_warn, "warnings passed on %llu, reader gave %llu",
                  (unsigned long long)warned, (unsigned long long)want_warn);

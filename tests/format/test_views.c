@@ -150,12 +150,64 @@ Test(views, replay_entry_order_unfinished_and_filters)
                           "# shown: 0 of 2 calls, stack repairs: 0, unmatched exits: 0, "
                           "unfinished frames: 2\n");
     tr_out_free(&r);
-    const char *argv3[] = {tr_bin(), "replay", p, "--order", "entry", "--min-duration", "1", NULL};
-    r = tr_run(argv3);
-    cr_assert_eq(r.code, 2);
-    cr_assert(strstr(r.e, "--min-duration needs exit order"), "%s", r.e);
-    tr_out_free(&r);
     tr_remove_trace(p);
+}
+
+/* --min-duration in entry order looks ahead for each call's end: it must show exactly the calls
+ * exit order shows (which knows every duration), for thresholds from 0 to above the longest
+ * call, on the crafted trace (tail exit, repairs, a gap) and the real ones (exceptions,
+ * longjmp, signals, a real loss marker). Compared as multisets of (duration, name) lines. */
+static const char min_check_py[] =
+    "import subprocess, sys\n"
+    "tool, trace = sys.argv[1], sys.argv[2]\n"
+    "def calls(order, ns):\n"
+    "    out = subprocess.run([tool, 'replay', trace, '--order', order, '--min-duration', "
+    "str(ns)],\n"
+    "                         capture_output=True, text=True, check=True).stdout\n"
+    "    got = []\n"
+    "    for l in out.splitlines():\n"
+    "        if l.startswith('#') or ' events lost --' in l or l.endswith(' {'):\n"
+    "            continue\n"
+    "        f = l.split(None, 3)\n"
+    "        if f[2] == '-':\n"
+    "            continue\n"
+    "        name = f[3].strip()\n"
+    "        if name.startswith('} '):\n"
+    "            name = name[2:]\n"
+    "        got.append((f[0], f[2], name))\n"
+    "    return sorted(got)\n"
+    "n = 0\n"
+    "for ns in (0, 1, 10, 20, 30, 50, 100, 250, 300, 400, 1000, 3000, 10000, 60000, 500000,\n"
+    "           10**6, 10**9):\n"
+    "    a, b = calls('entry', ns), calls('exit', ns)\n"
+    "    assert a == b, (ns, [x for x in a if x not in b], [x for x in b if x not in a])\n"
+    "    n += len(a)\n"
+    "print(n)\n";
+
+Test(views, replay_min_duration_same_calls_in_both_orders)
+{
+    char *py = tg_tmpname(".py");
+    FILE *f = fopen(py, "w");
+    cr_assert(f);
+    fputs(min_check_py, f);
+    fclose(f);
+    char *p = write_trace();
+    const char *data = getenv("SLEDTRACE_DATA");
+    cr_assert(data && *data);
+    char ev[1024], lossy[1024];
+    snprintf(ev, sizeof ev, "%s/real-events.fdr", data);
+    snprintf(lossy, sizeof lossy, "%s/real-lossy.fdr", data);
+    const char *traces[] = {p, ev, lossy};
+    for (int i = 0; i < 3; i++) {
+        const char *argv[] = {"/usr/bin/python3", py, tr_bin(), traces[i], NULL};
+        struct tr_out r = tr_run(argv);
+        cr_assert_eq(r.code, 0, "%s: %s", traces[i], r.e);
+        cr_assert_gt(strtol(r.o, NULL, 10), 0, "%s: no call compared", traces[i]);
+        tr_out_free(&r);
+    }
+    tr_remove_trace(p);
+    unlink(py);
+    free(py);
 }
 
 Test(views, replay_golden)
@@ -215,9 +267,25 @@ Test(views, cxx_names_demangled)
 Test(views, replay_filters)
 {
     char *p = write_trace();
-    const char *argv[] = {tr_bin(), "replay",         p,     "--tid",    "100", "--depth",
-                          "2",      "--min-duration", "300", "--filter", "*",   NULL};
-    struct tr_out r = tr_run(argv);
+    const char *argv0[] = {tr_bin(), "replay",         p,     "--tid",    "100", "--depth",
+                           "2",      "--min-duration", "300", "--filter", "*",   NULL};
+    struct tr_out r = tr_run(argv0);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert_str_eq(r.o, "100      0.000000100             main {\n"
+                          "100      0.000000200               f {\n"
+                          "100      0.000000500      300ns    } f\n"
+                          "100      0.000000600               f {\n"
+                          "100      0.000001100      500ns    } f\n"
+                          "100      0.000002100    2.000us  } main\n"
+                          "# shown: 3 of 9 calls, stack repairs: 2, unmatched exits: 0, "
+                          "unfinished frames: 0\n"
+                          "# gaps: 1 (5 events dropped by the runtime); 1 frames open at a gap "
+                          "were left out\n");
+    tr_out_free(&r);
+    const char *argv[] = {
+        tr_bin(),         "replay", p,          "--tid", "100",     "--depth", "2",
+        "--min-duration", "300",    "--filter", "*",     "--order", "exit",    NULL};
+    r = tr_run(argv);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
     cr_assert_str_eq(r.o, "100      0.000000200      300ns    f\n"
                           "100      0.000000600      500ns    f\n"
