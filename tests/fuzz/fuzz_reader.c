@@ -1,9 +1,10 @@
 /* libFuzzer target for the trace reader and the cursor: every input is read to its end in strict
  * mode and in lenient mode, through a memfd (the reader takes a descriptor), item by item,
  * touching every payload byte; then a lenient cursor opens it (by /proc/self/fd path) and walks
- * every thread forward, backward, and forward again from a seek, so the block index, the live
- * decode after stf_reader_seek and the block cache meet damaged input too. Any crash, hang, out-of-bounds access or leak is a bug: bad input must only ever
- * produce an error code. Built with clang -fsanitize=fuzzer,address (tests/fuzz/meson.build). */
+ * every thread forward, backward, and forward again from a seek (with a second cursor synced
+ * to it now and then), so the block index, the live decode after stf_reader_seek and the block
+ * cache meet damaged input too. Any crash, hang, out-of-bounds access or leak is a bug: bad
+ * input must only ever produce an error code. Built with clang -fsanitize=fuzzer,address (tests/fuzz/meson.build). */
 #include "stf.h"
 
 #include <stddef.h>
@@ -35,9 +36,11 @@ static void walk_all(int fd)
 {
     char path[64];
     snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-    struct stf_cursor *c = NULL;
+    struct stf_cursor *c = NULL, *c2 = NULL;
     if (stf_cursor_open(&c, path, STF_READ_LENIENT, NULL, 0) != STF_OK)
         return;
+    if (stf_cursor_open(&c2, path, STF_READ_LENIENT, NULL, 0) != STF_OK)
+        c2 = NULL;
     volatile unsigned sum = 0;
     for (size_t t = 0; t < stf_cursor_threads(c); t++) {
         uint64_t items = 0;
@@ -50,11 +53,16 @@ static void walk_all(int fd)
         while (stf_cursor_prev(c, &it) == STF_OK && n++ < 2000000)
             sum += it.kind;
         stf_cursor_seek(c, items ? 1000 : 0);
-        while (stf_cursor_next(c, &it) == STF_OK && n++ < 3000000)
+        while (stf_cursor_next(c, &it) == STF_OK && n++ < 3000000) {
             sum += it.kind;
+            if (c2 && (n & 63) == 0 && stf_cursor_sync(c2, c) == STF_OK &&
+                stf_cursor_next(c2, &it) == STF_OK)
+                sum += it.kind;
+        }
     }
     struct stf_reader_stats st;
     stf_cursor_stats(c, &st);
+    stf_cursor_close(c2);
     stf_cursor_close(c);
 }
 
