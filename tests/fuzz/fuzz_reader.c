@@ -4,7 +4,8 @@
  * every thread forward, backward, and forward again from a seek (with a second cursor synced
  * to it now and then), so the block index, the live decode after stf_reader_seek and the block
  * cache meet damaged input too. Any crash, hang, out-of-bounds access or leak is a bug: bad
- * input must only ever produce an error code. Built with clang -fsanitize=fuzzer,address (tests/fuzz/meson.build). */
+ * input must only ever produce an error code. Built with clang -fsanitize=fuzzer,address
+ * (tests/fuzz/meson.build). */
 #include "stf.h"
 
 #include <stddef.h>
