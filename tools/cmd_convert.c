@@ -153,7 +153,7 @@ int cmd_convert(int argc, char **argv)
             (m = tool_option(argc, argv, &i, "convert", "--syms", &syms)) != 0) {
             if (m < 0)
                 return EXIT_USAGE;
-        } else if (argv[i][0] != '-' && !path) {
+        } else if ((argv[i][0] != '-' || !argv[i][1]) && !path) { /* "-": standard input */
             path = argv[i];
         } else {
             tool_err("convert: unexpected argument '%s'", argv[i]);
@@ -180,9 +180,25 @@ int cmd_convert(int argc, char **argv)
     return convert_fdr(path, out);
 }
 
+static int convert_fdr_from(const char *src, const char *path, const char *out);
+
+/* A piped trace is read twice (blocks, then their bytes): it is copied to a file first. */
 static int convert_fdr(const char *path, const char *out)
 {
-    struct stf_reader *r = tool_open_trace(path, STF_READ_LENIENT);
+    char tmp[64];
+    int spool;
+    const char *src = tool_seekable(path, tmp, sizeof tmp, &spool);
+    if (!src)
+        return EXIT_BAD_TRACE;
+    int status = convert_fdr_from(src, path, out);
+    if (spool >= 0)
+        close(spool);
+    return status;
+}
+
+static int convert_fdr_from(const char *src, const char *path, const char *out)
+{
+    struct stf_reader *r = tool_open_trace_as(src, path, STF_READ_LENIENT);
     if (!r)
         return EXIT_BAD_TRACE;
     struct stf_header h = *stf_reader_header(r);
@@ -253,7 +269,7 @@ static int convert_fdr(const char *path, const char *out)
     /* Pass 2. */
     int in = -1, fd = -1;
     if (status == EXIT_OK) {
-        in = open(path, O_RDONLY | O_CLOEXEC);
+        in = open(src, O_RDONLY | O_CLOEXEC);
         fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (in < 0 || fd < 0) {
             tool_err("%s: %s", in < 0 ? path : out, strerror(errno));

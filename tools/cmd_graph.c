@@ -152,7 +152,7 @@ int cmd_graph(int argc, char **argv)
             (m = tool_option(argc, argv, &i, "graph", "--syms", &syms_opt)) != 0) {
             if (m < 0)
                 return EXIT_USAGE;
-        } else if (argv[i][0] != '-' && !path) {
+        } else if ((argv[i][0] != '-' || !argv[i][1]) && !path) { /* "-": standard input */
             path = argv[i];
         } else {
             tool_err("graph: unexpected argument '%s'", argv[i]);

@@ -5,6 +5,8 @@
 #include "stp.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -66,17 +68,22 @@ int tool_reader_fail(struct stf_reader *r, const char *path, int rc)
     return EXIT_BAD_TRACE;
 }
 
-struct stf_reader *tool_open_trace(const char *path, int flags)
+struct stf_reader *tool_open_trace_as(const char *path, const char *name, int flags)
 {
     struct stf_reader *r = NULL;
     int rc = stf_reader_open(&r, path, flags);
     if (rc != STF_OK) {
-        tool_reader_fail(r, path, rc);
+        tool_reader_fail(r, name, rc);
         stf_reader_close(r);
         return NULL;
     }
-    stf_reader_set_warn(r, warn_cb, (void *)path);
+    stf_reader_set_warn(r, warn_cb, (void *)name);
     return r;
+}
+
+struct stf_reader *tool_open_trace(const char *path, int flags)
+{
+    return tool_open_trace_as(strcmp(path, "-") == 0 ? "/dev/stdin" : path, path, flags);
 }
 
 /* libstdc++'s demangler (the Itanium C++ ABI's __cxa_demangle, C linkage). Debian's
@@ -145,15 +152,85 @@ void *tool_grow(void *p, size_t *cap, size_t elem, size_t init)
     return n;
 }
 
+const char *tool_seekable(const char *path, char *buf, size_t len, int *fd)
+{
+    *fd = -1;
+    const char *src = strcmp(path, "-") == 0 ? "/dev/stdin" : path;
+    struct stat st;
+    if (stat(src, &st) == 0 && S_ISREG(st.st_mode))
+        return src;
+    if (stat(src, &st) == 0 && S_ISDIR(st.st_mode)) {
+        tool_err("%s: %s", path, strerror(EISDIR));
+        return NULL;
+    }
+    int in = open(src, O_RDONLY | O_CLOEXEC);
+    if (in < 0) {
+        tool_err("%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    const char *dir = getenv("TMPDIR");
+    if (!dir || !*dir)
+        dir = "/tmp";
+    char tmpl[PATH_MAX];
+    snprintf(tmpl, sizeof tmpl, "%s/sledtrace-input.XXXXXX", dir);
+    int out = mkostemp(tmpl, O_CLOEXEC);
+    if (out < 0) {
+        tool_err("%s: cannot make a temporary copy in %s: %s", path, dir, strerror(errno));
+        close(in);
+        return NULL;
+    }
+    unlink(tmpl);
+    static char chunk[1 << 16];
+    bool ok = true;
+    for (;;) {
+        ssize_t k = read(in, chunk, sizeof chunk);
+        if (k == 0)
+            break;
+        if (k < 0) {
+            if (errno == EINTR)
+                continue;
+            tool_err("%s: %s", path, strerror(errno));
+            close(in);
+            close(out);
+            return NULL;
+        }
+        for (ssize_t done = 0; ok && done < k;) {
+            ssize_t w = write(out, chunk + done, (size_t)(k - done));
+            if (w > 0)
+                done += w;
+            else if (w < 0 && errno != EINTR)
+                ok = false;
+        }
+        if (!ok)
+            break;
+    }
+    int e = errno;
+    close(in);
+    if (!ok) {
+        tool_err("%s: cannot make a temporary copy in %s: %s", path, dir, strerror(e));
+        close(out);
+        return NULL;
+    }
+    *fd = out;
+    snprintf(buf, len, "/proc/self/fd/%d", out);
+    return buf;
+}
+
 int tool_trace_open(struct tool_trace *t, const char *path, const char *syms_opt, const char *what,
                     bool streams_stdout)
 {
-    *t = (struct tool_trace){.path = path};
-    char err[512];
+    *t = (struct tool_trace){.path = path, .spool = -1};
+    char err[512], tmp[64];
+    const char *src = tool_seekable(path, tmp, sizeof tmp, &t->spool);
+    if (!src)
+        return EXIT_BAD_TRACE;
     int rc =
-        stf_cursor_open_warn(&t->c, path, STF_READ_LENIENT, warn_cb, (void *)path, err, sizeof err);
+        stf_cursor_open_warn(&t->c, src, STF_READ_LENIENT, warn_cb, (void *)path, err, sizeof err);
     if (rc != STF_OK) {
-        tool_err("%s", err);
+        size_t n = strlen(src);
+        bool named = strncmp(err, src, n) == 0; /* name the file the user gave */
+        tool_err("%s%s", named ? path : "", named ? err + n : err);
+        tool_trace_close(t);
         return EXIT_BAD_TRACE;
     }
     bool ok;
@@ -241,8 +318,11 @@ void tool_trace_close(struct tool_trace *t)
 {
     stf_cursor_close(t->c);
     stf_syms_free(t->syms);
+    if (t->spool >= 0)
+        close(t->spool);
     t->c = NULL;
     t->syms = NULL;
+    t->spool = -1;
 }
 
 struct stf_syms *tool_load_syms(const char *trace_path, const char *syms_opt, bool *ok)
@@ -315,6 +395,11 @@ static struct stf_syms *load_syms(const char *trace_path, const char *syms_opt, 
             *ok = false;
         }
         return s;
+    }
+    if (strcmp(trace_path, "-") == 0) {
+        tool_err("standard input: warning: no symbols file (--syms FILE names one); functions are "
+                 "shown as #id");
+        return NULL;
     }
     char *path = stf_syms_path_for(trace_path);
     if (!path) {

@@ -44,6 +44,8 @@ bool tool_wants_help(int argc, char **argv);
 /* Open a trace; on failure prints "sledtrace: FILE: offset N: reason" and returns NULL. In
  * lenient mode warnings are printed to stderr (first 10, then a count at tool_warn_summary). */
 struct stf_reader *tool_open_trace(const char *path, int flags);
+/* The same for a file opened at path but named name in messages (a temporary copy). */
+struct stf_reader *tool_open_trace_as(const char *path, const char *name, int flags);
 /* Option "--name VALUE" or "--name=VALUE" at argv[*i]: 1 (value in *val, *i advanced), 0 (not
  * this option) or -1 (value missing; error printed, prefixed by cmd). */
 int tool_option(int argc, char **argv, int *i, const char *cmd, const char *name, const char **val);
@@ -56,6 +58,12 @@ int tool_choice(const char *cmd, const char *what, const char *v, const char *co
  * elem bytes (init when *cap is 0) and updates *cap, or NULL (p and *cap unchanged) on failure
  * or overflow. */
 void *tool_grow(void *p, size_t *cap, size_t elem, size_t init);
+
+/* A trace the tools can seek in: a regular file is used where it is; anything else (a pipe,
+ * /dev/stdin, "-" for standard input) is first copied to an unlinked temporary file in $TMPDIR
+ * (default /tmp), whose /proc/self/fd path goes to buf and whose descriptor to *fd (else -1;
+ * the caller closes it). Returns the path to open, or NULL with the error printed. */
+const char *tool_seekable(const char *path, char *buf, size_t len, int *fd);
 
 /* How the analysis commands read a trace: through the cursor (stf.h), one thread after another
  * in first-seen order, each thread's items in its own order; memory does not grow with the
@@ -70,6 +78,7 @@ struct tool_trace {
     bool started;  /* a thread is selected */
     uint64_t n;    /* items handed out */
     struct tool_progress prog;
+    int spool; /* descriptor of the temporary copy of a piped trace, or -1 */
 };
 /* what: progress label ("reading"); streams_stdout: the command writes its output while it
  * reads (no progress when stdout is the same terminal). EXIT_OK, or EXIT_BAD_TRACE with the error

@@ -238,3 +238,54 @@ Test(golden, syms_binary_without_map_refused)
     cr_assert_str_eq(r.o, "");
     tr_out_free(&r);
 }
+
+/* A trace read from a pipe ("-" is standard input): the analysis commands copy it to a
+ * temporary file first (they read each thread's blocks in turn), dump and info stream it. The
+ * output equals the one from the file itself. */
+Test(golden, traces_from_standard_input)
+{
+    cr_assert_eq(chdir(data_dir()), 0);
+    static const char *const cmds[] = {
+        "account",
+        "account --per-thread",
+        "replay",
+        "replay --order exit",
+        "stack",
+        "stack --format folded",
+        "graph",
+        "convert --format chrome",
+        "convert --format yaml",
+        "flamegraph -o /dev/stdout",
+        "dump",
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        char a[1024], b[1024];
+        snprintf(a, sizeof a, "'%s' %s real-events.fdr --syms real-events.syms", tr_bin(), cmds[i]);
+        snprintf(b, sizeof b, "cat real-events.fdr | '%s' %s - --syms real-events.syms", tr_bin(),
+                 cmds[i]);
+        const char *av[] = {"/bin/sh", "-c", a, NULL}, *bv[] = {"/bin/sh", "-c", b, NULL};
+        struct tr_out x = tr_run(av), y = tr_run(bv);
+        cr_assert_eq(y.code, 0, "%s from a pipe: %s", cmds[i], y.e);
+        cr_assert_gt(strlen(x.o), 100, "%s: %s", cmds[i], x.e);
+        cr_assert_str_eq(y.o, x.o, "%s: output from a pipe differs", cmds[i]);
+        tr_out_free(&x);
+        tr_out_free(&y);
+    }
+    /* convert --format fdr reads its input twice: from a pipe too */
+    char *out = tg_tmpname(".fdr");
+    char c[1024];
+    snprintf(c, sizeof c, "cat real-events.fdr | '%s' convert - --format fdr -o '%s'", tr_bin(),
+             out);
+    const char *cv[] = {"/bin/sh", "-c", c, NULL};
+    struct tr_out r = tr_run(cv);
+    cr_assert_eq(r.code, 0, "%s", r.e);
+    tr_out_free(&r);
+    const char *dv[] = {tr_bin(), "dump", out, "--syms", "real-events.syms", NULL};
+    r = tr_run(dv);
+    char *want = tr_slurp("golden/ev-convert-fdr.out");
+    cr_assert_str_eq(r.o, want);
+    free(want);
+    tr_out_free(&r);
+    unlink(out);
+    free(out);
+}
