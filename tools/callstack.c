@@ -108,9 +108,15 @@ int cs_feed(struct callstack *cs, const struct stf_item *it, const struct cs_ops
         }
         if (it->kind == STF_M_CUSTOM_EVENT || it->kind == STF_M_TYPED_EVENT)
             t->last = it->tsc;
+        if (it->kind == STF_M_CALL_ARG && t->args_open && t->depth) {
+            struct cs_frame *f = &t->st[t->depth - 1]; /* the call that logs them */
+            if (f->nargs++ == 0)
+                f->arg = it->value;
+        }
         return 0;
     }
     t->last = it->tsc;
+    t->args_open = it->action == STF_ENTER_ARGS;
     if (it->action == STF_ENTER || it->action == STF_ENTER_ARGS) {
         if (t->depth == t->cap) {
             struct cs_frame *n = tool_grow(t->st, &t->cap, sizeof *n, 64);
@@ -119,7 +125,7 @@ int cs_feed(struct callstack *cs, const struct stf_item *it, const struct cs_ops
             t->st = n;
         }
         struct cs_frame *f = &t->st[t->depth++];
-        *f = (struct cs_frame){.id = it->func_id, .node = 0, .start = it->tsc, .child = 0};
+        *f = (struct cs_frame){.id = it->func_id, .start = it->tsc};
         return ops && ops->enter ? ops->enter(ctx, t, f, t->depth - 1) : 0;
     }
     size_t i = t->depth;

@@ -23,13 +23,16 @@ struct cs_frame {
     uint32_t id;
     uint32_t node; /* free for the caller (stack tree node) */
     uint64_t start, child;
+    uint64_t arg;   /* first logged argument (CallArgument after an enter-with-args) */
+    uint32_t nargs; /* arguments logged for this call */
 };
 
 struct cs_thread {
     int32_t pid, tid;
     struct cs_frame *st;
     size_t depth, cap;
-    uint64_t last; /* TSC of the thread's last function record or event */
+    uint64_t last;  /* TSC of the thread's last function record or event */
+    bool args_open; /* the last function record entered with arguments: CallArguments follow */
 };
 
 /* Why a frame closed: its own exit, an exit of a function below it (a repair), a loss marker or

@@ -64,7 +64,9 @@ struct replay {
     uint64_t min_ns;
     const char *glob;
     uint64_t shown;
-    bool next_exits; /* entry order: the item being fed is an entry whose exit comes next */
+    bool next_exits;   /* entry order: the item being fed is an entry whose exit comes next */
+    uint64_t pend_arg; /* entry order: the arguments logged after the entry being fed */
+    uint32_t pend_nargs;
     /* entry order with --min-duration: a second cursor looks ahead for a call's end */
     struct stf_cursor *look;
     const struct stf_cursor *main;
@@ -90,9 +92,9 @@ static char *put_head(const struct replay *rp, char *p, int32_t tid, uint64_t ts
 }
 
 /* One line: head, the duration right-aligned in 10 columns, two spaces, two more per depth,
- * then pre, name and post. */
+ * then pre, name, args and post. */
 static void line(const struct replay *rp, int32_t tid, uint64_t tsc, const char *dur, size_t depth,
-                 const char *pre, const char *name, const char *post)
+                 const char *pre, const char *name, const char *args, const char *post)
 {
     static const char spaces[64] =
         "                                                               ";
@@ -115,8 +117,21 @@ static void line(const struct replay *rp, int32_t tid, uint64_t tsc, const char 
     }
     fputs(pre, stdout);
     fputs(name, stdout);
+    fputs(args, stdout);
     fputs(post, stdout);
     putchar('\n');
+}
+
+/* A call's logged argument, as uftrace shows arguments: "(42)", "(0x7ffd12345678)" (values of
+ * 2^32 and more, often addresses, in hex), "(42, ...)" when it logged more than one (the
+ * runtime keeps the first); "" without one. */
+static const char *arg_text(char *buf, size_t len, const struct cs_frame *f)
+{
+    if (!f->nargs)
+        return "";
+    snprintf(buf, len, f->arg >> 32 ? "(0x%" PRIx64 "%s)" : "(%" PRIu64 "%s)", f->arg,
+             f->nargs > 1 ? ", ..." : "");
+    return buf;
 }
 
 /* Does a frame of this thread, function and depth pass --tid, --depth and --filter? */
@@ -145,7 +160,9 @@ static int on_close(void *ctx, const struct cs_close *c)
         return 0;
     char d[32];
     tool_fmt_ns(d, sizeof d, ns);
-    line(rp, c->t->tid, c->f->start, d, c->depth, "", name, c->repaired ? " [repaired]" : "");
+    char a[48];
+    line(rp, c->t->tid, c->f->start, d, c->depth, "", name, arg_text(a, sizeof a, c->f),
+         c->repaired ? " [repaired]" : "");
     rp->shown++;
     return 0;
 }
@@ -231,8 +248,11 @@ static int tree_enter(void *ctx, const struct cs_thread *t, struct cs_frame *f, 
     struct replay *rp = ctx;
     char buf[24];
     const char *name;
+    char a[48];
     bool show = wanted(rp, t, f->id, depth, &name, buf, sizeof buf);
     f->node = rp->next_exits ? LEAF : 0; /* a leaf: one line, at its exit */
+    f->arg = rp->pend_arg;               /* its CallArguments were read with the lookahead */
+    f->nargs = rp->pend_nargs;
     if (rp->min_ns && depth > 0 && (t->st[depth - 1].node & SHORT)) {
         f->node |= SHORT; /* inside a shorter call */
         show = false;
@@ -248,7 +268,7 @@ static int tree_enter(void *ctx, const struct cs_thread *t, struct cs_frame *f, 
     if (show) {
         f->node |= SHOWN;
         if (!(f->node & LEAF))
-            line(rp, t->tid, f->start, "", depth, "", name, " {");
+            line(rp, t->tid, f->start, "", depth, "", name, arg_text(a, sizeof a, f), " {");
     }
     return 0;
 }
@@ -261,7 +281,9 @@ static void close_unknown(const struct replay *rp, const struct cs_thread *t,
         return;
     char buf[24];
     const char *name = stf_syms_name(rp->syms, f->id, buf, sizeof buf);
-    line(rp, t->tid, tsc, "-", depth, f->node & LEAF ? "" : "} ", name, why);
+    char a[48];
+    line(rp, t->tid, tsc, "-", depth, f->node & LEAF ? "" : "} ", name,
+         f->node & LEAF ? arg_text(a, sizeof a, f) : "", why);
 }
 
 static int tree_close(void *ctx, const struct cs_close *c)
@@ -273,8 +295,9 @@ static int tree_close(void *ctx, const struct cs_close *c)
     const char *name = stf_syms_name(rp->syms, c->f->id, buf, sizeof buf);
     tool_fmt_ns(d, sizeof d, tool_ticks_to_ns(c->dur, rp->freq));
     bool leaf = c->f->node & LEAF;
+    char a[48];
     line(rp, c->t->tid, leaf ? c->f->start : c->end, d, c->depth, leaf ? "" : "} ", name,
-         c->repaired ? " [repaired]" : "");
+         leaf ? arg_text(a, sizeof a, c->f) : "", c->repaired ? " [repaired]" : "");
     rp->shown++;
     return 0;
 }
@@ -310,14 +333,17 @@ static bool same_thread(const struct stf_item *a, const struct stf_item *b)
 
 /* The next function record or loss marker (the only records that change a stack; the others,
  * call arguments and events included, are skipped so that a call with arguments is still a
- * leaf). A loss marker's payload is copied to pay: reading on may move the cursor's buffer. */
-static int next_stack_item(struct tool_trace *tr, struct stf_item *it, uint8_t *pay)
+ * leaf; the arguments are kept in rp for the entry before them). A loss marker's payload is copied to pay: reading on may move the cursor's buffer. */
+static int next_stack_item(struct tool_trace *tr, struct stf_item *it, uint8_t *pay,
+                           struct replay *rp)
 {
     int rc;
     while ((rc = tool_trace_next(tr, it)) == STF_OK) {
         uint64_t lost;
         if (it->kind == STF_K_FUNCTION)
             return rc;
+        if (it->kind == STF_M_CALL_ARG && rp->pend_nargs++ == 0)
+            rp->pend_arg = it->value;
         if (it->kind == STF_M_CUSTOM_EVENT &&
             stf_decode_loss(it->payload, it->payload_len, &lost)) {
             memcpy(pay, it->payload, STF_LOSS_PAYLOAD);
@@ -335,10 +361,13 @@ static int walk_entry(struct tool_trace *tr, struct callstack *cs, struct replay
     struct stf_item cur, nxt;
     uint8_t pay[2][STF_LOSS_PAYLOAD];
     int which = 0;
-    *rc = next_stack_item(tr, &cur, pay[which]);
+    *rc = next_stack_item(tr, &cur, pay[which], rp);
     while (*rc == STF_OK) {
         which ^= 1;
-        *rc = next_stack_item(tr, &nxt, pay[which]);
+        rp->pend_nargs = 0;
+        *rc = next_stack_item(tr, &nxt, pay[which], rp);
+        if (!(cur.kind == STF_K_FUNCTION && cur.action == STF_ENTER_ARGS))
+            rp->pend_nargs = 0; /* not cur's: a misplaced CallArgument (the reader warned) */
         bool more = *rc == STF_OK && same_thread(&cur, &nxt);
         rp->main = tr->c;
         rp->nxt = more ? &nxt : NULL; /* NULL: cur is its thread's last stack record */

@@ -144,6 +144,14 @@ static int on_close(void *ctx, const struct cs_close *cl)
     fputs(name, c->f);
     p = put_str(buf, "\",\"args\":{\"id\":");
     p = tool_put_i64(p, fr->id);
+    if (fr->nargs) { /* the logged argument: a number while JSON keeps it exact, else hex */
+        if (fr->arg < (1ull << 53)) {
+            p = put_str(p, ",\"arg\":");
+            p = tool_put_u64(p, fr->arg);
+        } else {
+            p += snprintf(p, 32, ",\"arg\":\"0x%" PRIx64 "\"", fr->arg);
+        }
+    }
     static const char *const closed[] = {NULL, ",\"closed\":\"repaired\"", ",\"closed\":\"gap\"",
                                          ",\"closed\":\"unfinished\""};
     if (closed[cl->why])

@@ -111,7 +111,7 @@ Test(exports, chrome_exact_events)
            "{\"ph\":\"M\",\"pid\":100,\"tid\":100,\"ts\":0.000,\"name\":\"thread_name\","
            "\"args\":{\"name\":\"thread 100\"}},\n"
            "{\"ph\":\"X\",\"pid\":100,\"tid\":100,\"ts\":0.200,\"dur\":0.300,\"cat\":\"function\","
-           "\"name\":\"f\",\"args\":{\"id\":2}},\n"
+           "\"name\":\"f\",\"args\":{\"id\":2,\"arg\":7}},\n"
            "{\"ph\":\"X\",\"pid\":100,\"tid\":100,\"ts\":0.600,\"dur\":1.000,\"cat\":\"function\","
            "\"name\":\"f\",\"args\":{\"id\":2}},\n"
            "{\"ph\":\"X\",\"pid\":100,\"tid\":100,\"ts\":1.700,\"dur\":0.050,\"cat\":\"function\","

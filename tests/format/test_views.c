@@ -76,7 +76,7 @@ static char *write_trace(void)
     return p;
 }
 
-/* Entry order (the default): leaves on one line (g's call argument does not make it a caller),
+/* Entry order (the default): leaves on one line (g, which logs its argument 42, is still one),
  * callers open with '{' at their entry and close at their exit, repaired frames close at the
  * exit that repaired them, the frame open at the loss marker closes there with [gap]. */
 Test(views, replay_entry_order)
@@ -87,7 +87,7 @@ Test(views, replay_entry_order)
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
     cr_assert_str_eq(r.o, "100      0.000000100             main {\n"
                           "100      0.000000200               f {\n"
-                          "100      0.000000300      100ns      g\n"
+                          "100      0.000000300      100ns      g(42)\n"
                           "100      0.000000500      300ns    } f\n"
                           "100      0.000000600               f {\n"
                           "100      0.000000700                 h {\n"
@@ -216,7 +216,7 @@ Test(views, replay_golden)
     const char *argv[] = {tr_bin(), "replay", p, "--order", "exit", NULL};
     struct tr_out r = tr_run(argv);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
-    cr_assert_str_eq(r.o, "100      0.000000300      100ns      g\n"
+    cr_assert_str_eq(r.o, "100      0.000000300      100ns      g(42)\n"
                           "100      0.000000200      300ns    f\n"
                           "100      0.000000800      300ns        #9 [repaired]\n"
                           "100      0.000000700      400ns      h [repaired]\n"
@@ -580,4 +580,49 @@ Test(views, memory_does_not_grow_with_the_trace, .timeout = 120)
     }
     tr_remove_trace(small);
     tr_remove_trace(big);
+}
+
+/* Logged arguments: replay shows the first one as uftrace does (decimal, hex from 2^32 on, ", ..."
+ * when more were logged), in both orders; chrome puts it in args.arg (a string in hex beyond
+ * 2^53, which JSON numbers cannot hold exactly). */
+Test(views, call_arguments_shown)
+{
+    struct tg g;
+    tg_init(&g, 5, 1000000000, 4096);
+    tg_block_begin(&g, 100, 100, 0, 900);
+    tg_func(&g, MAIN, STF_ENTER_ARGS, 1000);
+    tg_call_arg(&g, 0x123456789ull);
+    tg_call_arg(&g, 5);
+    tg_func(&g, F, STF_ENTER_ARGS, 1100);
+    tg_call_arg(&g, 1ull << 60);
+    tg_func(&g, F, STF_EXIT, 1200);
+    tg_func(&g, MAIN, STF_EXIT, 1300);
+    tg_block_end(&g);
+    char *p = tr_write_trace(&g, true);
+    tg_free(&g);
+    const char *argv[] = {tr_bin(), "replay", p, NULL};
+    struct tr_out r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "%s", r.e);
+    cr_assert_str_eq(r.o, "100      0.000000100             main(0x123456789, ...) {\n"
+                          "100      0.000000200      100ns    f(0x1000000000000000)\n"
+                          "100      0.000000400      300ns  } main\n"
+                          "# shown: 2 of 2 calls, stack repairs: 0, unmatched exits: 0, "
+                          "unfinished frames: 0\n");
+    tr_out_free(&r);
+    const char *argv2[] = {tr_bin(), "replay", p, "--order", "exit", NULL};
+    r = tr_run(argv2);
+    cr_assert_eq(r.code, 0, "%s", r.e);
+    cr_assert_str_eq(r.o, "100      0.000000200      100ns    f(0x1000000000000000)\n"
+                          "100      0.000000100      300ns  main(0x123456789, ...)\n"
+                          "# shown: 2 of 2 calls, stack repairs: 0, unmatched exits: 0, "
+                          "unfinished frames: 0\n");
+    tr_out_free(&r);
+    const char *argv3[] = {tr_bin(), "convert", p, "--format", "chrome", NULL};
+    r = tr_run(argv3);
+    cr_assert_eq(r.code, 0, "%s", r.e);
+    cr_assert(strstr(r.o, "\"name\":\"f\",\"args\":{\"id\":2,\"arg\":\"0x1000000000000000\"}}"),
+              "%s", r.o);
+    cr_assert(strstr(r.o, "\"name\":\"main\",\"args\":{\"id\":1,\"arg\":4886718345}}"), "%s", r.o);
+    tr_out_free(&r);
+    tr_remove_trace(p);
 }
