@@ -474,6 +474,13 @@ char *tool_put_secs(char *p, uint64_t ns, int width)
     return p + (q - tmp);
 }
 
+char *tool_put_str(char *p, const char *s)
+{
+    size_t n = strlen(s);
+    memcpy(p, s, n);
+    return p + n;
+}
+
 char *tool_put_u64(char *p, uint64_t v)
 {
     return put_u64(p, v);

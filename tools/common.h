@@ -110,6 +110,7 @@ void tool_fmt_ns(char *buf, size_t len, uint64_t ns);
 char *tool_put_secs(char *p, uint64_t ns, int width);
 char *tool_put_i64(char *p, int64_t v);
 char *tool_put_u64(char *p, uint64_t v);
+char *tool_put_str(char *p, const char *s); /* s without its terminator */
 /* ticks -> nanoseconds at the given frequency (frequency 0: ticks are taken as ns). */
 uint64_t tool_ticks_to_ns(uint64_t ticks, uint64_t freq);
 double tool_ticks_to_s(uint64_t ticks, uint64_t freq);

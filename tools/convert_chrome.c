@@ -59,26 +59,19 @@ static char *put_us(char *p, int64_t ns)
     return p;
 }
 
-static char *put_str(char *p, const char *s)
-{
-    size_t n = strlen(s);
-    memcpy(p, s, n);
-    return p + n;
-}
-
 /* An event object's start (separator, ph, pid, tid, ts) at p (64 bytes suffice); returns the
  * end. The converter writes one event per call, so events are put together without printf. */
 static char *event_head(struct chrome *c, char *p, const char *ph, int32_t pid, int32_t tid,
                         int64_t ts)
 {
-    p = put_str(p, c->first ? "\n{\"ph\":\"" : ",\n{\"ph\":\"");
+    p = tool_put_str(p, c->first ? "\n{\"ph\":\"" : ",\n{\"ph\":\"");
     c->first = false;
-    p = put_str(p, ph);
-    p = put_str(p, "\",\"pid\":");
+    p = tool_put_str(p, ph);
+    p = tool_put_str(p, "\",\"pid\":");
     p = tool_put_i64(p, pid);
-    p = put_str(p, ",\"tid\":");
+    p = tool_put_str(p, ",\"tid\":");
     p = tool_put_i64(p, tid);
-    p = put_str(p, ",\"ts\":");
+    p = tool_put_str(p, ",\"ts\":");
     return put_us(p, ts);
 }
 
@@ -137,16 +130,16 @@ static int on_close(void *ctx, const struct cs_close *cl)
     }
     char buf[192];
     char *p = event_head(c, buf, "X", cl->t->pid, cl->t->tid, s);
-    p = put_str(p, ",\"dur\":");
+    p = tool_put_str(p, ",\"dur\":");
     p = put_us(p, e > s ? e - s : 0);
-    p = put_str(p, ",\"cat\":\"function\",\"name\":\"");
+    p = tool_put_str(p, ",\"cat\":\"function\",\"name\":\"");
     fwrite(buf, 1, (size_t)(p - buf), c->f);
     fputs(name, c->f);
-    p = put_str(buf, "\",\"args\":{\"id\":");
+    p = tool_put_str(buf, "\",\"args\":{\"id\":");
     p = tool_put_i64(p, fr->id);
     if (fr->nargs) { /* the logged argument: a number while JSON keeps it exact, else hex */
         if (fr->arg < (1ull << 53)) {
-            p = put_str(p, ",\"arg\":");
+            p = tool_put_str(p, ",\"arg\":");
             p = tool_put_u64(p, fr->arg);
         } else {
             p += snprintf(p, 32, ",\"arg\":\"0x%" PRIx64 "\"", fr->arg);
@@ -155,8 +148,8 @@ static int on_close(void *ctx, const struct cs_close *cl)
     static const char *const closed[] = {NULL, ",\"closed\":\"repaired\"", ",\"closed\":\"gap\"",
                                          ",\"closed\":\"unfinished\""};
     if (closed[cl->why])
-        p = put_str(p, closed[cl->why]);
-    p = put_str(p, "}}");
+        p = tool_put_str(p, closed[cl->why]);
+    p = tool_put_str(p, "}}");
     fwrite(buf, 1, (size_t)(p - buf), c->f);
     return 0;
 }

@@ -197,13 +197,6 @@ static void make_name(FILE *f, uint32_t id, void *ctx)
     scalar(f, name, strlen(name));
 }
 
-static char *put_str(char *p, const char *s)
-{
-    size_t n = strlen(s);
-    memcpy(p, s, n);
-    return p + n;
-}
-
 /* One record line. The converter writes one per record, so the line is put together without
  * printf, and each function's quoted name is made once (tool_names). */
 static int record(struct yaml *y, const struct stf_item *it, const struct ythr *t, const char *kind,
@@ -213,11 +206,11 @@ static int record(struct yaml *y, const struct stf_item *it, const struct ythr *
     if (!name)
         return -1;
     char buf[160];
-    char *p = put_str(buf, "  - { type: ");
+    char *p = tool_put_str(buf, "  - { type: ");
     p = tool_put_i64(p, t->type);
-    p = put_str(p, ", func-id: ");
+    p = tool_put_str(p, ", func-id: ");
     p = tool_put_i64(p, t->func_id);
-    p = put_str(p, ", function: ");
+    p = tool_put_str(p, ", function: ");
     fwrite(buf, 1, (size_t)(p - buf), y->f);
     fputs(name, y->f);
     if (y->nargs && it->kind == STF_K_FUNCTION) {
@@ -226,17 +219,17 @@ static int record(struct yaml *y, const struct stf_item *it, const struct ythr *
             fprintf(y->f, "%s%" PRIu64, i ? ", " : "", y->args[i]);
         fputs(" ]", y->f);
     }
-    p = put_str(buf, ", cpu: ");
+    p = tool_put_str(buf, ", cpu: ");
     p = tool_put_i64(p, it->cpu);
-    p = put_str(p, ", thread: ");
+    p = tool_put_str(p, ", thread: ");
     p = tool_put_i64(p, it->tid);
-    p = put_str(p, ", process: ");
+    p = tool_put_str(p, ", process: ");
     p = tool_put_i64(p, it->pid);
-    p = put_str(p, ", kind: ");
-    p = put_str(p, kind);
-    p = put_str(p, ", tsc: ");
+    p = tool_put_str(p, ", kind: ");
+    p = tool_put_str(p, kind);
+    p = tool_put_str(p, ", tsc: ");
     p = tool_put_u64(p, it->tsc);
-    p = put_str(p, ", data: ");
+    p = tool_put_str(p, ", data: ");
     fwrite(buf, 1, (size_t)(p - buf), y->f);
     if (len == 0)
         fputs("''", y->f); /* what scalar() writes for an empty string */
