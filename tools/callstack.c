@@ -235,13 +235,15 @@ static int tree_close(void *ctx, const struct cs_close *c)
     return 0;
 }
 
-int cs_tree_load(const char *path, const char *syms_opt, struct cs_tree *tree, struct callstack *cs,
-                 struct stf_syms **syms, uint64_t *freq)
+int cs_tree_load(const char *path, const char *syms_opt, const int32_t *tid, struct cs_tree *tree,
+                 struct callstack *cs, struct stf_syms **syms, uint64_t *freq)
 {
     *syms = NULL;
     struct tool_trace tr;
     if (tool_trace_open(&tr, path, syms_opt, "reading", false) != EXIT_OK)
         return EXIT_BAD_TRACE;
+    tr.one = tid != NULL;
+    tr.tid = tid ? *tid : 0;
     *freq = tr.freq;
     if (tree_root(tree) != 0) {
         tool_trace_close(&tr);

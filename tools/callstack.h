@@ -102,10 +102,11 @@ struct cs_tree {
  * error printed, prefixed by cmd, for anything else. */
 int cs_parse_by(const char *cmd, const char *v, bool *by_count);
 
-/* Read a whole trace into tree (stacks of closed frames). Prints errors; returns an exit code.
- * On success *syms (may be NULL) and *freq are set; the caller frees tree, cs and syms. */
-int cs_tree_load(const char *path, const char *syms_opt, struct cs_tree *tree, struct callstack *cs,
-                 struct stf_syms **syms, uint64_t *freq);
+/* Read a whole trace (only thread *tid when tid is not NULL) into tree (stacks of closed
+ * frames). Prints errors; returns an exit code. On success *syms (may be NULL) and *freq are
+ * set; the caller frees tree, cs and syms. */
+int cs_tree_load(const char *path, const char *syms_opt, const int32_t *tid, struct cs_tree *tree,
+                 struct callstack *cs, struct stf_syms **syms, uint64_t *freq);
 void cs_tree_free(struct cs_tree *tree);
 /* Display name per node (node 0: "all"), ';' -> ':' and control characters -> ' ' so that
  * names fit the folded format. NULL on allocation failure. */

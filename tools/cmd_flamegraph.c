@@ -16,7 +16,8 @@ enum { SVG_W = 1200, PAD = 10, FRAME_H = 16, TOP = 44, CHAR_W = 7 };
 
 static void help(FILE *out)
 {
-    fputs("usage: sledtrace flamegraph TRACE -o OUT.svg [--by time|count] [--syms FILE]\n"
+    fputs("usage: sledtrace flamegraph TRACE -o OUT.svg [--by time|count] [--tid N]\n"
+          "                            [--syms FILE]\n"
           "\n"
           "Write an interactive flame graph of the aggregated call stacks (see 'sledtrace\n"
           "stack') as a self-contained SVG: hover a frame for its name, weight and share,\n"
@@ -25,6 +26,7 @@ static void help(FILE *out)
           "\n"
           "  -o, --output FILE  the SVG file to write (required)\n"
           "  --by time|count    width: inclusive time (default) or number of calls\n"
+          "  --tid N            only thread N\n"
           "  --syms FILE        symbols file (default: TRACE with .fdr replaced by .syms)\n",
           out);
 }
@@ -181,6 +183,8 @@ static int write_svg(FILE *f, const struct cs_tree *tr, char **names, const uint
 
 int cmd_flamegraph(int argc, char **argv)
 {
+    int32_t tid = 0;
+    bool have_tid = false;
     const char *path = NULL, *syms_path = NULL, *out = NULL;
     bool by_count = false;
     if (tool_wants_help(argc, argv)) {
@@ -198,6 +202,10 @@ int cmd_flamegraph(int argc, char **argv)
             if (m < 0)
                 return EXIT_USAGE;
             out = v;
+        } else if ((m = tool_tid_option(argc, argv, &i, "flamegraph", &tid)) != 0) {
+            if (m < 0)
+                return EXIT_USAGE;
+            have_tid = true;
         } else if ((m = tool_option(argc, argv, &i, "flamegraph", "--syms", &v)) != 0) {
             if (m < 0)
                 return EXIT_USAGE;
@@ -224,7 +232,7 @@ int cmd_flamegraph(int argc, char **argv)
     struct callstack cs = {0};
     struct stf_syms *syms = NULL;
     uint64_t freq = 0;
-    int status = cs_tree_load(path, syms_path, &tree, &cs, &syms, &freq);
+    int status = cs_tree_load(path, syms_path, have_tid ? &tid : NULL, &tree, &cs, &syms, &freq);
     size_t nn = tree.nn;
     char **names = NULL;
     uint64_t *tot = NULL;

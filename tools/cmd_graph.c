@@ -21,7 +21,7 @@
 
 static void help(FILE *out)
 {
-    fputs("usage: sledtrace graph TRACE [-o OUT] [--syms FILE]\n"
+    fputs("usage: sledtrace graph TRACE [-o OUT] [--tid N] [--syms FILE]\n"
           "\n"
           "Writes the call graph as Graphviz DOT (render with 'dot -Tsvg'): one node per\n"
           "function (name, calls, total time), one edge per caller -> callee pair (calls and\n"
@@ -30,6 +30,7 @@ static void help(FILE *out)
           "timestamp.\n"
           "\n"
           "  -o OUT        output file (default: stdout)\n"
+          "  --tid N       only thread N\n"
           "  --syms FILE   symbols file (default: TRACE with .fdr replaced by .syms)\n",
           out);
 }
@@ -145,11 +146,17 @@ int cmd_graph(int argc, char **argv)
         help(stdout);
         return EXIT_OK;
     }
+    int32_t tid = 0;
+    bool have_tid = false;
     for (int i = 1; i < argc; i++) {
         int m;
-        if ((m = tool_option(argc, argv, &i, "graph", "-o", &out)) != 0 ||
-            (m = tool_option(argc, argv, &i, "graph", "--output", &out)) != 0 ||
-            (m = tool_option(argc, argv, &i, "graph", "--syms", &syms_opt)) != 0) {
+        if ((m = tool_tid_option(argc, argv, &i, "graph", &tid)) != 0) {
+            if (m < 0)
+                return EXIT_USAGE;
+            have_tid = true;
+        } else if ((m = tool_option(argc, argv, &i, "graph", "-o", &out)) != 0 ||
+                   (m = tool_option(argc, argv, &i, "graph", "--output", &out)) != 0 ||
+                   (m = tool_option(argc, argv, &i, "graph", "--syms", &syms_opt)) != 0) {
             if (m < 0)
                 return EXIT_USAGE;
         } else if ((argv[i][0] != '-' || !argv[i][1]) && !path) { /* "-": standard input */
@@ -170,6 +177,8 @@ int cmd_graph(int argc, char **argv)
         return EXIT_BAD_TRACE;
     struct stf_syms *syms = tr.syms;
     uint64_t freq = tr.freq;
+    tr.one = have_tid;
+    tr.tid = tid;
     struct graph g = {0};
     static const struct cs_ops ops = {.enter = on_enter, .close = on_close};
     struct callstack cs = {.close_open = true};

@@ -402,16 +402,10 @@ int cmd_replay(int argc, char **argv)
             static const char *const orders[] = {"entry", "exit"};
             if (m < 0 || (order = tool_choice("replay", "order", v, orders, 2)) < 0)
                 return EXIT_USAGE;
-        } else if ((m = tool_option(argc, argv, &i, "replay", "--tid", &v)) != 0) {
-            char *end;
-            long t = m > 0 ? strtol(v, &end, 10) : 0;
-            if (m < 0 || !*v || *end || t < INT32_MIN || t > INT32_MAX) {
-                if (m > 0)
-                    tool_err("replay: --tid needs an integer, not '%s'", v);
+        } else if ((m = tool_tid_option(argc, argv, &i, "replay", &rp.tid)) != 0) {
+            if (m < 0)
                 return EXIT_USAGE;
-            }
             rp.have_tid = true;
-            rp.tid = (int32_t)t;
         } else if ((m = tool_option(argc, argv, &i, "replay", "--depth", &v)) != 0) {
             if (m < 0 || !tool_parse_u64(v, &rp.depth) || rp.depth == 0) {
                 if (m > 0)
@@ -455,6 +449,8 @@ int cmd_replay(int argc, char **argv)
     rp.syms = tr.syms;
     rp.freq = tr.freq;
     rp.base = tool_trace_base(&tr);
+    tr.one = rp.have_tid;
+    tr.tid = rp.tid;
     if (have_min && !exit_order) {
         char err[512];
         if (stf_cursor_open(&rp.look, path, STF_READ_LENIENT, err, sizeof err) != STF_OK) {

@@ -14,7 +14,7 @@
 static void help(FILE *out)
 {
     fputs("usage: sledtrace stack TRACE [--by time|count] [--format text|folded]\n"
-          "                       [--syms FILE]\n"
+          "                       [--tid N] [--syms FILE]\n"
           "\n"
           "Aggregated call stacks of closed calls, root first: 'main;parse;lex'. The weight of\n"
           "a stack is the self time (ns) of the calls with exactly that stack (--by time, the\n"
@@ -25,6 +25,7 @@ static void help(FILE *out)
           "  --format text|folded  text table (default, heaviest first) or folded lines\n"
           "                        'a;b;c WEIGHT' sorted by stack (flamegraph.pl, inferno,\n"
           "                        speedscope); the summary then goes to stderr\n"
+          "  --tid N               only thread N\n"
           "  --syms FILE           symbols file (default: TRACE with .fdr replaced by .syms)\n",
           out);
 }
@@ -71,6 +72,8 @@ static char *path_of(const struct cs_tree *tr, char **names, uint32_t node)
 
 int cmd_stack(int argc, char **argv)
 {
+    int32_t tid = 0;
+    bool have_tid = false;
     const char *path = NULL, *syms_path = NULL;
     bool by_count = false, folded = false;
     if (tool_wants_help(argc, argv)) {
@@ -89,6 +92,10 @@ int cmd_stack(int argc, char **argv)
             if (k < 0)
                 return EXIT_USAGE;
             folded = k == 1;
+        } else if ((m = tool_tid_option(argc, argv, &i, "stack", &tid)) != 0) {
+            if (m < 0)
+                return EXIT_USAGE;
+            have_tid = true;
         } else if ((m = tool_option(argc, argv, &i, "stack", "--syms", &v)) != 0) {
             if (m < 0)
                 return EXIT_USAGE;
@@ -112,7 +119,7 @@ int cmd_stack(int argc, char **argv)
     struct callstack cs = {0};
     struct stf_syms *syms = NULL;
     uint64_t freq = 0;
-    int status = cs_tree_load(path, syms_path, &tree, &cs, &syms, &freq);
+    int status = cs_tree_load(path, syms_path, have_tid ? &tid : NULL, &tree, &cs, &syms, &freq);
     char **names = NULL;
     struct srow *rows = NULL;
     size_t nrows = 0;

@@ -127,6 +127,23 @@ int tool_option(int argc, char **argv, int *i, const char *cmd, const char *name
     return 0;
 }
 
+int tool_tid_option(int argc, char **argv, int *i, const char *cmd, int32_t *tid)
+{
+    const char *v;
+    int m = tool_option(argc, argv, i, cmd, "--tid", &v);
+    if (m <= 0)
+        return m;
+    char *end;
+    errno = 0;
+    long t = strtol(v, &end, 10);
+    if (!*v || *end || errno || t < INT32_MIN || t > INT32_MAX) {
+        tool_err("%s: --tid needs an integer, not '%s'", cmd, v);
+        return -1;
+    }
+    *tid = (int32_t)t;
+    return 1;
+}
+
 int tool_choice(const char *cmd, const char *what, const char *v, const char *const *names,
                 size_t n)
 {
@@ -253,9 +270,14 @@ int tool_trace_next(struct tool_trace *t, struct stf_item *it)
         if (!t->started) {
             if (t->thread >= stf_cursor_threads(t->c))
                 return STF_END;
-            int rc = stf_cursor_select(t->c, t->thread, NULL, NULL, NULL);
+            int32_t tid;
+            int rc = stf_cursor_select(t->c, t->thread, NULL, &tid, NULL);
             if (rc != STF_OK)
                 return rc;
+            if (t->one && tid != t->tid) {
+                t->thread++; /* another thread's: not even decoded */
+                continue;
+            }
             t->started = true;
         }
         int rc = stf_cursor_next(t->c, it);

@@ -46,6 +46,9 @@ bool tool_wants_help(int argc, char **argv);
 struct stf_reader *tool_open_trace(const char *path, int flags);
 /* The same for a file opened at path but named name in messages (a temporary copy). */
 struct stf_reader *tool_open_trace_as(const char *path, const char *name, int flags);
+/* Option --tid N at argv[*i]: 1 (N in *tid, *i advanced), 0 (not this option) or -1 (value
+ * missing or not a 32-bit integer; error printed, prefixed by cmd). */
+int tool_tid_option(int argc, char **argv, int *i, const char *cmd, int32_t *tid);
 /* Option "--name VALUE" or "--name=VALUE" at argv[*i]: 1 (value in *val, *i advanced), 0 (not
  * this option) or -1 (value missing; error printed, prefixed by cmd). */
 int tool_option(int argc, char **argv, int *i, const char *cmd, const char *name, const char **val);
@@ -79,6 +82,8 @@ struct tool_trace {
     uint64_t n;    /* items handed out */
     struct tool_progress prog;
     int spool; /* descriptor of the temporary copy of a piped trace, or -1 */
+    bool one;  /* only thread tid (--tid): the others are skipped unread */
+    int32_t tid;
 };
 /* what: progress label ("reading"); streams_stdout: the command writes its output while it
  * reads (no progress when stdout is the same terminal). EXIT_OK, or EXIT_BAD_TRACE with the error

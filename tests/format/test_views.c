@@ -264,6 +264,7 @@ Test(views, cxx_names_demangled)
     tr_remove_trace(p);
 }
 
+/* With --tid the summary counts that thread only (its 6 calls; the gap is thread 200's). */
 Test(views, replay_filters)
 {
     char *p = write_trace();
@@ -277,10 +278,8 @@ Test(views, replay_filters)
                           "100      0.000000600               f {\n"
                           "100      0.000001100      500ns    } f\n"
                           "100      0.000002100    2.000us  } main\n"
-                          "# shown: 3 of 9 calls, stack repairs: 2, unmatched exits: 0, "
-                          "unfinished frames: 0\n"
-                          "# gaps: 1 (5 events dropped by the runtime); 1 frames open at a gap "
-                          "were left out\n");
+                          "# shown: 3 of 6 calls, stack repairs: 2, unmatched exits: 0, "
+                          "unfinished frames: 0\n");
     tr_out_free(&r);
     const char *argv[] = {
         tr_bin(),         "replay", p,          "--tid", "100",     "--depth", "2",
@@ -290,10 +289,8 @@ Test(views, replay_filters)
     cr_assert_str_eq(r.o, "100      0.000000200      300ns    f\n"
                           "100      0.000000600      500ns    f\n"
                           "100      0.000000100    2.000us  main\n"
-                          "# shown: 3 of 9 calls, stack repairs: 2, unmatched exits: 0, "
-                          "unfinished frames: 0\n"
-                          "# gaps: 1 (5 events dropped by the runtime); 1 frames open at a gap "
-                          "were left out\n");
+                          "# shown: 3 of 6 calls, stack repairs: 2, unmatched exits: 0, "
+                          "unfinished frames: 0\n");
     tr_out_free(&r);
     const char *argv2[] = {tr_bin(), "replay", p, "--filter=#*", "--order=exit", NULL};
     r = tr_run(argv2);
@@ -623,6 +620,29 @@ Test(views, call_arguments_shown)
     cr_assert(strstr(r.o, "\"name\":\"f\",\"args\":{\"id\":2,\"arg\":\"0x1000000000000000\"}}"),
               "%s", r.o);
     cr_assert(strstr(r.o, "\"name\":\"main\",\"args\":{\"id\":1,\"arg\":4886718345}}"), "%s", r.o);
+    tr_out_free(&r);
+    tr_remove_trace(p);
+}
+
+/* --tid in stack, flamegraph and graph: only that thread's calls, other threads not read. */
+Test(views, tid_option_in_stack_and_graph)
+{
+    char *p = write_trace();
+    const char *argv[] = {tr_bin(), "stack", p, "--format", "folded", "--tid", "200", NULL};
+    struct tr_out r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "%s", r.e);
+    cr_assert_str_eq(r.o, "f 300\nf;g 100\ng 50\n");
+    cr_assert(strstr(r.e, "# calls: 3, stack repairs: 0"), "%s", r.e);
+    tr_out_free(&r);
+    const char *argv2[] = {tr_bin(), "graph", p, "--tid=100", NULL};
+    r = tr_run(argv2);
+    cr_assert_eq(r.code, 0, "%s", r.e);
+    cr_assert(strstr(r.o, "// calls: 6, stack repairs: 2, unmatched exits: 0, gaps: 0"), "%s", r.o);
+    tr_out_free(&r);
+    const char *argv3[] = {tr_bin(), "flamegraph", p, "-o", "/dev/null", "--tid", "1x", NULL};
+    r = tr_run(argv3);
+    cr_assert_eq(r.code, 2);
+    cr_assert_str_eq(r.e, "sledtrace: flamegraph: --tid needs an integer, not '1x'\n");
     tr_out_free(&r);
     tr_remove_trace(p);
 }
