@@ -18,10 +18,14 @@
  *    blocks not yet seen (once). An item's time for seeking is the running maximum of its
  *    thread's TSCs up to and including it, a non-decreasing key even when metadata records
  *    carry no TSC or a CPU change steps the counter back.
- *  - Lenient-mode warnings are passed on when the bytes they concern are read for the first
- *    time: during opening for framing between blocks and for each block's header (up to its
- *    first body record), during the first decode of a block for the rest of it (warnings at
- *    offsets opening read are not repeated). Decoding a block again is quiet.
+ *  - Lenient-mode warnings are passed on once, when the bytes they concern are first read:
+ *    opening reads framing between blocks and each block's header (up to its first body
+ *    record); decoding reads the rest. Each block remembers the offset up to which its
+ *    warnings were given (all of them once it has been decoded to its end); a warning about
+ *    an earlier offset, met again by a later decode (prev, seek, sync, a walk restarted), is
+ *    not passed on again.
+ *  - Threads are found by (pid, tid) through a small open-addressing table, so opening a trace
+ *    of many threads stays linear.
  *  - Errors (I/O; strict mode: grammar) are sticky; stf_cursor_error names offset and reason.
  *  - Single-threaded: one cursor, one caller at a time.
  */
@@ -37,7 +41,7 @@ struct cblock {
     uint64_t first;    /* items of the thread before this block (valid when counted) */
     uint64_t key;      /* running max TSC of the thread at this block's end (when counted) */
     uint64_t max_tsc;  /* largest TSC in this block (when seen) */
-    uint64_t hdr_end;  /* bytes before this offset were read (and warned about) by opening */
+    uint64_t warned;   /* warnings about bytes before this offset were given (see top) */
     uint32_t n;        /* items (when seen) */
     bool seen;         /* decoded once: n and max_tsc known, warnings given */
 };
@@ -71,8 +75,10 @@ struct stf_cursor {
 
     stf_warn_fn warn;
     void *warn_ctx;
-    bool quiet;       /* decoding a block seen before */
-    uint64_t hdr_end; /* decoding a block first: its part opening read (see cblock) */
+    struct cblock *wb; /* block being decoded: its warnings before wb->warned were given */
+    uint64_t *tkeys;   /* (pid, tid) -> thread index + 1, open addressing; tcap a power of 2 */
+    uint32_t *tvals;
+    size_t tcap;
     uint64_t warnings, records, bytes;
     int err;
 };
@@ -80,7 +86,7 @@ struct stf_cursor {
 static void on_warn(void *ctx, uint64_t offset, const char *msg)
 {
     struct stf_cursor *c = ctx;
-    if (c->quiet || offset < c->hdr_end)
+    if (c->wb && offset < c->wb->warned)
         return;
     c->warnings++;
     if (c->warn)
@@ -100,7 +106,7 @@ static void *grow(void *p, size_t *cap, size_t elem, size_t need)
 {
     if (need <= *cap)
         return p;
-    size_t nc = *cap ? *cap : 16;
+    size_t nc = *cap ? *cap : 4; /* small: a trace may have many threads */
     while (nc < need) {
         if (nc > SIZE_MAX / 2 / elem)
             return NULL;
@@ -112,21 +118,64 @@ static void *grow(void *p, size_t *cap, size_t elem, size_t need)
     return n;
 }
 
+static uint64_t tkey(int32_t pid, int32_t tid)
+{
+    return ((uint64_t)(uint32_t)pid << 32) | (uint32_t)tid;
+}
+
+static size_t tslot(const struct stf_cursor *c, uint64_t key)
+{
+    size_t s = (size_t)((key * 0x9e3779b97f4a7c15ull) >> 17) & (c->tcap - 1);
+    while (c->tvals[s] && c->tkeys[s] != key)
+        s = (s + 1) & (c->tcap - 1);
+    return s;
+}
+
+/* Index of thread (pid, tid), added if new; SIZE_MAX when out of memory. */
+static size_t thread_index(struct stf_cursor *c, int32_t pid, int32_t tid)
+{
+    if (2 * (c->nt + 1) > c->tcap) { /* keep the table at most half full */
+        size_t ncap = c->tcap ? 2 * c->tcap : 64;
+        uint64_t *nk = calloc(ncap, sizeof *nk);
+        uint32_t *nv = calloc(ncap, sizeof *nv);
+        if (!nk || !nv) {
+            free(nk);
+            free(nv);
+            return SIZE_MAX;
+        }
+        free(c->tkeys);
+        free(c->tvals);
+        c->tkeys = nk;
+        c->tvals = nv;
+        c->tcap = ncap;
+        for (size_t i = 0; i < c->nt; i++) {
+            size_t s = tslot(c, tkey(c->t[i].pid, c->t[i].tid));
+            c->tkeys[s] = tkey(c->t[i].pid, c->t[i].tid);
+            c->tvals[s] = (uint32_t)i + 1;
+        }
+    }
+    uint64_t key = tkey(pid, tid);
+    size_t s = tslot(c, key);
+    if (c->tvals[s])
+        return c->tvals[s] - 1;
+    struct cthread *n = grow(c->t, &c->capt, sizeof *n, c->nt + 1);
+    if (!n)
+        return SIZE_MAX;
+    c->t = n;
+    c->t[c->nt] = (struct cthread){.pid = pid, .tid = tid};
+    c->tkeys[s] = key;
+    c->tvals[s] = (uint32_t)c->nt + 1;
+    return c->nt++;
+}
+
 static int add_block(struct stf_cursor *c, int32_t pid, int32_t tid, uint64_t off, uint64_t end,
-                     uint64_t hdr_end, uint64_t index, size_t *last)
+                     uint64_t warned, uint64_t index, size_t *last)
 {
     size_t i = *last;
     if (!(i < c->nt && c->t[i].pid == pid && c->t[i].tid == tid)) {
-        for (i = 0; i < c->nt; i++)
-            if (c->t[i].pid == pid && c->t[i].tid == tid)
-                break;
-        if (i == c->nt) {
-            struct cthread *n = grow(c->t, &c->capt, sizeof *n, c->nt + 1);
-            if (!n)
-                return STF_ERR_NOMEM;
-            c->t = n;
-            c->t[c->nt++] = (struct cthread){.pid = pid, .tid = tid};
-        }
+        i = thread_index(c, pid, tid);
+        if (i == SIZE_MAX)
+            return STF_ERR_NOMEM;
         *last = i;
     }
     struct cthread *t = &c->t[i];
@@ -134,7 +183,7 @@ static int add_block(struct stf_cursor *c, int32_t pid, int32_t tid, uint64_t of
     if (!nb)
         return STF_ERR_NOMEM;
     t->b = nb;
-    t->b[t->nb++] = (struct cblock){.off = off, .end = end, .hdr_end = hdr_end, .index = index};
+    t->b[t->nb++] = (struct cblock){.off = off, .end = end, .warned = warned, .index = index};
     return STF_OK;
 }
 
@@ -156,7 +205,9 @@ static int build_index(struct stf_cursor *c)
         if (it.kind == STF_M_BUFFER_EXTENTS)
             continue;
         if (!pending || it.block != pblock) {
-            if (pending && (rc = add_block(c, pid, tid, start, end, end, pblock, &last)) != STF_OK)
+            /* a block that ended within its header was read, and warned about, whole */
+            if (pending &&
+                (rc = add_block(c, pid, tid, start, end, UINT64_MAX, pblock, &last)) != STF_OK)
                 return rc;
             pending = true;
             pblock = it.block;
@@ -174,31 +225,41 @@ static int build_index(struct stf_cursor *c)
         }
     }
     if (rc == STF_END && pending)
-        rc = add_block(c, pid, tid, start, end, end, pblock, &last);
+        rc = add_block(c, pid, tid, start, end, UINT64_MAX, pblock, &last);
     return rc == STF_END ? STF_OK : rc;
 }
 
 /* ---- decoding one block -------------------------------------------------------------------- */
 
-static int start_block(struct stf_cursor *c, const struct cblock *b)
+static int start_block(struct stf_cursor *c, struct cblock *b)
 {
     c->live = false;
-    c->quiet = b->seen;
-    c->hdr_end = b->hdr_end;
+    c->wb = b;
     return failed(c, stf_reader_seek(c->r, b->off, b->index));
 }
 
+/* An item of block b was read: its warnings have been given. */
+static void read_to(struct cblock *b, const struct stf_item *it)
+{
+    if (it->offset + it->size > b->warned)
+        b->warned = it->offset + it->size;
+}
+
 /* The block's next item: STF_OK, STF_END at the block's end, or an error. */
-static int block_next(struct stf_cursor *c, const struct cblock *b, struct stf_item *it)
+static int block_next(struct stf_cursor *c, struct cblock *b, struct stf_item *it)
 {
     for (;;) {
         int rc = stf_reader_next(c->r, it);
-        if (rc != STF_OK)
+        if (rc != STF_OK) {
+            if (rc == STF_END)
+                b->warned = UINT64_MAX; /* read to its end: every warning of it given */
             return rc == STF_END ? STF_END : failed(c, rc);
+        }
         if (it->block != b->index)
             return STF_END;
         if (it->kind == STF_M_BUFFER_EXTENTS)
             continue;
+        read_to(b, it);
         const struct cthread *t = &c->t[c->sel];
         it->pid = t->pid;
         it->tid = t->tid;
@@ -208,6 +269,7 @@ static int block_next(struct stf_cursor *c, const struct cblock *b, struct stf_i
 
 static void saw(struct stf_cursor *c, struct cblock *b, uint64_t n, uint64_t max_tsc)
 {
+    b->warned = UINT64_MAX;
     if (b->seen)
         return;
     b->seen = true;
@@ -357,6 +419,8 @@ void stf_cursor_close(struct stf_cursor *c)
     for (size_t i = 0; i < c->nt; i++)
         free(c->t[i].b);
     free(c->t);
+    free(c->tkeys);
+    free(c->tvals);
     free(c->items);
     free(c->pay);
     free(c->arena);
@@ -429,6 +493,7 @@ int stf_cursor_next(struct stf_cursor *c, struct stf_item *out)
             struct cblock *b = &t->b[c->blk];
             out->pid = t->pid;
             out->tid = t->tid;
+            read_to(b, out);
             c->bpos++;
             if (!b->seen && out->tsc > b->max_tsc)
                 b->max_tsc = out->tsc;

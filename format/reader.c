@@ -623,7 +623,8 @@ static int check_end_state(struct stf_reader *r)
 {
     if (r->state == B_BODY || r->eob_seen)
         return STF_OK;
-    return order(r, r->block_ext_off, "block ends before NewCPUId (after %s)",
+    /* reported where the block ends: that is where the NewCPUId turned out to be missing */
+    return order(r, cur_off(r), "block ends before NewCPUId (after %s)",
                  r->state == B_EXPECT_NEWBUFFER  ? "start"
                  : r->state == B_EXPECT_WALLTIME ? "NewBuffer"
                  : r->state == B_AFTER_WALLTIME  ? "Walltime"

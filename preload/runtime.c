@@ -532,7 +532,9 @@ __attribute__((visibility("default"))) void *dlopen(const char *file, int mode)
     } else if (h && atomic_load_explicit(&lazy, memory_order_relaxed)) {
         int saved = errno;
         pthread_mutex_lock(&objs_lock);
-        if (atomic_load_explicit(&lazy, memory_order_relaxed))
+        if (atomic_load_explicit(&tracing, memory_order_acquire))
+            scan_objects(); /* another thread's dlopen started tracing meanwhile */
+        else if (atomic_load_explicit(&lazy, memory_order_relaxed))
             lazy_start();
         pthread_mutex_unlock(&objs_lock);
         errno = saved;

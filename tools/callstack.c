@@ -119,7 +119,7 @@ int cs_feed(struct callstack *cs, const struct stf_item *it, const struct cs_ops
     t->args_open = it->action == STF_ENTER_ARGS;
     if (it->action == STF_ENTER || it->action == STF_ENTER_ARGS) {
         if (t->depth == t->cap) {
-            struct cs_frame *n = tool_grow(t->st, &t->cap, sizeof *n, 64);
+            struct cs_frame *n = tool_grow(t->st, &t->cap, sizeof *n, 8);
             if (!n)
                 return -1;
             t->st = n;
@@ -153,6 +153,17 @@ int cs_finish(struct callstack *cs, const struct cs_ops *ops, void *ctx)
             return rc;
     }
     return 0;
+}
+
+const struct cs_thread *cs_find(const struct callstack *cs, int32_t pid, int32_t tid)
+{
+    uint64_t key = ((uint64_t)(uint32_t)pid << 32) | (uint32_t)tid;
+    if (cs->last_ti && cs->last_key == key)
+        return &cs->t[cs->last_ti - 1];
+    for (size_t i = 0; i < cs->nt; i++) /* not the common case: threads end after their records */
+        if (cs->t[i].pid == pid && cs->t[i].tid == tid)
+            return &cs->t[i];
+    return NULL;
 }
 
 uint64_t cs_open_frames(const struct callstack *cs)

@@ -79,6 +79,8 @@ int cs_feed(struct callstack *cs, const struct stf_item *it, const struct cs_ops
 /* At the end, with close_open: closes every frame still open at its thread's last timestamp
  * (CS_END). Without close_open it does nothing (the frames stay open, see cs_open_frames). */
 int cs_finish(struct callstack *cs, const struct cs_ops *ops, void *ctx);
+/* The thread (pid, tid) if it has been seen, else NULL. */
+const struct cs_thread *cs_find(const struct callstack *cs, int32_t pid, int32_t tid);
 /* Frames still open (never exited). */
 uint64_t cs_open_frames(const struct callstack *cs);
 /* Closed ticks beneath top-level frames that never closed (still open at the end, or dropped at a

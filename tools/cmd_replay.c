@@ -73,10 +73,13 @@ struct replay {
     const struct stf_item *nxt; /* the item after the one being fed (main is past it) */
     uint32_t *ids;              /* the lookahead's own stack of function ids */
     size_t cap;
+    const char *fail; /* why the lookahead failed (else a failure is out of memory) */
 };
 
-/* "TID     TIME " as printf("%-7d %12.9f ") would write it, at p; returns the end. Replay
- * writes a line per call, so its lines are put together without printf. */
+/* "TID     TIME " like printf("%-7d %12.9f "), at p; returns the end. Replay writes a line per
+ * call, so its lines are put together without printf. The time is the integer nanosecond
+ * count (tool_ticks_to_ns, rounded half up), which can differ in the last digit from printf
+ * of the double ticks/frequency on exact half-nanosecond ties; it is the more exact one. */
 static char *put_head(const struct replay *rp, char *p, int32_t tid, uint64_t tsc)
 {
     char *q = tool_put_i64(p, tid);
@@ -196,14 +199,20 @@ static bool lasts(const struct replay *rp, uint64_t start, uint64_t end)
  * cursor walks on from the item after f's entry with the stack rule, until f closes (its exit,
  * or an exit of a frame below it: a repair) or the time passes the threshold. A frame dropped at
  * a loss marker or still open at the end has no duration: no. 1, 0, or -1 on error. The walk
- * costs the records of the call or of --min-duration, whichever ends first. */
+ * costs the records of the call or of --min-duration, whichever ends first. LIMIT: the call
+ * is accepted at the first record the threshold after its entry; if the counter later steps
+ * back inside the call (a TSCWrap to an earlier value, unsynchronised CPUs), its final
+ * duration can be shorter and exit order would leave it out. The counters sledtrace's runtime
+ * uses (an invariant TSC, else CLOCK_MONOTONIC) do not step back. */
 static int long_enough(struct replay *rp, const struct cs_thread *t, const struct cs_frame *f,
                        size_t depth)
 {
     if (!rp->nxt)
         return 0; /* the thread ends: unfinished */
-    if (stf_cursor_sync(rp->look, rp->main) != STF_OK)
+    if (stf_cursor_sync(rp->look, rp->main) != STF_OK) {
+        rp->fail = "the trace changed while it was read (--min-duration looks ahead in it)";
         return -1;
+    }
     size_t n = 0;
     struct stf_item it = *rp->nxt;
     for (;;) {
@@ -238,8 +247,12 @@ static int long_enough(struct replay *rp, const struct cs_thread *t, const struc
             }
         }
         int rc = stf_cursor_next(rp->look, &it);
-        if (rc != STF_OK)
-            return rc == STF_END ? 0 : -1;
+        if (rc != STF_OK) {
+            if (rc == STF_END)
+                return 0;
+            rp->fail = stf_cursor_error(rp->look, NULL);
+            return -1;
+        }
     }
 }
 
@@ -317,13 +330,9 @@ static int tree_loss(void *ctx, const struct cs_thread *t, uint64_t tsc, uint64_
 /* The end of a thread's records: its open frames close as [unfinished], top first. */
 static void tree_thread_end(struct replay *rp, const struct callstack *cs, int32_t pid, int32_t tid)
 {
-    for (size_t k = 0; k < cs->nt; k++) {
-        const struct cs_thread *t = &cs->t[k];
-        if (t->pid != pid || t->tid != tid)
-            continue;
-        for (size_t i = t->depth; i-- > 0;)
-            close_unknown(rp, t, &t->st[i], i, t->last, " [unfinished]");
-    }
+    const struct cs_thread *t = cs_find(cs, pid, tid);
+    for (size_t i = t ? t->depth : 0; i-- > 0;)
+        close_unknown(rp, t, &t->st[i], i, t->last, " [unfinished]");
 }
 
 static bool same_thread(const struct stf_item *a, const struct stf_item *b)
@@ -453,7 +462,8 @@ int cmd_replay(int argc, char **argv)
     tr.tid = rp.tid;
     if (have_min && !exit_order) {
         char err[512];
-        if (stf_cursor_open(&rp.look, path, STF_READ_LENIENT, err, sizeof err) != STF_OK) {
+        if (stf_cursor_open(&rp.look, tool_trace_source(&tr), STF_READ_LENIENT, err, sizeof err) !=
+            STF_OK) {
             tool_err("%s", err);
             tool_trace_close(&tr);
             return EXIT_BAD_TRACE;
@@ -466,7 +476,10 @@ int cmd_replay(int argc, char **argv)
     int rc, status = EXIT_OK;
     if (!exit_order) {
         if (walk_entry(&tr, &cs, &rp, &rc) != 0) {
-            tool_err("out of memory");
+            if (rp.fail && *rp.fail)
+                tool_err("%s: %s", path, rp.fail);
+            else
+                tool_err("out of memory");
             status = EXIT_BAD_TRACE;
         }
     } else {

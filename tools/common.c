@@ -215,7 +215,7 @@ const char *tool_seekable(const char *path, char *buf, size_t len, int *fd)
             ssize_t w = write(out, chunk + done, (size_t)(k - done));
             if (w > 0)
                 done += w;
-            else if (w < 0 && errno != EINTR)
+            else if (w == 0 || errno != EINTR)
                 ok = false;
         }
         if (!ok)
@@ -237,10 +237,12 @@ int tool_trace_open(struct tool_trace *t, const char *path, const char *syms_opt
                     bool streams_stdout)
 {
     *t = (struct tool_trace){.path = path, .spool = -1};
-    char err[512], tmp[64];
-    const char *src = tool_seekable(path, tmp, sizeof tmp, &t->spool);
+    char err[512];
+    const char *src = tool_seekable(path, t->src, sizeof t->src, &t->spool);
     if (!src)
         return EXIT_BAD_TRACE;
+    if (src != t->src) /* path itself, or "/dev/stdin" for "-" */
+        snprintf(t->src, sizeof t->src, "%s", src == path ? "" : src);
     int rc =
         stf_cursor_open_warn(&t->c, src, STF_READ_LENIENT, warn_cb, (void *)path, err, sizeof err);
     if (rc != STF_OK) {
@@ -294,6 +296,11 @@ int tool_trace_next(struct tool_trace *t, struct stf_item *it)
         t->started = false;
         t->thread++;
     }
+}
+
+const char *tool_trace_source(const struct tool_trace *t)
+{
+    return t->src[0] ? t->src : t->path;
 }
 
 uint64_t tool_trace_base(struct tool_trace *t)
@@ -702,27 +709,27 @@ void tool_progress_done(struct tool_progress *p)
 const char *tool_names_get(struct tool_names *c, uint32_t id,
                            void (*make)(FILE *f, uint32_t id, void *ctx), void *ctx)
 {
-    bool added;
-    long i = u64map_get(&c->map, id, &added);
-    if (i < 0)
-        return NULL;
-    if (!added)
-        return c->s[i];
-    if (c->n == c->cap) {
+    if (c->n == c->cap) { /* room first: the map and the array must stay in step */
         char **ns = tool_grow(c->s, &c->cap, sizeof *ns, 64);
         if (!ns)
             return NULL;
         c->s = ns;
     }
+    bool added;
+    long i = u64map_get(&c->map, id, &added);
+    if (i < 0)
+        return NULL;
+    if (!added)
+        return c->s[i]; /* NULL if making it failed: out of memory again */
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    if (!f)
-        return NULL;
-    make(f, id, ctx);
-    if (fclose(f) != 0) {
-        free(text);
-        return NULL;
+    if (f) {
+        make(f, id, ctx);
+        if (fclose(f) != 0) {
+            free(text);
+            text = NULL;
+        }
     }
     c->s[c->n++] = text;
     return text;

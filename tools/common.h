@@ -84,7 +84,10 @@ struct tool_trace {
     int spool; /* descriptor of the temporary copy of a piped trace, or -1 */
     bool one;  /* only thread tid (--tid): the others are skipped unread */
     int32_t tid;
+    char src[64]; /* what was opened when not path itself (a piped trace's copy, /dev/stdin) */
 };
+/* The file to open again for a second look at the trace (replay's lookahead). */
+const char *tool_trace_source(const struct tool_trace *t);
 /* what: progress label ("reading"); streams_stdout: the command writes its output while it
  * reads (no progress when stdout is the same terminal). EXIT_OK, or EXIT_BAD_TRACE with the error
  * printed and nothing left open. */

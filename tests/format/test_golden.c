@@ -250,6 +250,7 @@ Test(golden, traces_from_standard_input)
         "account --per-thread",
         "replay",
         "replay --order exit",
+        "replay --min-duration 1000",
         "stack",
         "stack --format folded",
         "graph",
@@ -263,13 +264,20 @@ Test(golden, traces_from_standard_input)
         snprintf(a, sizeof a, "'%s' %s real-events.fdr --syms real-events.syms", tr_bin(), cmds[i]);
         snprintf(b, sizeof b, "cat real-events.fdr | '%s' %s - --syms real-events.syms", tr_bin(),
                  cmds[i]);
+        char d[1024]; /* standard input redirected from the file: "-" is a regular file then */
+        snprintf(d, sizeof d, "'%s' %s - --syms real-events.syms < real-events.fdr", tr_bin(),
+                 cmds[i]);
         const char *av[] = {"/bin/sh", "-c", a, NULL}, *bv[] = {"/bin/sh", "-c", b, NULL};
-        struct tr_out x = tr_run(av), y = tr_run(bv);
+        const char *dv2[] = {"/bin/sh", "-c", d, NULL};
+        struct tr_out x = tr_run(av), y = tr_run(bv), z = tr_run(dv2);
         cr_assert_eq(y.code, 0, "%s from a pipe: %s", cmds[i], y.e);
+        cr_assert_eq(z.code, 0, "%s from a redirect: %s", cmds[i], z.e);
         cr_assert_gt(strlen(x.o), 100, "%s: %s", cmds[i], x.e);
         cr_assert_str_eq(y.o, x.o, "%s: output from a pipe differs", cmds[i]);
+        cr_assert_str_eq(z.o, x.o, "%s: output from a redirect differs", cmds[i]);
         tr_out_free(&x);
         tr_out_free(&y);
+        tr_out_free(&z);
     }
     /* convert --format fdr reads its input twice: from a pipe too */
     char *out = tg_tmpname(".fdr");
