@@ -58,8 +58,6 @@ enum { SHOWN = 1, LEAF = 2, SHORT = 4 };
 struct replay {
     const struct stf_syms *syms;
     uint64_t freq, base;
-    bool have_tid;
-    int32_t tid;
     uint64_t depth; /* 0: unlimited */
     uint64_t min_ns;
     const char *glob;
@@ -137,12 +135,11 @@ static const char *arg_text(char *buf, size_t len, const struct cs_frame *f)
     return buf;
 }
 
-/* Does a frame of this thread, function and depth pass --tid, --depth and --filter? */
-static bool wanted(const struct replay *rp, const struct cs_thread *t, uint32_t id, size_t depth,
-                   const char **name, char *buf, size_t len)
+/* Does a frame of this function and depth pass --depth and --filter? (--tid is tool_trace's:
+ * other threads' records never arrive.) */
+static bool wanted(const struct replay *rp, uint32_t id, size_t depth, const char **name, char *buf,
+                   size_t len)
 {
-    if (rp->have_tid && t->tid != rp->tid)
-        return false;
     if (rp->depth && depth >= rp->depth)
         return false;
     *name = stf_syms_name(rp->syms, id, buf, len);
@@ -156,7 +153,7 @@ static int on_close(void *ctx, const struct cs_close *c)
     struct replay *rp = ctx;
     char buf[24];
     const char *name;
-    if (!wanted(rp, c->t, c->f->id, c->depth, &name, buf, sizeof buf))
+    if (!wanted(rp, c->f->id, c->depth, &name, buf, sizeof buf))
         return 0;
     uint64_t ns = tool_ticks_to_ns(c->dur, rp->freq);
     if (ns < rp->min_ns)
@@ -181,10 +178,8 @@ static void lost_line(const struct replay *rp, const struct cs_thread *t, uint64
 static int on_loss(void *ctx, const struct cs_thread *t, uint64_t tsc, uint64_t lost,
                    size_t dropped)
 {
-    struct replay *rp = ctx;
     (void)dropped;
-    if (!rp->have_tid || t->tid == rp->tid)
-        lost_line(rp, t, tsc, lost);
+    lost_line(ctx, t, tsc, lost);
     return 0;
 }
 
@@ -262,7 +257,7 @@ static int tree_enter(void *ctx, const struct cs_thread *t, struct cs_frame *f, 
     char buf[24];
     const char *name;
     char a[48];
-    bool show = wanted(rp, t, f->id, depth, &name, buf, sizeof buf);
+    bool show = wanted(rp, f->id, depth, &name, buf, sizeof buf);
     f->node = rp->next_exits ? LEAF : 0; /* a leaf: one line, at its exit */
     f->arg = rp->pend_arg;               /* its CallArguments were read with the lookahead */
     f->nargs = rp->pend_nargs;
@@ -322,8 +317,7 @@ static int tree_loss(void *ctx, const struct cs_thread *t, uint64_t tsc, uint64_
     struct replay *rp = ctx;
     for (size_t i = dropped; i-- > 0;)
         close_unknown(rp, t, &t->st[i], i, tsc, " [gap]");
-    if (!rp->have_tid || t->tid == rp->tid)
-        lost_line(rp, t, tsc, lost);
+    lost_line(rp, t, tsc, lost);
     return 0;
 }
 
@@ -399,6 +393,8 @@ int cmd_replay(int argc, char **argv)
     const char *path = NULL, *syms_path = NULL;
     struct replay rp = {0};
     int order = -1; /* 0 entry, 1 exit; -1: not given */
+    int32_t tid = 0;
+    bool have_tid = false;
     bool have_min = false;
     if (tool_wants_help(argc, argv)) {
         help(stdout);
@@ -411,10 +407,10 @@ int cmd_replay(int argc, char **argv)
             static const char *const orders[] = {"entry", "exit"};
             if (m < 0 || (order = tool_choice("replay", "order", v, orders, 2)) < 0)
                 return EXIT_USAGE;
-        } else if ((m = tool_tid_option(argc, argv, &i, "replay", &rp.tid)) != 0) {
+        } else if ((m = tool_tid_option(argc, argv, &i, "replay", &tid)) != 0) {
             if (m < 0)
                 return EXIT_USAGE;
-            rp.have_tid = true;
+            have_tid = true;
         } else if ((m = tool_option(argc, argv, &i, "replay", "--depth", &v)) != 0) {
             if (m < 0 || !tool_parse_u64(v, &rp.depth) || rp.depth == 0) {
                 if (m > 0)
@@ -458,8 +454,8 @@ int cmd_replay(int argc, char **argv)
     rp.syms = tr.syms;
     rp.freq = tr.freq;
     rp.base = tool_trace_base(&tr);
-    tr.one = rp.have_tid;
-    tr.tid = rp.tid;
+    tr.one = have_tid;
+    tr.tid = tid;
     if (have_min && !exit_order) {
         char err[512];
         if (stf_cursor_open(&rp.look, tool_trace_source(&tr), STF_READ_LENIENT, err, sizeof err) !=

@@ -55,17 +55,23 @@ void tool_warn_summary(const char *path)
                  warnings_seen - MAX_WARNINGS_SHOWN);
 }
 
-int tool_reader_fail(struct stf_reader *r, const char *path, int rc)
+/* One line for a reader or cursor error: the byte offset unless the error is not about bytes. */
+static int report_error(const char *path, int rc, const char *msg, uint64_t off)
 {
-    uint64_t off = 0;
-    const char *msg = stf_reader_error(r, &off);
-    if (!r || !*msg)
+    if (!msg || !*msg)
         tool_err("%s: %s", path, stf_strerror(rc));
     else if (rc == STF_ERR_IO || rc == STF_ERR_NOMEM)
         tool_err("%s: %s", path, msg);
     else
         tool_err("%s: offset %" PRIu64 ": %s", path, off, msg);
     return EXIT_BAD_TRACE;
+}
+
+int tool_reader_fail(struct stf_reader *r, const char *path, int rc)
+{
+    uint64_t off = 0;
+    const char *msg = r ? stf_reader_error(r, &off) : NULL;
+    return report_error(path, rc, msg, off);
 }
 
 struct stf_reader *tool_open_trace_as(const char *path, const char *name, int flags)
@@ -331,13 +337,7 @@ int tool_trace_end(struct tool_trace *t, int rc)
     if (rc < 0) {
         uint64_t off = 0;
         const char *msg = stf_cursor_error(t->c, &off);
-        if (!*msg)
-            tool_err("%s: %s", t->path, stf_strerror(rc));
-        else if (rc == STF_ERR_IO || rc == STF_ERR_NOMEM)
-            tool_err("%s: %s", t->path, msg);
-        else
-            tool_err("%s: offset %" PRIu64 ": %s", t->path, off, msg);
-        status = EXIT_BAD_TRACE;
+        status = report_error(t->path, rc, msg, off);
     }
     tool_warn_summary(t->path);
     return status;
