@@ -344,17 +344,7 @@ int cmd_account(int argc, char **argv)
                 tool_err("account: --top needs a positive integer, not '%s'", v);
                 return EXIT_USAGE;
             }
-        } else if ((m = tool_option(argc, argv, &i, "account", "--syms", &v)) != 0) {
-            if (m < 0)
-                return EXIT_USAGE;
-            syms_path = v;
-        } else if (o[0] == '-' && o[1]) {
-            tool_err("account: unknown option '%s'", o);
-            return EXIT_USAGE;
-        } else if (!path) {
-            path = o;
-        } else {
-            tool_err("account: more than one trace given");
+        } else if (tool_trace_arg(argc, argv, &i, "account", &path, &syms_path) < 0) {
             return EXIT_USAGE;
         }
     }

@@ -206,17 +206,7 @@ int cmd_flamegraph(int argc, char **argv)
             if (m < 0)
                 return EXIT_USAGE;
             have_tid = true;
-        } else if ((m = tool_option(argc, argv, &i, "flamegraph", "--syms", &v)) != 0) {
-            if (m < 0)
-                return EXIT_USAGE;
-            syms_path = v;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            tool_err("flamegraph: unknown option '%s'", argv[i]);
-            return EXIT_USAGE;
-        } else if (!path) {
-            path = argv[i];
-        } else {
-            tool_err("flamegraph: more than one trace given");
+        } else if (tool_trace_arg(argc, argv, &i, "flamegraph", &path, &syms_path) < 0) {
             return EXIT_USAGE;
         }
     }

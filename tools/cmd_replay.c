@@ -428,17 +428,7 @@ int cmd_replay(int argc, char **argv)
             if (m < 0)
                 return EXIT_USAGE;
             rp.glob = v;
-        } else if ((m = tool_option(argc, argv, &i, "replay", "--syms", &v)) != 0) {
-            if (m < 0)
-                return EXIT_USAGE;
-            syms_path = v;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            tool_err("replay: unknown option '%s'", argv[i]);
-            return EXIT_USAGE;
-        } else if (!path) {
-            path = argv[i];
-        } else {
-            tool_err("replay: more than one trace given");
+        } else if (tool_trace_arg(argc, argv, &i, "replay", &path, &syms_path) < 0) {
             return EXIT_USAGE;
         }
     }

@@ -96,17 +96,7 @@ int cmd_stack(int argc, char **argv)
             if (m < 0)
                 return EXIT_USAGE;
             have_tid = true;
-        } else if ((m = tool_option(argc, argv, &i, "stack", "--syms", &v)) != 0) {
-            if (m < 0)
-                return EXIT_USAGE;
-            syms_path = v;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            tool_err("stack: unknown option '%s'", argv[i]);
-            return EXIT_USAGE;
-        } else if (!path) {
-            path = argv[i];
-        } else {
-            tool_err("stack: more than one trace given");
+        } else if (tool_trace_arg(argc, argv, &i, "stack", &path, &syms_path) < 0) {
             return EXIT_USAGE;
         }
     }

@@ -133,6 +133,25 @@ int tool_option(int argc, char **argv, int *i, const char *cmd, const char *name
     return 0;
 }
 
+int tool_trace_arg(int argc, char **argv, int *i, const char *cmd, const char **path,
+                   const char **syms)
+{
+    const char *o = argv[*i];
+    int m = tool_option(argc, argv, i, cmd, "--syms", syms);
+    if (m != 0)
+        return m;
+    if (o[0] == '-' && o[1]) {
+        tool_err("%s: unknown option '%s'", cmd, o);
+        return -1;
+    }
+    if (*path) {
+        tool_err("%s: more than one trace given", cmd);
+        return -1;
+    }
+    *path = o;
+    return 1;
+}
+
 int tool_tid_option(int argc, char **argv, int *i, const char *cmd, int32_t *tid)
 {
     const char *v;

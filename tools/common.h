@@ -46,6 +46,11 @@ bool tool_wants_help(int argc, char **argv);
 struct stf_reader *tool_open_trace(const char *path, int flags);
 /* The same for a file opened at path but named name in messages (a temporary copy). */
 struct stf_reader *tool_open_trace_as(const char *path, const char *name, int flags);
+/* The arguments every analysis command shares, once its own options are tried: --syms FILE,
+ * else the trace (one; "-" is standard input). 1 when taken, -1 after printing the error
+ * (a value missing, an unknown option, a second trace), prefixed by cmd. */
+int tool_trace_arg(int argc, char **argv, int *i, const char *cmd, const char **path,
+                   const char **syms);
 /* Option --tid N at argv[*i]: 1 (N in *tid, *i advanced), 0 (not this option) or -1 (value
  * missing or not a 32-bit integer; error printed, prefixed by cmd). */
 int tool_tid_option(int argc, char **argv, int *i, const char *cmd, int32_t *tid);
