@@ -325,6 +325,21 @@ FILE *conv_open_out(const char *out)
     return f;
 }
 
+FILE *conv_begin(struct tool_trace *tr, const char *path, const char *out, const char *syms_opt)
+{
+    if (tool_trace_open(tr, path, syms_opt, "converting", out == NULL) != EXIT_OK)
+        return NULL;
+    FILE *f = conv_open_out(out);
+    if (!f) {
+        tool_trace_close(tr);
+        return NULL;
+    }
+    static char obuf[1 << 16]; /* one output at a time */
+    if (f != stdout)
+        setvbuf(f, obuf, _IOFBF, sizeof obuf);
+    return f;
+}
+
 int conv_close_out(FILE *f, const char *out)
 {
     errno = 0;

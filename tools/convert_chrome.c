@@ -181,16 +181,9 @@ static void instant(struct chrome *c, const struct stf_item *it)
 int convert_chrome(const char *path, const char *out, const char *syms_opt)
 {
     struct tool_trace tr;
-    if (tool_trace_open(&tr, path, syms_opt, "converting", out == NULL) != EXIT_OK)
+    FILE *f = conv_begin(&tr, path, out, syms_opt);
+    if (!f)
         return EXIT_BAD_TRACE;
-    FILE *f = conv_open_out(out);
-    if (!f) {
-        tool_trace_close(&tr);
-        return EXIT_BAD_TRACE;
-    }
-    static char obuf[1 << 16];
-    if (f != stdout)
-        setvbuf(f, obuf, _IOFBF, sizeof obuf);
     struct chrome c = {
         .f = f, .syms = tr.syms, .freq = tr.freq, .first = true, .base = tool_trace_base(&tr)};
     static const struct cs_ops ops = {.thread = on_thread, .close = on_close};

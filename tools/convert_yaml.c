@@ -293,16 +293,9 @@ static int yaml_item(struct yaml *y, const struct stf_item *it)
 int convert_yaml(const char *path, const char *out, const char *syms_opt)
 {
     struct tool_trace tr;
-    if (tool_trace_open(&tr, path, syms_opt, "converting", out == NULL) != EXIT_OK)
+    FILE *f = conv_begin(&tr, path, out, syms_opt);
+    if (!f)
         return EXIT_BAD_TRACE;
-    FILE *f = conv_open_out(out);
-    if (!f) {
-        tool_trace_close(&tr);
-        return EXIT_BAD_TRACE;
-    }
-    static char obuf[1 << 16];
-    if (f != stdout)
-        setvbuf(f, obuf, _IOFBF, sizeof obuf);
     const struct stf_header *h = stf_cursor_header(tr.c);
     fprintf(
         f,
