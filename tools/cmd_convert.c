@@ -224,10 +224,10 @@ static int convert_fdr_from(const char *src, const char *path, const char *out)
     stf_reader_stats(r, &st);
     tool_progress_init(&prog, st.file_size, "reading", false);
     while (!nomem && (rc = stf_reader_next(r, &it)) == STF_OK) {
-        if (prog.on && (st.records++ & 4095) == 0) {
-            struct stf_reader_stats now;
-            stf_reader_stats(r, &now);
-            tool_progress_set(&prog, now.bytes);
+        if (prog.on) { /* the reader counts the records */
+            stf_reader_stats(r, &st);
+            if ((st.records & 4095) == 0)
+                tool_progress_set(&prog, st.bytes);
         }
         if (it.block != block) {
             if (cur)

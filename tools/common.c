@@ -199,9 +199,10 @@ const char *tool_seekable(const char *path, char *buf, size_t len, int *fd)
     *fd = -1;
     const char *src = strcmp(path, "-") == 0 ? "/dev/stdin" : path;
     struct stat st;
-    if (stat(src, &st) == 0 && S_ISREG(st.st_mode))
+    bool known = stat(src, &st) == 0;
+    if (known && S_ISREG(st.st_mode))
         return src;
-    if (stat(src, &st) == 0 && S_ISDIR(st.st_mode)) {
+    if (known && S_ISDIR(st.st_mode)) {
         tool_err("%s: %s", path, strerror(EISDIR));
         return NULL;
     }
