@@ -10,9 +10,10 @@ cd "$(dirname "$0")/.."
 # libclang-rt-14-dev holds compiler-rt's XRay runtime; clang only recommends it, and recommends
 # are not installed here.
 # clang-19 and clang-22 build the end-to-end tests' programs a second and third way.
+# libclang-rt-22-dev: clang-22 -fxray-shared links libclang_rt.xray-dso.a from it (tests/e2e/libxs.so).
 # clang-format runs as the `style` test.
 PACKAGES=(meson ninja-build pkg-config libelf-dev libcapstone-dev libcriterion-dev clang llvm
-    libclang-rt-14-dev clang-19 clang-22 clang-format)
+    libclang-rt-14-dev clang-19 clang-22 libclang-rt-22-dev clang-format)
 BUILD_DIR=build
 
 log() { printf 'setup: %s\n' "$*" >&2; }
