@@ -1,11 +1,20 @@
 /* Fatal signals: the trace is completed before the program dies of one.
  *
- * At start-up the runtime installs its own handler for SIGSEGV, SIGBUS, SIGFPE, SIGILL and
- * SIGABRT (SA_SIGINFO | SA_ONSTACK, so that a program with an alternate stack for stack overflows
- * keeps it). The program never sees this: sigaction and signal are interposed for those five
+ * At start-up the runtime installs its own handler (a proxy) for SIGSEGV, SIGBUS, SIGFPE, SIGILL
+ * and SIGABRT. The program never sees this: sigaction and signal are interposed for those five
  * signals and keep the program's own disposition in `app`, which they report and update exactly
  * as the kernel would; other signals pass straight through. Before an exec the program's
  * dispositions are put back for real (an ignored signal stays ignored across exec).
+ *
+ * The kernel must treat the proxy exactly as it would treat the program's handler: the proxy is
+ * installed with the program's SA_NODEFER, SA_ONSTACK and SA_RESTART and its sa_mask (install),
+ * again whenever the program changes its disposition. So the kernel blocks what the program
+ * asked for, lets a fault nest inside a SA_NODEFER handler, picks the stack the program chose, and
+ * a siglongjmp out of the handler leaves the mask the program expects. SA_RESETHAND is not passed
+ * on (the proxy must stay installed): the proxy resets `app` and reinstalls itself with the
+ * default flags instead. While the program has no handler (default or ignored), the proxy runs
+ * with SA_ONSTACK, so that a stack overflow still completes the trace on the program's alternate
+ * stack if it has one.
  *
  * Under the flight policy the dump signal (SLEDTRACE_DUMP_SIGNAL) is hooked the same way; see
  * on_dump.
@@ -33,7 +42,6 @@
 
 #include <dlfcn.h>
 #include <errno.h>
-#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
@@ -56,28 +64,75 @@ static int real(int sig, const struct sigaction *act, struct sigaction *old)
     return real_sigaction(sig, act, old);
 }
 
-/* Runs the program's own handler for sig, as the kernel would have (its sa_mask added,
- * SA_RESETHAND honoured, the one- or three-argument form). Returns 0 if the program has none
- * (its disposition is SIG_DFL or SIG_IGN). errno is the interrupted code's around it. */
+static void (*proxy[NSIG])(int, siginfo_t *, void *);
+
+/* What glibc's sigaction adds on the way into the kernel, and the kernel then reports back to
+ * any later sigaction(sig, NULL, &old): SA_RESTORER and glibc's own restorer. Read from the first
+ * disposition the runtime installs; the program's dispositions are stored with them, so that it
+ * reads back exactly what it would without sledtrace. */
+#ifndef SA_RESTORER
+#define SA_RESTORER 0x04000000
+#endif
+static int restorer_known;
+static void (*restorer)(void);
+
+static void as_kernel_reports(struct sigaction *a)
+{
+    if (restorer_known) {
+        a->sa_flags |= SA_RESTORER;
+        a->sa_restorer = restorer;
+    }
+}
+
+static int has_handler(const struct sigaction *a)
+{
+    return a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN;
+}
+
+/* Installs the proxy of a hooked signal with the kernel-side flags and mask of the program's
+ * disposition (see the top of this file). Async-signal-safe (sigaction is). */
+static int install(int sig)
+{
+    struct sigaction ours;
+    memset(&ours, 0, sizeof ours);
+    ours.sa_sigaction = proxy[sig];
+    if (has_handler(&app[sig])) {
+        ours.sa_flags = SA_SIGINFO | (app[sig].sa_flags & (SA_NODEFER | SA_ONSTACK | SA_RESTART));
+        ours.sa_mask = app[sig].sa_mask;
+    } else {
+        ours.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+        sigemptyset(&ours.sa_mask);
+    }
+    if (real(sig, &ours, NULL) != 0)
+        return -1;
+    if (!restorer_known) {
+        struct sigaction k;
+        if (real(sig, NULL, &k) == 0 && (k.sa_flags & SA_RESTORER)) {
+            restorer = k.sa_restorer;
+            restorer_known = 1;
+        }
+    }
+    return 0;
+}
+
+/* Runs the program's own handler for sig, in the one- or three-argument form; the kernel has
+ * already applied its flags and mask (install). SA_RESETHAND is honoured here. Returns 0 if the
+ * program has none (its disposition is SIG_DFL or SIG_IGN). errno is the interrupted code's
+ * around it. */
 static int call_program_handler(int sig, siginfo_t *si, void *uc, int saved)
 {
     struct sigaction a = app[sig];
-    if (a.sa_handler == SIG_DFL || a.sa_handler == SIG_IGN)
+    if (!has_handler(&a))
         return 0;
-    sigset_t old;
-    pthread_sigmask(SIG_BLOCK, &a.sa_mask, &old);
     if (a.sa_flags & SA_RESETHAND) {
-        memset(&app[sig], 0, sizeof app[sig]);
-        app[sig].sa_handler = SIG_DFL;
+        app[sig].sa_handler = SIG_DFL; /* the kernel keeps the flags and the mask */
+        install(sig);
     }
     errno = saved;
     if (a.sa_flags & SA_SIGINFO)
         a.sa_sigaction(sig, si, uc);
     else
         a.sa_handler(sig);
-    saved = errno;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    errno = saved;
     return 1;
 }
 
@@ -135,12 +190,8 @@ static void on_toggle(int sig, siginfo_t *si, void *uc)
 
 static void hook(int sig, void (*fn)(int, siginfo_t *, void *), const char *why)
 {
-    struct sigaction ours;
-    memset(&ours, 0, sizeof ours);
-    ours.sa_sigaction = fn;
-    ours.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
-    sigemptyset(&ours.sa_mask);
-    if (real(sig, NULL, &app[sig]) == 0 && real(sig, &ours, NULL) == 0)
+    proxy[sig] = fn;
+    if (real(sig, NULL, &app[sig]) == 0 && install(sig) == 0)
         hooked[sig] = 1;
     else
         str_log(STR_WARN, "cannot watch signal %d (%s); %s", sig, strerror(errno), why);
@@ -168,8 +219,11 @@ STR_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction 
     if (sig <= 0 || sig >= NSIG || !hooked[sig])
         return real(sig, act, old);
     struct sigaction prev = app[sig];
-    if (act)
+    if (act) {
         app[sig] = *act;
+        as_kernel_reports(&app[sig]);
+        install(sig);
+    }
     if (old)
         *old = prev;
     return 0;
@@ -192,5 +246,7 @@ STR_EXPORT __sighandler_t signal(int sig, __sighandler_t handler)
     sigemptyset(&app[sig].sa_mask);
     sigaddset(&app[sig].sa_mask, sig);
     app[sig].sa_flags = SA_RESTART;
+    as_kernel_reports(&app[sig]);
+    install(sig);
     return prev;
 }

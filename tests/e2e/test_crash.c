@@ -66,3 +66,16 @@ CRASH(assert, SIGABRT, 0)
 CRASH(raise, SIGSEGV, 0)
 CRASH(handler, 0, 3)
 CRASH(signal, 0, 3)
+
+/* The program's own SIGSEGV flags reach the kernel (sigflags.c): SA_NODEFER lets a fault nest in
+ * its handler and a probe follow a siglongjmp that did not restore the mask; SA_ONSTACK (or its
+ * absence) picks the stack; sa_mask is what the kernel blocks. Same output, status and counts. */
+Test(crash, gc_probe_nodefer_onstack)
+{
+    check_crash(BIN("sigflags-pie-nort"), "onstack", 0, 0);
+}
+
+Test(crash, gc_probe_nodefer_normal_stack)
+{
+    check_crash(BIN("sigflags-nopie-rt"), "normal", 0, 0);
+}
