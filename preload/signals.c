@@ -50,9 +50,19 @@
 
 static const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
 enum { NFATAL = sizeof fatal / sizeof fatal[0] };
+/* Signals whose default action ends the process (besides the five above, and besides the
+ * real-time signals SIGRTMIN..SIGRTMAX, which are added at run time). */
+static const int ending[] = {SIGHUP,    SIGINT,  SIGQUIT, SIGTRAP,   SIGUSR1, SIGUSR2,
+                             SIGPIPE,   SIGALRM, SIGTERM, SIGSTKFLT, SIGXCPU, SIGXFSZ,
+                             SIGVTALRM, SIGPROF, SIGIO,   SIGPWR,    SIGSYS};
+enum { NENDING = sizeof ending / sizeof ending[0] };
 
+/* What the runtime does with a signal: nothing (0), complete the trace before a fault or an
+ * abort kills (FATAL), complete it before a signal that ends the process by default kills
+ * (ENDING: only while the program has not ignored it), or act on it (CONTROL: dump, toggle). */
+enum { ROLE_FATAL = 1, ROLE_ENDING = 2, ROLE_CONTROL = 3 };
 static struct sigaction app[NSIG];
-static int hooked[NSIG];
+static unsigned char role[NSIG];
 
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 static sigaction_fn real_sigaction;
@@ -93,6 +103,10 @@ static int has_handler(const struct sigaction *a)
  * disposition (see the top of this file). Async-signal-safe (sigaction is). */
 static int install(int sig)
 {
+    /* An ignored signal stays ignored for real: so it is across exec (posix_spawn, system and
+     * raw execve too, which never pass through exits.c), and costs nothing when sent. */
+    if (role[sig] == ROLE_ENDING && app[sig].sa_handler == SIG_IGN)
+        return real(sig, &app[sig], NULL);
     struct sigaction ours;
     memset(&ours, 0, sizeof ours);
     ours.sa_sigaction = proxy[sig];
@@ -152,7 +166,10 @@ static void on_fatal(int sig, siginfo_t *si, void *uc)
         }
         return;
     }
-    int raised_by_fault = si && si->si_code > 0;
+    /* Only the five fault signals come back by themselves when the faulting instruction runs
+     * again; any other (SIGALRM and SIGPIPE come from the kernel with si_code > 0 too, SIGTRAP
+     * and SIGSYS leave the instruction behind them) is raised again. */
+    int raised_by_fault = role[sig] == ROLE_FATAL && si && si->si_code > 0;
     if (app[sig].sa_handler == SIG_IGN && !raised_by_fault) {
         errno = saved;
         return;
@@ -188,35 +205,45 @@ static void on_toggle(int sig, siginfo_t *si, void *uc)
         errno = saved;
 }
 
-static void hook(int sig, void (*fn)(int, siginfo_t *, void *), const char *why)
+static void hook(int sig, int r, void (*fn)(int, siginfo_t *, void *), const char *why)
 {
+    if (role[sig])
+        return; /* taken already (the dump or toggle signal) */
     proxy[sig] = fn;
-    if (real(sig, NULL, &app[sig]) == 0 && install(sig) == 0)
-        hooked[sig] = 1;
-    else
-        str_log(STR_WARN, "cannot watch signal %d (%s); %s", sig, strerror(errno), why);
+    if (real(sig, NULL, &app[sig]) == 0) {
+        role[sig] = (unsigned char)r;
+        if (install(sig) == 0)
+            return;
+        role[sig] = 0;
+    }
+    str_log(STR_WARN, "cannot watch signal %d (%s); %s", sig, strerror(errno), why);
 }
 
 void str_signals_install(void)
 {
-    for (int i = 0; i < NFATAL; i++)
-        hook(fatal[i], on_fatal, "a crash on it loses the trace's tail");
     if (str_cfg.policy == STR_FLIGHT)
-        hook(str_cfg.dump_signal, on_dump, "the flight recorder dumps only at exit");
-    if (str_cfg.toggle_signal && !hooked[str_cfg.toggle_signal])
-        hook(str_cfg.toggle_signal, on_toggle, "tracing cannot be switched by signal");
+        hook(str_cfg.dump_signal, ROLE_CONTROL, on_dump, "the flight recorder dumps only at exit");
+    if (str_cfg.toggle_signal)
+        hook(str_cfg.toggle_signal, ROLE_CONTROL, on_toggle,
+             "tracing cannot be switched by signal");
+    for (int i = 0; i < NFATAL; i++)
+        hook(fatal[i], ROLE_FATAL, on_fatal, "a crash on it loses the trace's tail");
+    for (int i = 0; i < NENDING; i++)
+        hook(ending[i], ROLE_ENDING, on_fatal, "a kill by it loses the trace's tail");
+    for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
+        hook(sig, ROLE_ENDING, on_fatal, "a kill by it loses the trace's tail");
 }
 
 void str_signals_before_exec(void)
 {
     for (int sig = 1; sig < NSIG; sig++)
-        if (hooked[sig])
+        if (role[sig])
             real(sig, &app[sig], NULL);
 }
 
 STR_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-    if (sig <= 0 || sig >= NSIG || !hooked[sig])
+    if (sig <= 0 || sig >= NSIG || !role[sig])
         return real(sig, act, old);
     struct sigaction prev = app[sig];
     if (act) {
@@ -233,7 +260,7 @@ typedef __sighandler_t (*signal_fn)(int, __sighandler_t);
 
 STR_EXPORT __sighandler_t signal(int sig, __sighandler_t handler)
 {
-    if (sig <= 0 || sig >= NSIG || !hooked[sig]) {
+    if (sig <= 0 || sig >= NSIG || !role[sig]) {
         static signal_fn real_signal;
         if (!real_signal)
             *(void **)&real_signal = dlsym(RTLD_NEXT, "signal");

@@ -8,8 +8,18 @@
  *   raise              SIGSEGV sent by the program to itself
  *   handler            the program's own SIGSEGV handler (installed with sigaction) runs and
  *                      leaves with _exit(3)
- *   signal             the same handler installed with signal(), and SIGSEGV sent with kill */
+ *   signal             the same handler installed with signal(), and SIGSEGV sent with kill
+ * Signals whose default action ends the process (no handler of the program's):
+ *   term int hup alrm usr1 quit   SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGQUIT sent with kill();
+ *                      SIGALRM from alarm() while the program waits in pause()
+ *   pipe               write() to a pipe whose reader is gone (SIGPIPE from the kernel)
+ *   term-threads pipe-threads   the same with three more threads that made their calls and wait
+ *   int-ignored        SIGINT ignored, then sent: the program carries on and exits 3
+ *   pipe-ignored-spawn SIGPIPE ignored; a child started by posix_spawn (which never passes
+ *                      through the runtime's exec wrappers) says it inherited SIG_IGN; a write to
+ *                      a closed pipe then fails with EPIPE and the program exits 3 */
 #include <assert.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
@@ -17,6 +27,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "progs.h"
@@ -39,14 +52,94 @@ __attribute__((xray_never_instrument)) static void on_segv(int sig)
     _exit(sig == SIGSEGV ? 3 : 4);
 }
 
+static pthread_barrier_t ready;
+
+__attribute__((xray_never_instrument)) static void *worker(void *arg)
+{
+    (void)arg;
+    fibp(15);
+    pthread_barrier_wait(&ready);
+    for (;;)
+        pause();
+    return NULL;
+}
+
+__attribute__((xray_never_instrument)) static void die_by(int sig)
+{
+    if (sig == SIGALRM) {
+        alarm(1);
+        for (;;)
+            pause();
+    }
+    if (sig == SIGPIPE) {
+        int p[2];
+        if (pipe(p) != 0)
+            return;
+        close(p[0]);
+        ssize_t w = write(p[1], "x", 1);
+        (void)w;
+        return;
+    }
+    kill(getpid(), sig);
+    for (;;)
+        pause();
+}
+
 __attribute__((xray_never_instrument)) int main(int argc, char **argv)
 {
     const char *how = argc > 1 ? argv[1] : "segv";
+    if (strcmp(how, "report-pipe") == 0) {
+        struct sigaction sa;
+        sigaction(SIGPIPE, NULL, &sa);
+        printf("child: SIGPIPE %s\n", sa.sa_handler == SIG_IGN ? "ignored" : "not ignored");
+        return 0;
+    }
+    int threads = strstr(how, "-threads") != NULL ? 4 : 1;
     fibp = fib;
+    if (threads > 1) {
+        pthread_barrier_init(&ready, NULL, (unsigned)threads);
+        for (int i = 1; i < threads; i++) {
+            pthread_t t;
+            pthread_create(&t, NULL, worker, NULL);
+        }
+    }
     if (fibp(15) != fibonacci(15))
         return 1;
-    printf("count fib %ld\nthreads 1\nthreadwork %ld\n", fib_calls(15), fib_calls(15));
+    if (threads > 1)
+        pthread_barrier_wait(&ready);
+    printf("count fib %ld\nthreads %d\n", fib_calls(15) * threads, threads);
+    for (int i = 0; i < threads; i++)
+        printf("threadwork %ld\n", fib_calls(15));
     fflush(stdout);
+    static const struct {
+        const char *name;
+        int sig;
+    } deaths[] = {{"term", SIGTERM}, {"int", SIGINT},           {"hup", SIGHUP},
+                  {"alrm", SIGALRM}, {"usr1", SIGUSR1},         {"quit", SIGQUIT},
+                  {"pipe", SIGPIPE}, {"term-threads", SIGTERM}, {"pipe-threads", SIGPIPE}};
+    for (size_t i = 0; i < sizeof deaths / sizeof deaths[0]; i++)
+        if (strcmp(how, deaths[i].name) == 0)
+            die_by(deaths[i].sig);
+    if (strcmp(how, "pipe-ignored-spawn") == 0) {
+        signal(SIGPIPE, SIG_IGN);
+        char *child[] = {argv[0], "report-pipe", NULL};
+        extern char **environ;
+        pid_t pid;
+        int st;
+        if (posix_spawn(&pid, argv[0], NULL, NULL, child, environ) != 0 ||
+            waitpid(pid, &st, 0) != pid)
+            return 1;
+        int p[2];
+        if (pipe(p) != 0)
+            return 1;
+        close(p[0]);
+        return write(p[1], "x", 1) < 0 && errno == EPIPE ? 3 : 4;
+    }
+    if (strcmp(how, "int-ignored") == 0) {
+        signal(SIGINT, SIG_IGN);
+        kill(getpid(), SIGINT);
+        return 3;
+    }
     if (strcmp(how, "segv") == 0) {
         *(volatile int *)(uintptr_t)zero = 1;
     } else if (strcmp(how, "bus") == 0) {

@@ -67,6 +67,29 @@ CRASH(raise, SIGSEGV, 0)
 CRASH(handler, 0, 3)
 CRASH(signal, 0, 3)
 
+/* Signals whose default action ends the process, sent by someone else or by the kernel. */
+#define DEATH(name, how, sig, code)                                                                \
+    Test(crash, name##_pie)                                                                        \
+    {                                                                                              \
+        check_crash(BIN("crash-pie-nort"), how, sig, code);                                        \
+    }                                                                                              \
+    Test(crash, name##_nopie_xray_runtime)                                                         \
+    {                                                                                              \
+        check_crash(BIN("crash-nopie-rt"), how, sig, code);                                        \
+    }
+
+DEATH(sigterm, "term", SIGTERM, 0)
+DEATH(sigint, "int", SIGINT, 0)
+DEATH(sighup, "hup", SIGHUP, 0)
+DEATH(sigalrm, "alrm", SIGALRM, 0)
+DEATH(sigusr1, "usr1", SIGUSR1, 0)
+DEATH(sigquit, "quit", SIGQUIT, 0)
+DEATH(sigpipe, "pipe", SIGPIPE, 0)
+DEATH(sigterm_threads, "term-threads", SIGTERM, 0)
+DEATH(sigpipe_threads, "pipe-threads", SIGPIPE, 0)
+DEATH(sigint_ignored, "int-ignored", 0, 3)
+DEATH(sigpipe_ignored_across_spawn, "pipe-ignored-spawn", 0, 3)
+
 /* The program's own SIGSEGV flags reach the kernel (sigflags.c): SA_NODEFER lets a fault nest in
  * its handler and a probe follow a siglongjmp that did not restore the mask; SA_ONSTACK (or its
  * absence) picks the stack; sa_mask is what the kernel blocks. Same output, status and counts. */
