@@ -1,37 +1,42 @@
-/* Fatal signals: the trace is completed before the program dies of one.
+/* Signals that end the process: the trace is completed before the program dies of one.
  *
- * At start-up the runtime installs its own handler (a proxy) for SIGSEGV, SIGBUS, SIGFPE, SIGILL
- * and SIGABRT. The program never sees this: sigaction and signal are interposed for those five
- * signals and keep the program's own disposition in `app`, which they report and update exactly
- * as the kernel would; other signals pass straight through. Before an exec the program's
- * dispositions are put back for real (an ignored signal stays ignored across exec).
+ * At start-up the runtime installs its own handler (a proxy) for the five fault signals SIGSEGV,
+ * SIGBUS, SIGFPE, SIGILL and SIGABRT, and for every signal whose default action ends the process
+ * (SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGALRM, SIGQUIT, SIGUSR1/2, ... and SIGRTMIN..SIGRTMAX;
+ * `ending` below), so that Ctrl-C, kill, `prog | head` and timers leave a complete trace. The
+ * program never sees this: sigaction and signal are interposed for those signals and keep the
+ * program's own disposition in `app`, which they report and update exactly as the kernel would;
+ * other signals pass straight through. Before an exec the program's dispositions are put back
+ * for real. An ending signal the program ignores is ignored for real, not through the proxy, so
+ * that exec paths the runtime does not see (posix_spawn, system) inherit SIG_IGN too.
  *
  * The kernel must treat the proxy exactly as it would treat the program's handler: the proxy is
  * installed with the program's SA_NODEFER, SA_ONSTACK and SA_RESTART and its sa_mask (install),
  * again whenever the program changes its disposition. So the kernel blocks what the program
  * asked for, lets a fault nest inside a SA_NODEFER handler, picks the stack the program chose, and
  * a siglongjmp out of the handler leaves the mask the program expects. SA_RESETHAND is not passed
- * on (the proxy must stay installed): the proxy resets `app` and reinstalls itself with the
- * default flags instead. While the program has no handler (default or ignored), the proxy runs
+ * on (the proxy must stay installed): the proxy sets the handler in `app` back to SIG_DFL
+ * (keeping its flags and mask, as the kernel does) and reinstalls itself with the default flags. While the program has no handler (default or ignored), the proxy runs
  * with SA_ONSTACK, so that a stack overflow still completes the trace on the program's alternate
  * stack if it has one.
  *
  * Under the flight policy the dump signal (SLEDTRACE_DUMP_SIGNAL) is hooked the same way; see
  * on_dump.
  *
- * When one of the fatal signals arrives:
- *  - the program has a handler: it is called as the kernel would have called it (its sa_mask
- *    added, SA_RESETHAND honoured, the one- or three-argument form), and nothing else happens,
- *    but a checkpoint of the trace when the handler returns from a SIGABRT the process raised
- *    itself: abort() then kills it without a second chance (see on_fatal).
+ * When one of these signals arrives:
+ *  - the program has a handler: it is called as the kernel would have called it (the kernel has
+ *    applied its flags and mask, SA_RESETHAND is honoured, the one- or three-argument form), and
+ *    nothing else happens, but a checkpoint of the trace when the handler returns from a SIGABRT
+ *    the process raised itself: abort() then kills it without a second chance (see on_fatal).
  *    A program that recovers (a JIT's guard page) pays nothing; one that then dies by exit,
  *    _exit or the default action gets its trace completed on that path.
  *  - the disposition is the default, or ignored for a fault the kernel raised (which the kernel
  *    would not ignore either): the trace is completed (str_crash_flush, async-signal-safe), the
  *    real disposition is set to SIG_DFL, and the signal takes its course: a fault re-executes the
- *    faulting instruction on return and dies of it with the same si_code and core behaviour; a
- *    signal that was sent (kill, raise, abort) is raised again and is delivered when the handler
- *    returns. Either way the program dies as it would have without sledtrace.
+ *    faulting instruction on return and dies of it with the same si_code and core behaviour; any
+ *    other (sent by kill, raise or abort, or by the kernel: SIGPIPE, SIGALRM, SIGSYS...) is
+ *    raised again and is delivered when the handler returns. Either way the program dies as it
+ *    would have without sledtrace: same signal, same core flag in its wait status.
  *  - ignored, and sent rather than raised by a fault: nothing happens, as without sledtrace.
  *
  * errno is preserved around everything. The `app` table is written by sigaction/signal calls and
