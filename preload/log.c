@@ -3,6 +3,13 @@
  * Every message goes to stderr in one write(2), prefixed "sledtrace: ", filtered by
  * SLEDTRACE_LOG. errno is preserved. Configuration is read once at start-up from the
  * environment; a bad value is reported once and replaced by its default.
+ *
+ * Quiet descendants: LD_PRELOAD reaches every process a traced program starts (sh, cat,
+ * compilers), and most of them have nothing to trace. At the default level such a process must
+ * leave its stderr exactly as untraced, so warnings are held from start-up until the process is
+ * known to trace something (str_log_release(1): printed then, in order) or known to trace
+ * nothing (str_log_release(0): dropped; SLEDTRACE_LOG=info shows them as they happen). Errors are
+ * never held. Held text is bounded; what does not fit is counted and said on release.
  */
 #include "str.h"
 
@@ -25,6 +32,26 @@ struct str_config str_cfg = {
     .dump_signal = SIGUSR2,
 };
 
+static char held[2048];
+static size_t held_len;
+static unsigned held_over;
+static int releasing; /* 0: holding warnings, 1: released (printing) */
+
+void str_log_release(int print)
+{
+    int saved = errno;
+    if (!releasing && print && held_len) {
+        ssize_t w = write(STDERR_FILENO, held, held_len);
+        (void)w;
+    }
+    releasing = 1;
+    held_len = 0;
+    if (print && held_over)
+        str_log(STR_WARN, "%u more start-up warnings not shown", held_over);
+    held_over = 0;
+    errno = saved;
+}
+
 void str_log(int level, const char *fmt, ...)
 {
     if (level > str_cfg.log_level)
@@ -41,6 +68,16 @@ void str_log(int level, const char *fmt, ...)
     if (len > sizeof buf - 2)
         len = sizeof buf - 2;
     buf[len++] = '\n';
+    if (!releasing && level == STR_WARN && str_cfg.log_level < STR_INFO) {
+        if (held_len + len <= sizeof held) {
+            memcpy(held + held_len, buf, len);
+            held_len += len;
+        } else {
+            held_over++;
+        }
+        errno = saved;
+        return;
+    }
     ssize_t w = write(STDERR_FILENO, buf, len);
     (void)w;
     errno = saved;

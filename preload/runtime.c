@@ -426,6 +426,7 @@ static void start(void)
     char *exe = exe_path;
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe_path - 1);
     if (n <= 0) {
+        str_log_release(1);
         str_log(STR_WARN, "cannot read /proc/self/exe (%s); not tracing", strerror(errno));
         return;
     }
@@ -442,20 +443,29 @@ static void start(void)
         objs[0] = (struct traced){NULL, exe_path, 1};
         nobjs = 1;
         if (!instrumented_loaded()) {
-            str_log(STR_WARN, "%s: %s; running untraced unless it dlopens an instrumented library",
+            /* Most likely a program a traced one started (sh, cat, a compiler): quiet at the
+             * default level, and its held warnings stay held (log.c). */
+            str_log(STR_INFO, "%s: %s; running untraced unless it dlopens an instrumented library",
                     exe, stp_strerror(rc));
             atomic_store_explicit(&lazy, 1, memory_order_relaxed); /* unless dlopen brings one */
             return;
         }
+        str_log_release(1);
         str_log(STR_INFO, "%s has no sleds; tracing its instrumented libraries", exe);
     } else if (rc != 0) {
-        str_log(STR_WARN, "%s: %s%s%s; running untraced", exe, stp_strerror(rc),
-                rc == STP_E_OPEN ? ": " : "", rc == STP_E_OPEN ? strerror(errno) : "");
+        /* An executable that cannot be read (mode 111) is as quiet as one without sleds; one
+         * whose ELF or map is broken is worth a warning. */
+        int err = errno;
+        str_log_release(rc != STP_E_OPEN);
+        str_log(rc == STP_E_OPEN ? STR_INFO : STR_WARN, "%s: %s%s%s; running untraced", exe,
+                stp_strerror(rc), rc == STP_E_OPEN ? ": " : "",
+                rc == STP_E_OPEN ? strerror(err) : "");
         main_obj = NULL;
         return;
     }
     double t_map = ms_since(&t0);
     if (main_obj) {
+        str_log_release(1);
         rc = stp_object_verify(main_obj);
         if (rc != 0) {
             str_log(STR_WARN, "%s: %s; running untraced", exe, stp_strerror(rc));
@@ -492,6 +502,7 @@ static void lazy_start(void)
     if (atomic_load_explicit(&tracing, memory_order_acquire) || !instrumented_loaded())
         return;
     atomic_store_explicit(&lazy, 0, memory_order_relaxed); /* one attempt; a failure is logged */
+    str_log_release(1);
     char path[PATH_MAX];
     if (begin_outputs(path, sizeof path) != 0)
         return;

@@ -41,6 +41,9 @@ struct str_config {
 STR_HIDDEN extern struct str_config str_cfg;
 STR_HIDDEN void str_config_load(void);
 STR_HIDDEN void str_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Warnings are held from start-up until the process is known to trace something (print = 1:
+ * they are printed now) or nothing (print = 0: dropped); see log.c. Later calls do nothing. */
+STR_HIDDEN void str_log_release(int print);
 
 /* ---- clock.c ---- */
 /* Timestamps are TSC ticks (str_clock_tsc) or CLOCK_MONOTONIC nanoseconds, read through the vDSO
