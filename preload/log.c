@@ -2,7 +2,8 @@
  *
  * Every message goes to stderr in one write(2), prefixed "sledtrace: ", filtered by
  * SLEDTRACE_LOG. errno is preserved. Configuration is read once at start-up from the
- * environment; a bad value is reported once and replaced by its default.
+ * environment and copied (nothing points into the environment block afterwards); a bad value is
+ * reported once and replaced by its default.
  *
  * Quiet descendants: LD_PRELOAD reaches every process a traced program starts (sh, cat,
  * compilers), and most of them have nothing to trace. At the default level such a process must
@@ -14,6 +15,7 @@
 #include "str.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -122,6 +124,35 @@ static int parse_signal(const char *v)
     return (int)num;
 }
 
+/* Settings are copied: the program may write over its environment block later (servers that
+ * set their process title do), and a fork child or a dlopen still needs them. */
+static const char *keep(const char *name, const char *v)
+{
+    char *copy = strdup(v);
+    if (!copy)
+        str_log(STR_WARN, "out of memory copying %s; ignored", name);
+    return copy;
+}
+
+/* The output directory, made absolute once: a program that chdirs later still traces (and its
+ * fork children still trace) where the user asked. Kept relative if the working directory
+ * cannot be named (deleted, or too long). */
+static const char *resolve_output(const char *dir)
+{
+    static char buf[PATH_MAX];
+    char cwd[PATH_MAX];
+    if (dir[0] == '/' || !getcwd(cwd, sizeof cwd)) {
+        snprintf(buf, sizeof buf, "%s", dir);
+        return buf;
+    }
+    if (strcmp(dir, ".") == 0)
+        snprintf(buf, sizeof buf, "%s", cwd);
+    else if ((size_t)snprintf(buf, sizeof buf, "%s/%s", strcmp(cwd, "/") ? cwd : "", dir) >=
+             sizeof buf)
+        snprintf(buf, sizeof buf, "%s", dir);
+    return buf;
+}
+
 void str_config_load(void)
 {
     int saved = errno;
@@ -188,17 +219,14 @@ void str_config_load(void)
     }
     v = getenv("SLEDTRACE_FILTER");
     if (v && *v)
-        str_cfg.filter = v;
+        str_cfg.filter = keep("SLEDTRACE_FILTER", v);
     v = getenv("SLEDTRACE_EXCLUDE");
     if (v && *v)
-        str_cfg.exclude = v;
+        str_cfg.exclude = keep("SLEDTRACE_EXCLUDE", v);
     v = getenv("SLEDTRACE_OUTPUT");
-    if (v) {
-        if (*v)
-            str_cfg.output = v;
-        else
-            str_log(STR_WARN, "SLEDTRACE_OUTPUT is empty; using the current directory");
-    }
+    if (v && !*v)
+        str_log(STR_WARN, "SLEDTRACE_OUTPUT is empty; using the current directory");
+    str_cfg.output = resolve_output(v && *v ? v : ".");
     unsigned long x = str_cfg.flush_ms;
     get_uint("SLEDTRACE_FLUSH_MS", 1, 60000, &x);
     str_cfg.flush_ms = (unsigned)x;

@@ -24,7 +24,7 @@ enum str_policy { STR_LOSSLESS = 0, STR_DISCARD = 1, STR_FLIGHT = 2 };
 enum str_clock { STR_CLOCK_AUTO = 0, STR_CLOCK_TSC = 1, STR_CLOCK_MONOTONIC = 2 };
 
 struct str_config {
-    const char *output;  /* SLEDTRACE_OUTPUT */
+    const char *output;  /* SLEDTRACE_OUTPUT, made absolute at start-up */
     int log_level;       /* SLEDTRACE_LOG */
     unsigned flush_ms;   /* SLEDTRACE_FLUSH_MS */
     size_t chunk_size;   /* SLEDTRACE_BUFFER_KB * 1024 */

@@ -74,3 +74,41 @@ Test(filter, other_library_only)
 {
     check_filter("SLEDTRACE_FILTER=libother.so:chain", NULL);
 }
+
+/* envwipe.c writes over its environment block (as servers that set their process title do) and
+ * chdirs to "/" before it forks a traced child and dlopens libslb.so: the filter, the relative
+ * output directory and every other setting were copied (and the directory resolved) at
+ * start-up. Both processes trace into <work>/out, with exact counts; `unlisted` stays out. */
+Test(filter, survives_a_wiped_environment_and_chdir)
+{
+    char work[PATH_MAX], out[PATH_MAX], trace[PATH_MAX];
+    const char *bin = BIN("envwipe-pie-nort");
+    e2e_workdir(work, sizeof work);
+    snprintf(out, sizeof out, "%s/out", work);
+    struct e2e_run t;
+    e2e_run_sh(work, &t,
+               "env -C '%s' LD_PRELOAD='" E2E_PRELOAD "' SLEDTRACE_OUTPUT=out "
+               "SLEDTRACE_FILTER='fib,libslb.so:b_*' '%s' '%s'",
+               work, bin, BIN("libslb.so"));
+    cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0, "status %#x: %s", t.status, t.err);
+    cr_assert_str_empty(t.err, "stderr:\n%s", t.err);
+    struct e2e_expect e;
+    e2e_parse_expect(t.out, &e);
+    struct e2e_trace tr;
+    e2e_trace_path(trace, sizeof trace, out, bin, t.pid, "fdr");
+    e2e_read_trace(trace, &tr);
+    e2e_check_trace(&tr, &e, "parent");
+
+    int child = -1;
+    const char *f = strstr(t.out, "forked ");
+    cr_assert(f && sscanf(f, "forked %d", &child) == 1, "%s", t.out);
+    char want[256];
+    snprintf(want, sizeof want, "count fib %ld\nthreads 1\nthreadwork %ld\n", 177L, 177L);
+    e2e_parse_expect(want, &e); /* fib(10): 2 F(11) - 1 = 177 calls */
+    e2e_trace_path(trace, sizeof trace, out, bin, child, "fdr");
+    e2e_read_trace(trace, &tr);
+    e2e_check_trace(&tr, &e, "child");
+    cr_assert_eq(e2e_dir_entries(out), 4, "the parent's and the child's trace and sidecar");
+    e2e_run_free(&t);
+    e2e_rmtree(work);
+}
