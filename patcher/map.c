@@ -19,6 +19,8 @@
 #include <libelf.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int64_t get_i64(const uint8_t *p)
@@ -396,4 +398,53 @@ const char *stp_kind_name(enum stp_kind k)
     static const char *const names[STP_NKINDS] = {"entry",    "exit",         "tail",
                                                   "log-args", "custom-event", "typed-event"};
     return (unsigned)k < STP_NKINDS ? names[k] : "unknown";
+}
+
+/* Whether the ELF file at `path` has a section named xray_instr_map: 1, 0, or -1 if it cannot be
+ * read as a 64-bit ELF file. Reads the section headers of a private read-only mapping of the file
+ * directly, without libelf: this runs in every process LD_PRELOAD reaches, and most have nothing
+ * to trace. */
+int stp_file_has_map(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    void *m = MAP_FAILED;
+    if (fstat(fd, &st) == 0 && st.st_size >= (off_t)sizeof(Elf64_Ehdr))
+        m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED)
+        return -1;
+    const uint8_t *base = m;
+    size_t size = (size_t)st.st_size;
+    int found = -1;
+    Elf64_Ehdr eh;
+    memcpy(&eh, base, sizeof eh);
+    if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff == 0 || eh.e_shoff > size ||
+        size - eh.e_shoff < sizeof(Elf64_Shdr))
+        goto out;
+    Elf64_Shdr sh0;
+    memcpy(&sh0, base + eh.e_shoff, sizeof sh0);
+    uint64_t nsec = eh.e_shnum ? eh.e_shnum : sh0.sh_size;
+    uint64_t strndx = eh.e_shstrndx == SHN_XINDEX ? sh0.sh_link : eh.e_shstrndx;
+    if (nsec > (size - eh.e_shoff) / sizeof(Elf64_Shdr) || strndx >= nsec)
+        goto out;
+    Elf64_Shdr strsec;
+    memcpy(&strsec, base + eh.e_shoff + strndx * sizeof(Elf64_Shdr), sizeof strsec);
+    if (strsec.sh_offset > size || strsec.sh_size > size - strsec.sh_offset)
+        goto out;
+    static const char want[] = "xray_instr_map";
+    found = 0;
+    for (uint64_t i = 0; i < nsec && !found; i++) {
+        Elf64_Shdr sh;
+        memcpy(&sh, base + eh.e_shoff + i * sizeof(Elf64_Shdr), sizeof sh);
+        if (sh.sh_name < strsec.sh_size && strsec.sh_size - sh.sh_name >= sizeof want &&
+            memcmp(base + strsec.sh_offset + sh.sh_name, want, sizeof want) == 0)
+            found = 1;
+    }
+out:
+    munmap(m, size);
+    return found;
 }

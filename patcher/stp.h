@@ -75,6 +75,9 @@ const char *stp_kind_name(enum stp_kind k);
 /* Reads the map of the ELF file at `path`, loaded with load bias `bias`. Entry addresses are
  * resolved to run-time addresses (bias added). Function names come from .symtab, else .dynsym. */
 int stp_object_open(const char *path, uintptr_t bias, struct stp_object **out);
+/* Whether the ELF file at `path` has an xray_instr_map section: 1, 0, or -1 (unreadable, not a
+ * 64-bit ELF file). Much cheaper than stp_object_open (no libelf, no allocation). */
+int stp_file_has_map(const char *path);
 void stp_object_close(struct stp_object *obj);
 
 size_t stp_object_nsleds(const struct stp_object *obj);
@@ -100,8 +103,19 @@ void stp_object_set_id_base(struct stp_object *obj, uint32_t base);
 void stp_object_leave_out(struct stp_object *obj, size_t i);
 
 /* Proves every sled of the object in the live image (bytes, kind, instruction boundary). Sets
- * each sled's status. Returns 0 or STP_E_CAPSTONE. */
+ * each sled's status. Returns 0 or STP_E_CAPSTONE (also when Capstone cannot be loaded: it is
+ * loaded by the first proof, not linked). */
 int stp_object_verify(struct stp_object *obj);
+/* Capstone is dlopen'd (STP_CAPSTONE_NAME), by the first proof or here: 0 or STP_E_CAPSTONE.
+ * Never from inside dl_iterate_phdr (the dynamic linker's lock is held: dlopen would deadlock);
+ * check stp_capstone_loaded() there. stp_capstone_release() unloads it until the next load (it
+ * holds about 5 MiB). None of these while a proof runs in another thread. */
+#ifndef STP_CAPSTONE_NAME
+#define STP_CAPSTONE_NAME "libcapstone.so.4"
+#endif
+int stp_capstone_load(void);
+int stp_capstone_loaded(void);
+void stp_capstone_release(void);
 
 /* Patches every proven sled whose kind has a target, through stubs mapped within rel32 reach.
  * Page protections are restored to the segment's own flags afterwards; no page is ever writable

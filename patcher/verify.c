@@ -6,13 +6,75 @@
  * the expected instruction pair, and (4) a linear disassembly from the function's first byte
  * lands exactly on the sled's first byte. Each function is swept once, its sleds visited in
  * address order, so the cost is linear in the instrumented code size.
+ *
+ * Capstone is loaded by the first proof (dlopen of its SONAME, through the dynamic linker's own
+ * dlopen and dlclose, never through interposed ones), not linked: LD_PRELOAD reaches every process a traced
+ * program starts, and loading Capstone cost each of them about 0.6 ms even when it had nothing
+ * to prove. stp_capstone_release() unloads it (about 5 MiB resident) until a later proof needs
+ * it again. Loading and releasing are not thread-safe with proofs; the runtime serialises them.
  */
 #include "stp_internal.h"
 
 #include <capstone/capstone.h>
 #include <cpuid.h>
+#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The Capstone functions this file calls, resolved from the library once it is loaded. */
+static struct {
+    void *handle;
+    int (*dlclose)(void *);
+    cs_err (*open)(cs_arch, cs_mode, csh *);
+    cs_err (*option)(csh, cs_opt_type, size_t);
+    cs_insn *(*malloc)(csh);
+    void (*free)(cs_insn *, size_t);
+    cs_err (*close)(csh *);
+    bool (*disasm_iter)(csh, const uint8_t **, size_t *, uint64_t *, cs_insn *);
+} cs_api;
+
+int stp_capstone_loaded(void)
+{
+    return cs_api.handle != NULL;
+}
+
+int stp_capstone_load(void)
+{
+    if (cs_api.handle)
+        return 0;
+    /* The dynamic linker's own dlopen and dlclose: a program's interposed ones (the runtime's
+     * rescan loaded objects under a lock its caller may hold) must not see Capstone come and go. */
+    void *(*real_dlopen)(const char *, int);
+    int (*real_dlclose)(void *);
+    *(void **)&real_dlopen = dlsym(RTLD_NEXT, "dlopen");
+    *(void **)&real_dlclose = dlsym(RTLD_NEXT, "dlclose");
+    void *h =
+        real_dlopen && real_dlclose ? real_dlopen(STP_CAPSTONE_NAME, RTLD_NOW | RTLD_LOCAL) : NULL;
+    if (!h)
+        return STP_E_CAPSTONE;
+    static const char *const names[] = {"cs_open", "cs_option", "cs_malloc",
+                                        "cs_free", "cs_close",  "cs_disasm_iter"};
+    void **slots[] = {(void **)&cs_api.open, (void **)&cs_api.option, (void **)&cs_api.malloc,
+                      (void **)&cs_api.free, (void **)&cs_api.close,  (void **)&cs_api.disasm_iter};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!(*slots[i] = dlsym(h, names[i]))) {
+            real_dlclose(h);
+            return STP_E_CAPSTONE;
+        }
+    cs_api.dlclose = real_dlclose;
+    cs_api.handle = h;
+    return 0;
+}
+
+void stp_capstone_release(void)
+{
+    if (!cs_api.handle)
+        return;
+    void *h = cs_api.handle;
+    int (*real_dlclose)(void *) = cs_api.dlclose;
+    memset(&cs_api, 0, sizeof cs_api);
+    real_dlclose(h);
+}
 
 static const uint8_t entry_template[STP_SLED_SIZE] = {0xeb, 0x09, 0x66, 0x0f, 0x1f, 0x84,
                                                       0x00, 0x00, 0x02, 0x00, 0x00};
@@ -68,7 +130,7 @@ static enum stp_status check_event(csh cs, cs_insn *insn, const uint8_t **p, siz
         return STP_BAD_BYTES;
     for (size_t i = 0; i < n; i++) {
         uint64_t at = *addr;
-        if (!cs_disasm_iter(cs, p, left, addr, insn))
+        if (!cs_api.disasm_iter(cs, p, left, addr, insn))
             return STP_BAD_BYTES;
         unsigned id = i == 0 && enabled ? X86_INS_JMP : insn->id;
         if (i == 0 && enabled && insn->id != X86_INS_NOP)
@@ -155,7 +217,7 @@ static void check_function(csh cs, cs_insn *insn, const uint8_t *code, size_t le
         }
         if (s->kind == STP_CUSTOM_EVENT || s->kind == STP_TYPED_EVENT) {
             while (addr < s->addr) {
-                if (!cs_disasm_iter(cs, &p, &left, &addr, insn))
+                if (!cs_api.disasm_iter(cs, &p, &left, &addr, insn))
                     break;
                 note_target(&tg, insn, func_addr, end);
             }
@@ -171,7 +233,7 @@ static void check_function(csh cs, cs_insn *insn, const uint8_t *code, size_t le
             continue;
         /* Sweep forward to the sled (the sweep position never moves backwards). */
         while (addr < s->addr) {
-            if (!cs_disasm_iter(cs, &p, &left, &addr, insn))
+            if (!cs_api.disasm_iter(cs, &p, &left, &addr, insn))
                 break;
             note_target(&tg, insn, func_addr, end);
         }
@@ -180,13 +242,13 @@ static void check_function(csh cs, cs_insn *insn, const uint8_t *code, size_t le
             continue;
         }
         /* Decode the sled's own two instructions; leave the sweep after them. */
-        if (!cs_disasm_iter(cs, &p, &left, &addr, insn) || insn->id != shape.id0 ||
-            insn->size != shape.size0 || !cs_disasm_iter(cs, &p, &left, &addr, insn) ||
+        if (!cs_api.disasm_iter(cs, &p, &left, &addr, insn) || insn->id != shape.id0 ||
+            insn->size != shape.size0 || !cs_api.disasm_iter(cs, &p, &left, &addr, insn) ||
             insn->id != shape.id1 || insn->size != shape.size1)
             s->status = STP_BAD_BYTES;
     }
     /* The rest of the function: its branches may go back into a sled. */
-    while (left > 0 && cs_disasm_iter(cs, &p, &left, &addr, insn))
+    while (left > 0 && cs_api.disasm_iter(cs, &p, &left, &addr, insn))
         note_target(&tg, insn, func_addr, end);
     for (size_t i = 0; i < n; i++) {
         struct stp_sled *s = sleds[i];
@@ -205,12 +267,12 @@ static int sled_addr_cmp(const void *a, const void *b)
 
 static int open_capstone(csh *cs, cs_insn **insn)
 {
-    if (cs_open(CS_ARCH_X86, CS_MODE_64, cs) != CS_ERR_OK)
+    if (stp_capstone_load() != 0 || cs_api.open(CS_ARCH_X86, CS_MODE_64, cs) != CS_ERR_OK)
         return STP_E_CAPSTONE;
-    cs_option(*cs, CS_OPT_DETAIL, CS_OPT_OFF);
-    *insn = cs_malloc(*cs);
+    cs_api.option(*cs, CS_OPT_DETAIL, CS_OPT_OFF);
+    *insn = cs_api.malloc(*cs);
     if (!*insn) {
-        cs_close(cs);
+        cs_api.close(cs);
         return STP_E_CAPSTONE;
     }
     return 0;
@@ -231,8 +293,8 @@ enum stp_status stp_check_sled(const uint8_t *code, size_t len, uint64_t func_ad
                          .status = STP_OK};
     struct stp_sled *ps = &s;
     check_function(cs, insn, code, len, func_addr, &ps, 1);
-    cs_free(insn, 1);
-    cs_close(&cs);
+    cs_api.free(insn, 1);
+    cs_api.close(&cs);
     return (enum stp_status)s.status;
 }
 
@@ -286,8 +348,8 @@ int stp_object_verify(struct stp_object *obj)
                        order, fn->nsleds);
     }
     free(order);
-    cs_free(insn, 1);
-    cs_close(&cs);
+    cs_api.free(insn, 1);
+    cs_api.close(&cs);
     return rc;
 }
 

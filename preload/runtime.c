@@ -265,24 +265,33 @@ static int patch(struct stp_object *obj, const char *name)
 }
 
 /* A shared object loaded at start-up or by dlopen: patched if it has an instrumentation map. */
-static void add_object(const char *path, uintptr_t bias)
+/* Returns 1 when the object needs proving but Capstone is not loaded: the caller (inside
+ * dl_iterate_phdr, under the dynamic linker's lock, where dlopen would deadlock) must load it
+ * outside and come back (scan_objects). 0 otherwise. */
+static int add_object(const char *path, uintptr_t bias)
 {
     struct stp_object *obj;
+    if (stp_file_has_map(path) == 0)
+        return 0; /* not instrumented: the usual case, told cheaply */
     int rc = stp_object_open(path, bias, &obj);
     if (rc == STP_E_NO_MAP || rc == STP_E_OPEN)
-        return; /* not instrumented (the usual case), or not a file we can read */
+        return 0; /* not instrumented, or not a file we can read */
+    if (rc == 0 && !stp_capstone_loaded()) {
+        stp_object_close(obj);
+        return 1;
+    }
     if (rc == 0 && nobjs == MAX_OBJECTS) {
         str_log(STR_WARN, "%s: more than %d instrumented objects; left alone", path,
                 MAX_OBJECTS - 1);
         stp_object_close(obj);
-        return;
+        return 0;
     }
     if (rc == 0)
         rc = stp_object_verify(obj);
     if (rc != 0) {
         str_log(STR_WARN, "%s: %s; left alone", path, stp_strerror(rc));
         stp_object_close(obj);
-        return;
+        return 0;
     }
     unsigned objid = nobjs;
     stp_object_set_id_base(obj, (uint32_t)objid << OBJECT_SHIFT);
@@ -291,14 +300,21 @@ static void add_object(const char *path, uintptr_t bias)
     nobjs++;
     patch(obj, path);
     append_syms(objid);
+    return 0;
 }
 
 static uintptr_t self_base;
 
+struct scan {
+    unsigned seen[MAX_OBJECTS];
+    int need_capstone; /* the scan stopped at an object to prove: load Capstone, scan again */
+};
+
 static int scan_one(struct dl_phdr_info *info, size_t size, void *data)
 {
     (void)size;
-    unsigned *seen = data;
+    struct scan *sc = data;
+    unsigned *seen = sc->seen;
     const char *name = info->dlpi_name;
     if (!name || !*name || info->dlpi_addr == self_base || strstr(name, "linux-vdso"))
         return 0; /* the executable (listed first, with no name), sledtrace, the vDSO */
@@ -308,22 +324,36 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *data)
             seen[i] = 1;
             return 0;
         }
-    add_object(name, info->dlpi_addr);
+    if (add_object(name, info->dlpi_addr)) {
+        sc->need_capstone = 1;
+        return 1; /* stop */
+    }
     if (nobjs > 0)
         seen[nobjs - 1] = 1;
     return 0;
 }
 
-/* Patches every loaded object not seen yet and forgets those that are gone (dlclose). */
+/* Patches every loaded object not seen yet and forgets those that are gone (dlclose). Capstone,
+ * loaded by the proofs, is unloaded afterwards until the next object needs proving. */
 static void scan_objects(void)
 {
-    unsigned seen[MAX_OBJECTS] = {1};
-    dl_iterate_phdr(scan_one, seen);
+    struct scan sc;
+    do {
+        memset(&sc, 0, sizeof sc);
+        sc.seen[0] = 1;
+        dl_iterate_phdr(scan_one, &sc);
+    } while (sc.need_capstone && stp_capstone_load() == 0);
+    if (sc.need_capstone) {
+        str_log(STR_WARN, "cannot load Capstone (%s); libraries loaded from now on are left alone",
+                STP_CAPSTONE_NAME);
+        return;
+    }
     for (unsigned i = 1; i < nobjs; i++)
-        if (objs[i].live && !seen[i]) {
+        if (objs[i].live && !sc.seen[i]) {
             objs[i].live = 0;
             str_log(STR_DEBUG, "%s unloaded", objs[i].name);
         }
+    stp_capstone_release();
 }
 
 static char exe_path[PATH_MAX];
@@ -381,10 +411,8 @@ static int probe_one(struct dl_phdr_info *info, size_t size, void *data)
     const char *name = info->dlpi_name;
     if (!name || !*name || info->dlpi_addr == self_base || strstr(name, "linux-vdso"))
         return 0;
-    struct stp_object *obj;
-    if (stp_object_open(name, info->dlpi_addr, &obj) != 0)
+    if (stp_file_has_map(name) != 1)
         return 0;
-    stp_object_close(obj);
     *(int *)data = 1;
     return 1; /* stop */
 }
@@ -436,7 +464,11 @@ static void start(void)
         self_base = (uintptr_t)self.dli_fbase;
     uintptr_t bias = 0;
     dl_iterate_phdr(find_main, &bias);
-    int rc = stp_object_open("/proc/self/exe", bias, &main_obj);
+    /* Most processes LD_PRELOAD reaches have no sleds: told without libelf (the common case
+     * costs a few system calls). */
+    int rc = stp_file_has_map("/proc/self/exe") == 0
+                 ? STP_E_NO_MAP
+                 : stp_object_open("/proc/self/exe", bias, &main_obj);
     if (rc == STP_E_NO_MAP) {
         /* No sleds in the executable: its instrumented libraries are traced, if it has any. */
         main_obj = NULL;

@@ -509,3 +509,22 @@ Test(descendants, quiet_at_default_level)
     e2e_run_free(&r);
     e2e_rmtree(work);
 }
+
+/* A process with nothing to trace costs almost nothing: Capstone is not even loaded (it is
+ * dlopen'd only to prove sleds) and no flush thread starts. cat reads its own maps and status. */
+Test(descendants, nothing_to_trace_loads_no_capstone_and_starts_no_thread)
+{
+    char work[PATH_MAX];
+    e2e_workdir(work, sizeof work);
+    struct e2e_run r;
+    e2e_run_sh(work, &r,
+               "env LD_PRELOAD='" E2E_PRELOAD "' SLEDTRACE_OUTPUT='%s/out' cat /proc/self/maps "
+               "/proc/self/status",
+               work);
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "status %#x", r.status);
+    cr_assert(strstr(r.out, "libsledtrace") != NULL, "the runtime was not loaded:\n%s", r.out);
+    cr_assert(strstr(r.out, "libcapstone") == NULL, "Capstone was loaded:\n%s", r.out);
+    cr_assert(strstr(r.out, "\nThreads:\t1\n") != NULL, "a thread was started:\n%s", r.out);
+    e2e_run_free(&r);
+    e2e_rmtree(work);
+}
