@@ -19,6 +19,9 @@
 # the traced figure is compared with the untraced one plus the configured buffers
 # (SLEDTRACE_BUFFER_KB x SLEDTRACE_BUFFERS per thread that records events).
 #
+# Also: start-up with many functions, the per-process cost of the preload for a program with
+# nothing to trace (/bin/true), and analysis speed.
+#
 # Environment: BENCH_ROUNDS (default 7), BENCH_FIB_N (default 30), BENCH_MANY (functions in
 # the start-up program, default 20000), CLANG (default clang).
 set -euo pipefail
@@ -504,6 +507,35 @@ else
     verdict="n/a"
 fi
 printf '  %-36s %8s  (target <= %s ms)  %s\n' "sledtrace start-up" "$st_med" "$TARGET_STARTUP_MS" "$verdict"
+
+# ---- per-process cost of the preload -------------------------------------------
+# LD_PRELOAD reaches every program a traced one starts; one with nothing to trace (here
+# /bin/true) should cost close to nothing. scripts/bench/spawn.c spawns it 300 times per run,
+# with LD_PRELOAD empty or naming the runtime (its environment holds nothing else); the two are
+# interleaved, $ROUNDS rounds, medians of the per-process wall time.
+TARGET_SPAWN_US=200
+"$CLANG" -O2 scripts/bench/spawn.c -o "$bench_dir/spawn"
+sp_plain=() sp_pre=()
+if [[ -e "$preload" ]]; then
+    for ((i = 0; i < ROUNDS; i++)); do
+        out=$(SPAWN_PRELOAD= "$bench_dir/spawn" 300 /bin/true) && sp_plain+=("${out#ns=}")
+        out=$(SPAWN_PRELOAD=$preload "$bench_dir/spawn" 300 /bin/true) && sp_pre+=("${out#ns=}")
+    done
+fi
+sp_a=$(med "${sp_plain[@]}") sp_b=$(med "${sp_pre[@]}")
+echo
+echo "per-process cost, /bin/true spawned and waited for (medians of $ROUNDS rounds of 300):"
+if [[ "$sp_a" != "-" && "$sp_b" != "-" ]]; then
+    printf '  %-52s %8.1f us\n' "without LD_PRELOAD" "$(awk -v v="$sp_a" 'BEGIN { print v / 1000 }')"
+    printf '  %-52s %8.1f us\n' "with LD_PRELOAD=libsledtrace.so" \
+        "$(awk -v v="$sp_b" 'BEGIN { print v / 1000 }')"
+    sp_d=$(awk -v a="$sp_a" -v b="$sp_b" 'BEGIN { printf "%.1f", (b - a) / 1000 }')
+    verdict=$(awk -v v="$sp_d" -v l="$TARGET_SPAWN_US" 'BEGIN { print (v <= l) ? "met" : "MISSED" }')
+    printf '  %-36s %8s  (target <= %s us)  %s\n' "cost of the preload per process" "$sp_d us" \
+        "$TARGET_SPAWN_US" "$verdict"
+else
+    echo "  not measured (no runtime built, or a spawn failed)"
+fi
 
 # ---- analysis speed ----------------------------------------------------------
 # The complete 2-thread trace of the check run: `sledtrace account` on it beside
