@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
-# Build sledtrace, compile the bundled sample with XRay sleds (and no XRay
-# runtime), run it under the preloaded tracer and print the per-function account
-# of the trace it wrote. Re-runnable: each run replaces the previous demo trace.
+# Build sledtrace (only the runtime and the sledtrace command, into build-demo/: see
+# setup.sh --demo), compile the bundled sample with XRay sleds (and no XRay runtime),
+# run it under the preloaded tracer and print the per-function account of the trace
+# it wrote. Re-runnable: each run replaces the previous demo trace.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
 
-./scripts/setup.sh
+./scripts/setup.sh --demo
 
 root=$PWD
-demo_dir=$root/build/demo
+demo_dir=$root/build-demo/demo
 trace_dir=$demo_dir/traces
-preload=$root/build/preload/libsledtrace.so
-tool=$root/build/tools/sledtrace
+preload=$root/build-demo/preload/libsledtrace.so
+tool=$root/build-demo/tools/sledtrace
 
 for f in "$preload" "$tool"; do
     if [[ ! -e "$f" ]]; then
@@ -31,7 +32,7 @@ echo "demo: $CLANG -O2 ${XRAY_CFLAGS[*]} $nodeps -pthread scripts/sample/sample.
 "$CLANG" -O2 "${XRAY_CFLAGS[@]}" "$nodeps" -pthread scripts/sample/sample.c \
     -o "$demo_dir/sample"
 
-echo "demo: running build/demo/sample under LD_PRELOAD=build/preload/libsledtrace.so"
+echo "demo: running build-demo/demo/sample under LD_PRELOAD=build-demo/preload/libsledtrace.so"
 LD_PRELOAD=$preload SLEDTRACE_OUTPUT=$trace_dir "$demo_dir/sample"
 
 trace=$(find "$trace_dir" -maxdepth 1 -type f -name 'sledtrace.sample.*.fdr' \

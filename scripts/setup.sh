@@ -1,11 +1,26 @@
 #!/usr/bin/env bash
 # Install what sledtrace needs on Debian 12 (only the missing packages), then
-# configure and build it with meson into build/. Safe to run any number of times,
-# with no stdin and with CI=true. Installing packages needs root; when everything
-# is already installed, no root is needed.
+# configure and build it with meson. Safe to run any number of times, with no stdin
+# and with CI=true. Installing packages needs root; when everything is already
+# installed, no root is needed.
+#
+#   setup.sh          everything the tests need (three compilers, compiler-rt, llvm-xray,
+#                     Criterion), built into build/ with the test programs
+#   setup.sh --demo   only what the runtime, the sledtrace command and the demo need (clang,
+#                     libelf, Capstone, meson), built into build-demo/ without tests
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+
+MODE=all
+case "${1:-}" in
+"") ;;
+--demo) MODE=demo ;;
+*)
+    printf 'usage: %s [--demo]\n' "$0" >&2
+    exit 2
+    ;;
+esac
 
 # libclang-rt-14-dev holds compiler-rt's XRay runtime; clang only recommends it, and recommends
 # are not installed here.
@@ -15,6 +30,13 @@ cd "$(dirname "$0")/.."
 PACKAGES=(meson ninja-build pkg-config libelf-dev libcapstone-dev libcriterion-dev clang llvm
     libclang-rt-14-dev clang-19 clang-22 libclang-rt-22-dev clang-format)
 BUILD_DIR=build
+MESON_OPTIONS=()
+if [[ $MODE == demo ]]; then
+    # clang brings libstdc++-12-dev, which the sledtrace command links for C++ demangling.
+    PACKAGES=(meson ninja-build pkg-config libelf-dev libcapstone-dev clang)
+    BUILD_DIR=build-demo
+    MESON_OPTIONS=(-Dtests=disabled)
+fi
 
 log() { printf 'setup: %s\n' "$*" >&2; }
 
@@ -76,7 +98,7 @@ configure_and_build() {
         fi
     else
         log "configuring $BUILD_DIR"
-        meson setup "$BUILD_DIR"
+        meson setup "${MESON_OPTIONS[@]}" "$BUILD_DIR"
     fi
     meson compile -C "$BUILD_DIR"
 }
