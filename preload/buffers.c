@@ -814,11 +814,19 @@ void str_fork_parent(void)
 
 /* In the child (one thread, a copy of the parent's memory). Everything buffered belongs to the
  * parent: the queue is dropped, the other threads' memory unmapped, this thread's chunks all
- * freed and its cursor emptied. The parent's trace descriptor is closed. The child's own trace
- * starts at its first event (fork_activate). Calibration samples stay valid: same TSC. */
+ * freed and its cursor emptied; every flag the parent's flush thread may have held at the fork
+ * (the writer flag above all: the child's own flush thread would wait for it forever) is
+ * cleared. The parent's trace descriptor is closed. The child's own trace starts at its first
+ * event (fork_activate). Calibration samples stay valid: same TSC. */
 void str_fork_child(void)
 {
     pthread_mutex_init(&registry_lock, NULL);
+    /* The flush thread does not exist here: whatever it held or was asked for at the fork
+     * (writing the file, a dump, a toggle) is the parent's. */
+    atomic_store_explicit(&writer, 0, memory_order_relaxed);
+    atomic_store_explicit(&dump_requested, 0, memory_order_relaxed);
+    atomic_store_explicit(&toggle_requested, 0, memory_order_relaxed);
+    atomic_store_explicit(&wake_seq, 0, memory_order_relaxed);
     int st = atomic_load_explicit(&state, memory_order_relaxed);
     if (st != ST_ACTIVE && st != ST_FORKED) {
         atomic_store_explicit(&state, ST_OFF, memory_order_relaxed);

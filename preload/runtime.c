@@ -424,6 +424,28 @@ static int instrumented_loaded(void)
     return found;
 }
 
+/* fork: no lock of the runtime's may be held across it, or the child would find it locked
+ * forever. objs_lock (a dlopen scan, or the flush thread toggling sleds: a page of text may be
+ * writable meanwhile) is taken before buffers.c's registry lock, the order every path takes
+ * them in. */
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&objs_lock);
+    str_fork_prepare();
+}
+
+static void fork_parent(void)
+{
+    str_fork_parent();
+    pthread_mutex_unlock(&objs_lock);
+}
+
+static void fork_child(void)
+{
+    str_fork_child();
+    pthread_mutex_init(&objs_lock, NULL);
+}
+
 /* The trace files, the flush thread and the exit paths. Returns 0, or -1 (logged). */
 static int begin_outputs(char *path, size_t plen)
 {
@@ -437,7 +459,7 @@ static int begin_outputs(char *path, size_t plen)
         close(fd);
         return -1;
     }
-    pthread_atfork(str_fork_prepare, str_fork_parent, str_fork_child);
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
     at_quick_exit(str_buffers_finish);
     str_signals_install();
     return 0;

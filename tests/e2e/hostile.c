@@ -1,0 +1,111 @@
+/* Programs that are ordinary but hard on a tracer (issue 9): the host must behave exactly as
+ * untraced. One mode per argv[1]; each prints its exact counts (progs.h) and what it observed.
+ * main and the helpers marked xray_never_instrument are never traced.
+ *
+ *   fork-busy     three threads call fib(8) in a throttled loop while main forks FORKS
+ *                 children, one after another; each child calls fib(12) and leaves with
+ *                 _exit(0). A child that does not end within 3 s is killed, counted as hung
+ *                 ("hung N"), and ends the loop. The parent's counts are exact (each thread
+ *                 counts its own loop). Every loop is capped, so a broken runtime cannot fill
+ *                 the disk with a lossless trace while the program waits for a hung child.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "progs.h"
+
+long (*volatile fibp)(long);
+
+KEEP long fib(long n)
+{
+    if (n < 2)
+        return n;
+    return fibp(n - 1) + fibp(n - 2);
+}
+
+static atomic_int stop;
+
+/* ---- fork-busy -------------------------------------------------------------------------------- */
+
+enum { BUSY_THREADS = 3, FORKS = 40, BUSY_MAX = 10000 };
+
+/* At most BUSY_MAX fib(8) (67 calls, about 1 KiB of trace each): about 11 MiB per thread. */
+__attribute__((xray_never_instrument)) static void *busy(void *arg)
+{
+    long *loops = arg;
+    while (!atomic_load(&stop) && *loops < BUSY_MAX) {
+        fibp(8);
+        if (++*loops % 16 == 0) {
+            struct timespec ts = {0, 200000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    return NULL;
+}
+
+/* Waits for pid at most `ms`; kills it after that. Returns 1 if it had to be killed. */
+__attribute__((xray_never_instrument)) static int wait_or_kill(pid_t pid, int ms, int *status)
+{
+    for (int waited = 0; waited < ms; waited++) {
+        if (waitpid(pid, status, WNOHANG) == pid)
+            return 0;
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, status, 0);
+    return 1;
+}
+
+__attribute__((xray_never_instrument)) static int fork_busy(void)
+{
+    pthread_t t[BUSY_THREADS];
+    long loops[BUSY_THREADS] = {0};
+    for (int i = 0; i < BUSY_THREADS; i++)
+        pthread_create(&t[i], NULL, busy, &loops[i]);
+    int hung = 0, failed = 0;
+    for (int i = 0; i < FORKS; i++) {
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid == 0) {
+            long r = fibp(12);
+            _exit(r == fibonacci(12) ? 0 : 1);
+        }
+        int st = 0;
+        if (pid < 0 || wait_or_kill(pid, 3000, &st)) {
+            hung++;
+            break;
+        }
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+            failed++;
+    }
+    atomic_store(&stop, 1);
+    long total = 0;
+    for (int i = 0; i < BUSY_THREADS; i++) {
+        pthread_join(t[i], NULL);
+        total += loops[i];
+    }
+    printf("hung %d\nfailed %d\n", hung, failed);
+    printf("count fib %ld\nthreads %d\n", total * fib_calls(8), BUSY_THREADS);
+    for (int i = 0; i < BUSY_THREADS; i++)
+        printf("threadwork %ld\n", loops[i] * fib_calls(8));
+    return 0;
+}
+
+__attribute__((xray_never_instrument)) int main(int argc, char **argv)
+{
+    fibp = fib;
+    const char *how = argc > 1 ? argv[1] : "";
+    if (strcmp(how, "fork-busy") == 0)
+        return fork_busy();
+    fprintf(stderr, "hostile: unknown mode '%s'\n", how);
+    return 2;
+}
