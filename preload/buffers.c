@@ -275,6 +275,8 @@ struct losses {
 static void write_committed(struct str_thread *th, uint32_t idx)
 {
     struct str_chunk *c = &th->chunks[idx];
+    if (!th->cursor)
+        return; /* the thread has exited: its last chunk is queued, `used` says what it holds */
     uintptr_t pos = atomic_load_explicit(&th->cursor->pos, memory_order_acquire);
     uintptr_t base = (uintptr_t)c->base;
     if (atomic_load_explicit(&c->state, memory_order_relaxed) == STR_FILLING && pos > base &&
@@ -575,11 +577,10 @@ static void push(struct str_chunk *c)
                                                     memory_order_relaxed));
 }
 
-/* Hands the current chunk over if it holds records. */
-static void hand_over(struct str_thread *th, int final)
+/* Hands the current chunk over, filled up to pos, if it holds records. */
+static void hand_over_at(struct str_thread *th, uintptr_t pos, int final)
 {
     struct str_chunk *c = &th->chunks[atomic_load_explicit(&th->cur, memory_order_relaxed)];
-    uintptr_t pos = atomic_load_explicit(&str_cursor.pos, memory_order_relaxed);
     c->used = pos ? pos - (uintptr_t)c->base : 0;
     c->final = final;
     if (!final && c->used <= STR_BLOCK_HEAD)
@@ -594,6 +595,12 @@ static void hand_over(struct str_thread *th, int final)
     push(c);
     if (final || q * 2 >= th->nchunks)
         wake_flusher();
+}
+
+/* Hands the calling thread's current chunk over. */
+static void hand_over(struct str_thread *th, int final)
+{
+    hand_over_at(th, atomic_load_explicit(&str_cursor.pos, memory_order_relaxed), final);
 }
 
 /* Waits (lossless) until the next chunk is free; 0 if tracing stopped meanwhile. */
@@ -741,8 +748,14 @@ void str_thread_exit(void *arg)
     t->dropped = 0;
     t->dead = 1;
     t->th = NULL;
+    /* The cursor is this thread's TLS, gone once it exits: nothing may read it through th from
+     * now on (the flight policy's dump of an exited thread's ring, write_committed). hand_over
+     * reads the cursor here, then publishes th with the chunk (release push, acquire in
+     * take_queue). */
+    uintptr_t last = atomic_load_explicit(&cur->pos, memory_order_relaxed);
+    th->cursor = NULL;
     if (can_hand_over && atomic_load_explicit(&state, memory_order_relaxed) == ST_ACTIVE)
-        hand_over(th, 1); /* the flush thread frees th after writing it */
+        hand_over_at(th, last, 1); /* the flush thread frees th after writing it */
     atomic_store_explicit(&cur->end, 0, memory_order_relaxed);
     atomic_signal_fence(memory_order_seq_cst);
     atomic_store_explicit(&cur->pos, 0, memory_order_relaxed);

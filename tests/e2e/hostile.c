@@ -8,6 +8,9 @@
  *                 ("hung N"), and ends the loop. The parent's counts are exact (each thread
  *                 counts its own loop). Every loop is capped, so a broken runtime cannot fill
  *                 the disk with a lossless trace while the program waits for a hung child.
+ *   threads-exit  (run it under SLEDTRACE_POLICY=flight) ROUNDS rounds of 4 threads that call
+ *                 fib(12) and are joined, then main returns: the final flush must not touch the
+ *                 exited threads' thread-local storage.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -100,12 +103,41 @@ __attribute__((xray_never_instrument)) static int fork_busy(void)
     return 0;
 }
 
+/* ---- threads-exit ------------------------------------------------------------------------------ */
+
+enum { EXIT_ROUNDS = 8, EXIT_THREADS = 4 };
+
+__attribute__((xray_never_instrument)) static void *one_fib(void *arg)
+{
+    (void)arg;
+    fibp(12);
+    return NULL;
+}
+
+__attribute__((xray_never_instrument)) static int threads_exit(void)
+{
+    for (int r = 0; r < EXIT_ROUNDS; r++) {
+        pthread_t t[EXIT_THREADS];
+        for (int i = 0; i < EXIT_THREADS; i++)
+            pthread_create(&t[i], NULL, one_fib, NULL);
+        for (int i = 0; i < EXIT_THREADS; i++)
+            pthread_join(t[i], NULL);
+    }
+    printf("count fib %ld\nthreads %d\n", EXIT_ROUNDS * EXIT_THREADS * fib_calls(12),
+           EXIT_ROUNDS * EXIT_THREADS);
+    for (int i = 0; i < EXIT_ROUNDS * EXIT_THREADS; i++)
+        printf("threadwork %ld\n", fib_calls(12));
+    return 0;
+}
+
 __attribute__((xray_never_instrument)) int main(int argc, char **argv)
 {
     fibp = fib;
     const char *how = argc > 1 ? argv[1] : "";
     if (strcmp(how, "fork-busy") == 0)
         return fork_busy();
+    if (strcmp(how, "threads-exit") == 0)
+        return threads_exit();
     fprintf(stderr, "hostile: unknown mode '%s'\n", how);
     return 2;
 }
