@@ -82,6 +82,17 @@ static int32_t pid;
  * bounded time and never gives it back: the process is about to die. */
 static _Atomic int writer;
 
+/* Sleeps ns nanoseconds (up to a second; the whole time even if a signal interrupts it). Not
+ * a cancellation point, unlike libc's nanosleep: deferred cancellation must never act inside
+ * the tracer (a thread cancelled while waiting for a chunk would leave it handed over twice),
+ * and the exit paths that wait run in the program's threads. */
+static void pause_ns(long ns)
+{
+    struct timespec ts = {ns / 1000000000L, ns % 1000000000L};
+    while (syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
 static int writer_take_for(unsigned ms)
 {
     for (unsigned waited = 0;; waited++) {
@@ -91,8 +102,7 @@ static int writer_take_for(unsigned ms)
             return 1;
         if (ms && waited >= ms * 10)
             return 0;
-        struct timespec ts = {0, 100000};
-        nanosleep(&ts, NULL);
+        pause_ns(100000);
     }
 }
 
@@ -396,12 +406,8 @@ static uint64_t calibrate(unsigned min_ms)
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC_RAW, &now);
     uint64_t elapsed = ns_of(&now) - ns_of(&raw0);
-    if (elapsed < min_ms * 1000000ull) {
-        uint64_t left = min_ms * 1000000ull - elapsed;
-        struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
-        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-            ;
-    }
+    if (elapsed < min_ms * 1000000ull)
+        pause_ns((long)(min_ms * 1000000ull - elapsed));
     /* Bracket the clock read between two TSC reads to halve the skew. */
     uint64_t a = str_now();
     clock_gettime(CLOCK_MONOTONIC_RAW, &now);
@@ -627,8 +633,7 @@ static int next_chunk(struct str_thread *th, int wait)
             }
             if (atomic_load_explicit(&state, memory_order_relaxed) != ST_ACTIVE)
                 return 0;
-            struct timespec ts = {0, 20000};
-            nanosleep(&ts, NULL);
+            pause_ns(20000);
         }
         /* Release: pairs with the acquire in flush_committed_locked (queued is already counted). */
         atomic_store_explicit(&th->cur, next, memory_order_release);
@@ -643,8 +648,7 @@ static int next_chunk(struct str_thread *th, int wait)
         }
         if (!wait)
             return 0;
-        struct timespec ts = {0, 50000};
-        nanosleep(&ts, NULL);
+        pause_ns(50000);
     }
     /* Release: pairs with the acquire in flush_committed_locked (queued is already counted). */
     atomic_store_explicit(&th->cur, next, memory_order_release);
@@ -662,9 +666,23 @@ static void end_gap(struct str_cursor *cur, struct str_thread *th)
     atomic_store_explicit(&cur->pos, pos + STF_LOSS_SIZE, memory_order_release);
 }
 
+static void refill(uint64_t tsc);
+
+/* The slow path changes the thread's chunks in several steps (hand over, move on, start a
+ * block): asynchronous cancellation must not cut through them (the thread's exit would hand
+ * the same chunk over again), so it is held off meanwhile; deferred cancellation finds no
+ * cancellation point here (pause_ns). */
 void str_refill(void *arg)
 {
-    uint64_t tsc = *(uint64_t *)arg;
+    int old_type;
+    pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, &old_type);
+    refill(*(uint64_t *)arg);
+    if (old_type != PTHREAD_CANCEL_DEFERRED)
+        pthread_setcanceltype(old_type, &old_type);
+}
+
+static void refill(uint64_t tsc)
+{
     struct str_cursor *cur = &str_cursor;
     struct str_tls *t = &str_tls;
     int saved = errno;
@@ -927,8 +945,13 @@ void str_buffers_finish(void)
     str_cursor.nest--;
     wake_flusher();
     futex(&wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL);
+    /* pthread_join is a cancellation point: a cancellation pending on the exiting thread must
+     * not act in here. */
+    int old_state;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old_state);
     pthread_join(flusher, NULL);
     final_flush();
+    pthread_setcancelstate(old_state, &old_state);
 }
 
 /* The final flush runs in one of the program's threads (exit, _exit, exec). A write past a file

@@ -11,6 +11,11 @@
  *   threads-exit  (run it under SLEDTRACE_POLICY=flight) ROUNDS rounds of 4 threads that call
  *                 fib(12) and are joined, then main returns: the final flush must not touch the
  *                 exited threads' thread-local storage.
+ *   cancel        CANCEL_ROUNDS rounds: a thread makes CANCEL_LOOPS calls of fib(8) (no
+ *                 cancellation point of its own), then calls pthread_testcancel(); main cancels
+ *                 it (deferred) while it runs. Untraced, the cancellation always acts at
+ *                 pthread_testcancel, after every call: "early 0". Run with tiny buffers, so
+ *                 the thread often waits inside the tracer for the flush thread.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -130,6 +135,49 @@ __attribute__((xray_never_instrument)) static int threads_exit(void)
     return 0;
 }
 
+/* ---- cancel ------------------------------------------------------------------------------------ */
+
+enum { CANCEL_ROUNDS = 10, CANCEL_LOOPS = 3000 };
+
+static atomic_int reached_end;
+
+__attribute__((xray_never_instrument)) static void *cancel_me(void *arg)
+{
+    atomic_int *started = arg;
+    atomic_store(started, 1);
+    for (int i = 0; i < CANCEL_LOOPS; i++)
+        fibp(8);
+    atomic_store(&reached_end, 1);
+    pthread_testcancel();
+    return NULL;
+}
+
+__attribute__((xray_never_instrument)) static int cancel_deferred(void)
+{
+    int early = 0, not_cancelled = 0;
+    for (int r = 0; r < CANCEL_ROUNDS; r++) {
+        atomic_int started = 0;
+        atomic_store(&reached_end, 0);
+        pthread_t t;
+        pthread_create(&t, NULL, cancel_me, &started);
+        while (!atomic_load(&started))
+            ;
+        struct timespec ts = {0, 500000};
+        nanosleep(&ts, NULL);
+        pthread_cancel(t);
+        void *res;
+        pthread_join(t, &res);
+        early += !atomic_load(&reached_end);
+        not_cancelled += res != PTHREAD_CANCELED;
+    }
+    printf("early %d\nnot cancelled %d\n", early, not_cancelled);
+    printf("count fib %ld\nthreads %d\n", (long)CANCEL_ROUNDS * CANCEL_LOOPS * fib_calls(8),
+           CANCEL_ROUNDS);
+    for (int i = 0; i < CANCEL_ROUNDS; i++)
+        printf("threadwork %ld\n", CANCEL_LOOPS * fib_calls(8));
+    return 0;
+}
+
 __attribute__((xray_never_instrument)) int main(int argc, char **argv)
 {
     fibp = fib;
@@ -138,6 +186,8 @@ __attribute__((xray_never_instrument)) int main(int argc, char **argv)
         return fork_busy();
     if (strcmp(how, "threads-exit") == 0)
         return threads_exit();
+    if (strcmp(how, "cancel") == 0)
+        return cancel_deferred();
     fprintf(stderr, "hostile: unknown mode '%s'\n", how);
     return 2;
 }

@@ -17,13 +17,17 @@
 
 /* Runs hostile in mode `how` under the preload (extra env), checks exit 0, that `want` lines of
  * its output hold, and the parent's trace against its counts. */
-static void run_hostile(const char *bin, const char *how, const char *env, struct e2e_run *t,
+#define ENV(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+static void run_hostile(const char *bin, const char *how, const char *const *env, struct e2e_run *t,
                         char *out, size_t outlen)
 {
     char work[PATH_MAX];
     e2e_workdir(work, sizeof work);
     snprintf(out, outlen, "%s/out", work);
-    struct e2e_spec s = {.prog = bin, .argv1 = how, .preload = 1, .outdir = out, .env = {env}};
+    struct e2e_spec s = {.prog = bin, .argv1 = how, .preload = 1, .outdir = out};
+    for (int i = 0; env && env[i] && i < E2E_MAX_ENV; i++)
+        s.env[i] = env[i];
     e2e_run(work, &s, t);
     cr_assert(WIFEXITED(t->status) && WEXITSTATUS(t->status) == 0, "%s: status %#x\n%s\n%s", how,
               t->status, t->out, t->err);
@@ -74,7 +78,7 @@ static void flight_exited_threads(const char *bin)
     for (int i = 0; i < 20; i++) {
         char out[PATH_MAX];
         struct e2e_run t;
-        run_hostile(bin, "threads-exit", "SLEDTRACE_POLICY=flight", &t, out, sizeof out);
+        run_hostile(bin, "threads-exit", ENV("SLEDTRACE_POLICY=flight"), &t, out, sizeof out);
         cr_assert_str_empty(t.err, "run %d: %s", i, t.err);
         check_parent_trace(bin, out, &t, "threads-exit");
         e2e_run_free(&t);
@@ -90,4 +94,32 @@ Test(host, flight_policy_exit_after_joined_threads_pie)
 Test(host, flight_policy_exit_after_joined_threads_nopie_xray_runtime)
 {
     flight_exited_threads(BIN("hostile-nopie-rt"));
+}
+
+/* 9.3: deferred cancellation never acts inside the tracer (before: its lossless wait slept with
+ * nanosleep, a cancellation point, so a thread with no cancellation point of its own was
+ * cancelled in the tracer, and the flush thread crashed on its chunk handed over twice: 9 of
+ * 10). Tiny buffers make the thread wait in the tracer often; 10 cancellations per run. */
+static void cancel_in_tracer(const char *bin)
+{
+    for (int i = 0; i < 3; i++) {
+        char out[PATH_MAX];
+        struct e2e_run t;
+        run_hostile(bin, "cancel", ENV("SLEDTRACE_BUFFER_KB=4", "SLEDTRACE_BUFFERS=2"), &t, out,
+                    sizeof out);
+        cr_assert(strstr(t.out, "early 0\nnot cancelled 0\n") != NULL, "run %d: %s", i, t.out);
+        check_parent_trace(bin, out, &t, "cancel");
+        e2e_run_free(&t);
+        e2e_rmtree(out);
+    }
+}
+
+Test(host, deferred_cancel_never_in_tracer_pie)
+{
+    cancel_in_tracer(BIN("hostile-pie-nort"));
+}
+
+Test(host, deferred_cancel_never_in_tracer_nopie_xray_runtime)
+{
+    cancel_in_tracer(BIN("hostile-nopie-rt"));
 }
