@@ -18,23 +18,39 @@
  * protocol: it lives in one place, the C handler (preload/hot.c).
  * Stack: entry-type trampolines are entered with rsp = 0 mod 16 (call from a function entry);
  * the exit trampoline with rsp = 8 mod 16. Every `call` below is made with rsp = 0 mod 16.
+ * Unwinding: every instruction here has exact CFI (tested by single-stepping each one and
+ * unwinding, tests/e2e/unwind.c). The stubs (one `jmp *` per kind, in a page near the patched
+ * object) have none: a backtrace taken on that one instruction stops there.
  */
     .text
 
+/* Every push and pop moves the CFA rule with it, one instruction at a time: a signal handler
+ * that unwinds (a sampling profiler's backtrace(), asynchronous cancellation) can land on any
+ * instruction here. tests/e2e/unwind.c single-steps every trampoline and unwinds at each. */
+    .macro PUSHC reg
+    push \reg
+    .cfi_adjust_cfa_offset 8
+    .endm
+
+    .macro POPC reg
+    pop \reg
+    .cfi_adjust_cfa_offset -8
+    .endm
+
     .macro PUSH_REST
-    push %rdi
-    push %rsi
-    push %r8
-    push %r9
-    push %r10
+    PUSHC %rdi
+    PUSHC %rsi
+    PUSHC %r8
+    PUSHC %r9
+    PUSHC %r10
     .endm
 
     .macro POP_REST
-    pop %r10
-    pop %r9
-    pop %r8
-    pop %rsi
-    pop %rdi
+    POPC %r10
+    POPC %r9
+    POPC %r8
+    POPC %rsi
+    POPC %rdi
     .endm
 
 /* Entry-type trampoline: 10 pushes (rsp = 0 mod 16 at the call). RFLAGS travels in ax
@@ -59,7 +75,6 @@
     push %r11
     .cfi_adjust_cfa_offset 8
     PUSH_REST
-    .cfi_adjust_cfa_offset 40
     .ifc \handler, stp_event_arg
     mov %rdi, %rsi                      /* the first argument is the one XRay logs */
     .else
@@ -68,7 +83,6 @@
     mov %r10d, %edi
     call \handler
     POP_REST
-    .cfi_adjust_cfa_offset -40
     pop %r11
     .cfi_adjust_cfa_offset -8
     pop %rcx
@@ -120,17 +134,24 @@ stp_tramp_exit:
 /* Event trampolines, reached by the call inside an enabled custom/typed event sled, whose own
  * pushes leave the stack at any alignment. They keep every caller-saved general register and
  * RFLAGS (the sled saved only its argument registers), align the stack through rbp, and call
- * stp_event_custom(ptr, len) or stp_event_typed(type, ptr, len) with the sled's arguments. */
-    .macro EVENT_TRAMPOLINE name, handler
+ * stp_event_custom(ptr, len) or stp_event_typed(type, ptr, len) with the sled's arguments.
+ * Unwinding: clang emits no CFI for the registers an event sled pushes (2 for a custom event,
+ * 3 for a typed one: the shape verify.c proves), so the instrumented function's own CFI at the
+ * sled is `pushed` bytes off. These trampolines describe their caller's frame as that CFI
+ * expects it: the CFA is `pushed` bytes above the true one, and the return address and rbp are
+ * found `pushed` bytes further down. */
+    .macro EVENT_TRAMPOLINE name, handler, pushed
     .globl \name
     .hidden \name
     .type \name, @function
     .p2align 4
 \name:
     .cfi_startproc
+    .cfi_def_cfa_offset 8 + \pushed
+    .cfi_offset %rip, -8 - \pushed
     push %rbp
     .cfi_adjust_cfa_offset 8
-    .cfi_offset %rbp, -16
+    .cfi_offset %rbp, -16 - \pushed
     mov %rsp, %rbp
     .cfi_def_cfa_register %rbp
     push %rax
@@ -161,14 +182,15 @@ stp_tramp_exit:
     sahf
     pop %rax
     pop %rbp
-    .cfi_def_cfa %rsp, 8
+    .cfi_def_cfa %rsp, 8 + \pushed
+    .cfi_restore %rbp
     ret
     .cfi_endproc
     .size \name, . - \name
     .endm
 
-    EVENT_TRAMPOLINE stp_tramp_custom, stp_event_custom
-    EVENT_TRAMPOLINE stp_tramp_typed, stp_event_typed
+    EVENT_TRAMPOLINE stp_tramp_custom, stp_event_custom, 16
+    EVENT_TRAMPOLINE stp_tramp_typed, stp_event_typed, 24
 
 /* void stp_call_preserving_fpu(void (*fn)(void *), void *arg)
  * Saves the whole extended state (XSAVE with every XCR0 component, into a 64-byte aligned stack
@@ -224,9 +246,12 @@ stp_call_preserving_fpu:
 2:
     lea -16(%rbp), %rsp
     pop %r12
+    .cfi_restore %r12
     pop %rbx
+    .cfi_restore %rbx
     pop %rbp
     .cfi_def_cfa %rsp, 8
+    .cfi_restore %rbp
     ret
     .cfi_endproc
     .size stp_call_preserving_fpu, . - stp_call_preserving_fpu

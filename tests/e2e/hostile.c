@@ -16,8 +16,16 @@
  *                 it (deferred) while it runs. Untraced, the cancellation always acts at
  *                 pthread_testcancel, after every call: "early 0". Run with tiny buffers, so
  *                 the thread often waits inside the tracer for the flush thread.
+ *   sigprof       a sampling profiler: a timer sends SIGPROF every 50 us (CLOCK_MONOTONIC,
+ *                 not ITIMER_PROF, whose ticks are too coarse here), and its handler calls
+ *                 backtrace() wherever it lands (the tracer included) while main makes
+ *                 PROF_LOOPS calls of fib(10); prints the samples taken on stderr.
+ *   cancel-async  ASYNC_ROUNDS threads, each cancelled asynchronously while it calls fib(10)
+ *                 in a loop: the process carries on and its trace stays readable (the cut
+ *                 threads' counts are not exact: no counts are printed for them).
  */
 #include <errno.h>
+#include <execinfo.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -178,6 +186,77 @@ __attribute__((xray_never_instrument)) static int cancel_deferred(void)
     return 0;
 }
 
+/* ---- sigprof ----------------------------------------------------------------------------------- */
+
+enum { PROF_LOOPS = 4000 };
+
+static atomic_long samples;
+
+__attribute__((xray_never_instrument)) static void on_prof(int sig)
+{
+    (void)sig;
+    int saved = errno;
+    void *frames[64];
+    backtrace(frames, 64);
+    atomic_fetch_add(&samples, 1);
+    errno = saved;
+}
+
+__attribute__((xray_never_instrument)) static int sigprof(void)
+{
+    void *warm[4];
+    backtrace(warm, 4); /* loads the unwinder outside the handler */
+    signal(SIGPROF, on_prof);
+    struct sigevent ev = {.sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGPROF};
+    timer_t timer;
+    if (timer_create(CLOCK_MONOTONIC, &ev, &timer) != 0)
+        return 3;
+    struct itimerspec it = {{0, 50000}, {0, 50000}};
+    timer_settime(timer, 0, &it, NULL);
+    for (int i = 0; i < PROF_LOOPS; i++)
+        fibp(10);
+    timer_delete(timer);
+    fprintf(stderr, "samples %ld\n", atomic_load(&samples));
+    printf("count fib %ld\nthreads 1\nthreadwork %ld\n", PROF_LOOPS * fib_calls(10),
+           PROF_LOOPS * fib_calls(10));
+    return 0;
+}
+
+/* ---- cancel-async ------------------------------------------------------------------------------- */
+
+enum { ASYNC_ROUNDS = 20 };
+
+__attribute__((xray_never_instrument)) static void *async_victim(void *arg)
+{
+    atomic_int *started = arg;
+    pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, NULL);
+    atomic_store(started, 1);
+    for (;;)
+        fibp(10);
+    return NULL;
+}
+
+__attribute__((xray_never_instrument)) static int cancel_async(void)
+{
+    int not_cancelled = 0;
+    for (int r = 0; r < ASYNC_ROUNDS; r++) {
+        atomic_int started = 0;
+        pthread_t t;
+        pthread_create(&t, NULL, async_victim, &started);
+        while (!atomic_load(&started))
+            ;
+        struct timespec ts = {0, 300000};
+        nanosleep(&ts, NULL);
+        pthread_cancel(t);
+        void *res;
+        pthread_join(t, &res);
+        not_cancelled += res != PTHREAD_CANCELED;
+    }
+    long a = fibp(12); /* the process carries on, traced */
+    printf("not cancelled %d\nresult %ld\n", not_cancelled, a);
+    return 0;
+}
+
 __attribute__((xray_never_instrument)) int main(int argc, char **argv)
 {
     fibp = fib;
@@ -188,6 +267,10 @@ __attribute__((xray_never_instrument)) int main(int argc, char **argv)
         return threads_exit();
     if (strcmp(how, "cancel") == 0)
         return cancel_deferred();
+    if (strcmp(how, "sigprof") == 0)
+        return sigprof();
+    if (strcmp(how, "cancel-async") == 0)
+        return cancel_async();
     fprintf(stderr, "hostile: unknown mode '%s'\n", how);
     return 2;
 }

@@ -123,3 +123,114 @@ Test(host, deferred_cancel_never_in_tracer_nopie_xray_runtime)
 {
     cancel_in_tracer(BIN("hostile-nopie-rt"));
 }
+
+/* 9.2: unwinding from any instruction of the tracer (before: the entry trampolines' CFI was
+ * wrong for ten instructions, and backtrace() in a SIGPROF handler died in _Unwind_Backtrace 7
+ * of 7 times). unwind.c single-steps traced calls of every sled kind and unwinds at every
+ * instruction of the runtime it steps on; here every instruction of every trampoline (from
+ * objdump, within the symbol sizes nm gives) must have been stepped on and unwound to the
+ * program's own frame. stp_call_preserving_fpu's FXSAVE branch, taken only by CPUs without
+ * XSAVE, is left out. */
+struct insn_set {
+    unsigned long off[256];
+    int n;
+};
+
+static int has_off(const char *out, unsigned long off, const char *verdict)
+{
+    char want[64];
+    snprintf(want, sizeof want, "pc %#lx %s\n", off, verdict);
+    return strstr(out, want) != NULL;
+}
+
+static void trampoline_insns(const char *work, const char *sym, struct insn_set *set)
+{
+    struct e2e_run r;
+    e2e_run_sh(work, &r, "nm -S --defined-only '%s' | grep ' %s$'", E2E_PRELOAD, sym);
+    unsigned long start = 0, size = 0;
+    cr_assert_eq(sscanf(r.out, "%lx %lx", &start, &size), 2, "nm: %s", r.out);
+    e2e_run_free(&r);
+    e2e_run_sh(work, &r,
+               "objdump -d --no-show-raw-insn --start-address=%#lx --stop-address=%#lx '%s'", start,
+               start + size, E2E_PRELOAD);
+    set->n = 0;
+    unsigned long skip_from = 0, skip_to = 0;
+    for (char *line = strtok(r.out, "\n"); line; line = strtok(NULL, "\n")) {
+        unsigned long a;
+        char mnem[32] = "";
+        unsigned long target = 0;
+        if (sscanf(line, " %lx:\t%31s %lx", &a, mnem, &target) < 2 || a < start)
+            continue;
+        if (a > skip_from && a < skip_to)
+            continue; /* the FXSAVE branch */
+        if (strcmp(sym, "stp_call_preserving_fpu") == 0 && strcmp(mnem, "jmp") == 0 && target > a) {
+            skip_from = a;
+            skip_to = target;
+        }
+        cr_assert_lt(set->n, 256);
+        set->off[set->n++] = a;
+    }
+    e2e_run_free(&r);
+    cr_assert_gt(set->n, 3, "%s: no instructions found", sym);
+}
+
+Test(host, unwind_from_every_trampoline_instruction, .timeout = 120)
+{
+    const char *bin = BIN("unwind-pie-nort");
+    char out[PATH_MAX];
+    struct e2e_run t;
+    run_hostile(bin, NULL, NULL, &t, out, sizeof out);
+    cr_assert(strstr(t.out, " BAD\n") == NULL, "unwinding failed at:\n%s", t.out);
+    cr_assert(strstr(t.out, "(pc table full)") == NULL);
+    check_parent_trace(bin, out, &t, "unwind");
+    static const char *const syms[] = {
+        "stp_tramp_entry",  "stp_tramp_exit",  "stp_tramp_tail",         "stp_tramp_log_args",
+        "stp_tramp_custom", "stp_tramp_typed", "stp_call_preserving_fpu"};
+    char work[PATH_MAX];
+    e2e_workdir(work, sizeof work);
+    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
+        struct insn_set set;
+        trampoline_insns(work, syms[i], &set);
+        for (int k = 0; k < set.n; k++)
+            cr_expect(has_off(t.out, set.off[k], "ok"), "%s+%#lx: not stepped on, or not unwound",
+                      syms[i], set.off[k] - set.off[0]);
+    }
+    e2e_rmtree(work);
+    e2e_run_free(&t);
+    e2e_rmtree(out);
+}
+
+/* 9.2, as a profiler and a canceller meet it: backtrace() from a SIGPROF handler landing
+ * anywhere while traced code runs (before: died in _Unwind_Backtrace 7 of 7 times), and threads
+ * cancelled asynchronously while busy in traced calls: the process carries on, and the trace is
+ * readable (cut threads leave frames open, so only the reader's verdict is checked). */
+Test(host, backtrace_from_sigprof_handler)
+{
+    const char *bin = BIN("hostile-pie-nort");
+    for (int i = 0; i < 3; i++) {
+        char out[PATH_MAX];
+        struct e2e_run t;
+        run_hostile(bin, "sigprof", NULL, &t, out, sizeof out);
+        long samples = 0;
+        cr_assert(sscanf(t.err, "samples %ld", &samples) == 1 && samples > 10, "%s", t.err);
+        check_parent_trace(bin, out, &t, "sigprof");
+        e2e_run_free(&t);
+        e2e_rmtree(out);
+    }
+}
+
+Test(host, asynchronous_cancel_of_busy_threads)
+{
+    const char *bin = BIN("hostile-pie-nort");
+    char out[PATH_MAX], trace[PATH_MAX];
+    struct e2e_run t;
+    run_hostile(bin, "cancel-async", NULL, &t, out, sizeof out);
+    cr_assert(strstr(t.out, "not cancelled 0\nresult 144\n") != NULL, "%s", t.out);
+    struct e2e_trace tr;
+    e2e_trace_path(trace, sizeof trace, out, bin, t.pid, "fdr");
+    e2e_read_trace(trace, &tr);
+    cr_assert_str_empty(tr.error, "%s", tr.error);
+    cr_assert_geq(tr.ntids, 21, "threads in the trace: %d", tr.ntids);
+    e2e_run_free(&t);
+    e2e_rmtree(out);
+}
