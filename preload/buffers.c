@@ -674,11 +674,23 @@ static void refill(uint64_t tsc);
  * cancellation point here (pause_ns). */
 void str_refill(void *arg)
 {
+    /* Asynchronous signals are blocked too: a handler that left with longjmp from in here could
+     * leave the registry lock held or a chunk half handed over (see the longjmp family in
+     * signals.c); one that returns would find the thread waiting anyway. They are delivered
+     * when this returns. Synchronous ones (a fault, a trap, a seccomp SIGSYS) stay deliverable:
+     * blocked, the kernel would kill the process on them. */
+    sigset_t all, old;
+    sigfillset(&all);
+    static const int sync_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS};
+    for (size_t i = 0; i < sizeof sync_signals / sizeof sync_signals[0]; i++)
+        sigdelset(&all, sync_signals[i]);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
     int old_type;
     pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, &old_type);
     refill(*(uint64_t *)arg);
     if (old_type != PTHREAD_CANCEL_DEFERRED)
         pthread_setcanceltype(old_type, &old_type);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 static void refill(uint64_t tsc)
@@ -1043,6 +1055,19 @@ void str_checkpoint(void)
     writer_give();
 }
 
+static void report_losses(const struct losses *lost, uint64_t dropped)
+{
+    if (lost->lost_nested || dropped)
+        str_log(STR_WARN,
+                "trace incomplete: %llu events recorded by signal handlers while their thread "
+                "was stalled inside the tracer were lost (side ring full), %llu events found no "
+                "buffer",
+                (unsigned long long)lost->lost_nested, (unsigned long long)dropped);
+    if (lost->discarded)
+        str_log(STR_WARN, "discard policy: %llu events dropped; the trace marks each gap",
+                (unsigned long long)lost->discarded);
+}
+
 static void final_flush_writes(void)
 {
     struct str_tls *t = &str_tls;
@@ -1056,11 +1081,14 @@ static void final_flush_writes(void)
     write_queue();
     atomic_store_explicit(&state, ST_DONE, memory_order_seq_cst);
     if (chunks_written == 0 && !write_error) {
-        /* Nothing was recorded: a header-only file is no trace (llvm-xray rejects it). */
+        /* Nothing was recorded: a header-only file is no trace (llvm-xray rejects it). Events
+         * lost on the way are still said (below). */
         close(trace_fd);
         unlink(trace_path);
         unlink(syms_path);
-        str_log(STR_INFO, "no events recorded; removed %s", trace_path);
+        str_log(lost.lost_nested || dropped ? STR_WARN : STR_INFO, "no events recorded; removed %s",
+                trace_path);
+        report_losses(&lost, dropped);
         return;
     }
     uint64_t freq = calibrate(20);
@@ -1071,14 +1099,6 @@ static void final_flush_writes(void)
     if (write_error)
         str_log(STR_ERROR, "trace incomplete: %llu bytes not written: %s",
                 (unsigned long long)bytes_lost, strerror(write_error));
-    if (lost.lost_nested || dropped)
-        str_log(STR_WARN,
-                "trace incomplete: %llu events recorded by signal handlers while their thread "
-                "was stalled inside the tracer were lost (side ring full), %llu events found no "
-                "buffer",
-                (unsigned long long)lost.lost_nested, (unsigned long long)dropped);
-    if (lost.discarded)
-        str_log(STR_WARN, "discard policy: %llu events dropped; the trace marks each gap",
-                (unsigned long long)lost.discarded);
+    report_losses(&lost, dropped);
     close(trace_fd);
 }

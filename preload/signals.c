@@ -47,6 +47,8 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <setjmp.h>
+#include <stdint.h>
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
@@ -282,3 +284,76 @@ STR_EXPORT __sighandler_t signal(int sig, __sighandler_t handler)
     install(sig);
     return prev;
 }
+
+/* ---- leaving a handler with longjmp ----------------------------------------------------------
+ *
+ * A signal handler that interrupted the tracer (the thread's `nest` is not 0 while it runs) may
+ * leave with longjmp or siglongjmp instead of returning: the interrupted level's frame is then
+ * gone, and `nest` would stay set for good, sending every later event of the thread to the side
+ * ring, where it is lost. So the longjmp family is interposed: a jump to a frame older (higher
+ * on the stack) than the outermost tracer level's (its stack pointer, noted on entry by hot.c)
+ * leaves the tracer, and `nest` goes back to 0 (str.h: the outermost level's stack pointer is
+ * kept in `nest` itself). That is safe at any instruction the jump can
+ * have cut: outside the slow path (which runs with signals blocked, buffers.c) every step of
+ * the hot path leaves the cursor consistent, a record becoming part of the chunk only when its
+ * position is published. Side-ring entries already queued are drained by the next event.
+ * A handler on an alternate stack placed above the thread's stack, jumping back to it, is not
+ * recognised (the comparison needs the target below the alternate stack): documented.
+ *
+ * glibc keeps the saved stack pointer mangled with the thread's pointer guard (PTR_MANGLE:
+ * xor with %fs:0x30, rotate left 17 bits); it is unmangled here to compare. */
+enum { JB_RSP = 6 };
+
+static uintptr_t unmangle(uintptr_t v)
+{
+    uintptr_t guard;
+    __asm__("mov %%fs:0x30, %0" : "=r"(guard));
+    v = (v >> 17) | (v << (64 - 17));
+    return v ^ guard;
+}
+
+static void leave_tracer_for(const struct __jmp_buf_tag *env)
+{
+    struct str_cursor *c = &str_cursor;
+    uint64_t nest = c->nest;
+    if (nest == 0)
+        return;
+    uintptr_t sp = unmangle((uintptr_t)env->__jmpbuf[JB_RSP]);
+    if (sp > (uintptr_t)(nest >> 8)) {
+        atomic_signal_fence(memory_order_seq_cst);
+        c->nest = 0;
+    }
+}
+
+typedef void (*longjmp_fn)(struct __jmp_buf_tag *, int);
+static longjmp_fn real_longjmp, real_siglongjmp, real__longjmp, real_longjmp_chk;
+
+static longjmp_fn next_of(const char *name)
+{
+    longjmp_fn f;
+    *(void **)&f = dlsym(RTLD_NEXT, name);
+    return f;
+}
+
+void str_signals_early(void)
+{
+    real_longjmp = next_of("longjmp");
+    real_siglongjmp = next_of("siglongjmp");
+    real__longjmp = next_of("_longjmp");
+    real_longjmp_chk = next_of("__longjmp_chk");
+}
+
+#define LONGJMP_WRAPPER(name, real, lookup)                                                        \
+    STR_EXPORT __attribute__((noreturn)) void name(struct __jmp_buf_tag env[1], int val)           \
+    {                                                                                              \
+        leave_tracer_for(env);                                                                     \
+        if (!real)                                                                                 \
+            real = next_of(lookup);                                                                \
+        real(env, val);                                                                            \
+        __builtin_unreachable();                                                                   \
+    }
+
+LONGJMP_WRAPPER(longjmp, real_longjmp, "longjmp")
+LONGJMP_WRAPPER(siglongjmp, real_siglongjmp, "siglongjmp")
+LONGJMP_WRAPPER(_longjmp, real__longjmp, "_longjmp")
+LONGJMP_WRAPPER(__longjmp_chk, real_longjmp_chk, "__longjmp_chk")

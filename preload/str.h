@@ -98,10 +98,12 @@ struct str_chunk {
  * event) and the rest. Only the owning thread writes them; the flush thread reads the cursor's
  * `pos`. */
 struct str_cursor {
-    _Atomic uintptr_t pos;   /* next free byte; 0 only together with end == 0 */
-    _Atomic uintptr_t end;   /* end of the writable area; 0 forces the slow path */
-    uint64_t last_tsc;       /* TSC of the last record carrying one */
-    uint32_t nest;           /* hot-path nesting depth (signal handlers) */
+    _Atomic uintptr_t pos; /* next free byte; 0 only together with end == 0 */
+    _Atomic uintptr_t end; /* end of the writable area; 0 forces the slow path */
+    uint64_t last_tsc;     /* TSC of the last record carrying one */
+    /* Hot-path nesting (signal handlers, hot.c): 0 outside the tracer, else the outermost
+     * level's stack pointer << 8 | the depth (1 for the outermost level). */
+    uint64_t nest;
     uint32_t side_r;         /* side ring: read index (outermost level only) */
     _Atomic uint32_t side_w; /* side ring: write index (nested levels) */
 };
@@ -163,6 +165,9 @@ STR_HIDDEN void str_request_dump(void);
 STR_HIDDEN void str_request_toggle(void);
 STR_HIDDEN void str_toggle(void);
 /* signals.c */
+/* Resolves what the signal paths call later (the interposed longjmp family's targets), so that
+ * they never call dlsym from a handler. Called once at start-up, before any tracing. */
+STR_HIDDEN void str_signals_early(void);
 STR_HIDDEN void str_signals_install(void);
 STR_HIDDEN void str_signals_before_exec(void);
 STR_HIDDEN void str_drain_side(void);

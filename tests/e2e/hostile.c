@@ -23,10 +23,16 @@
  *   cancel-async  ASYNC_ROUNDS threads, each cancelled asynchronously while it calls fib(10)
  *                 in a loop: the process carries on and its trace stays readable (the cut
  *                 threads' counts are not exact: no counts are printed for them).
+ *   longjmp-out   a timer's signal every 20 us runs a handler that calls noise() and leaves
+ *                 with siglongjmp to main's loop, which calls noise() too, until JUMPS jumps;
+ *                 some land while the thread is inside the tracer. Then main calls after()
+ *                 AFTER times: every one of those must be in the trace (noise's count is cut
+ *                 by the jumps and is not checked).
  */
 #include <errno.h>
 #include <execinfo.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -230,9 +236,10 @@ __attribute__((xray_never_instrument)) static void *async_victim(void *arg)
 {
     atomic_int *started = arg;
     pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, NULL);
-    atomic_store(started, 1);
-    for (;;)
+    for (;;) {
         fibp(10);
+        atomic_store(started, 1); /* after a whole traced call: the thread is in the trace */
+    }
     return NULL;
 }
 
@@ -257,6 +264,58 @@ __attribute__((xray_never_instrument)) static int cancel_async(void)
     return 0;
 }
 
+/* ---- longjmp-out -------------------------------------------------------------------------------- */
+
+enum { JUMPS = 2000, AFTER = 200000 };
+
+static sigjmp_buf jump_env;
+static volatile int jumps;
+long (*volatile noisep)(long);
+long (*volatile afterp)(long);
+
+KEEP long noise(long x)
+{
+    BARRIER();
+    return x + 1;
+}
+
+KEEP long after(long x)
+{
+    BARRIER();
+    return x + 2;
+}
+
+__attribute__((xray_never_instrument)) static void on_tick(int sig)
+{
+    (void)sig;
+    noisep(1);
+    jumps++;
+    siglongjmp(jump_env, 1);
+}
+
+__attribute__((xray_never_instrument)) static int longjmp_out(void)
+{
+    noisep = noise;
+    afterp = after;
+    signal(SIGALRM, on_tick);
+    struct sigevent ev = {.sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGALRM};
+    timer_t timer;
+    if (timer_create(CLOCK_MONOTONIC, &ev, &timer) != 0)
+        return 3;
+    struct itimerspec it = {{0, 20000}, {0, 20000}};
+    noisep(0); /* the thread's buffer exists before the first tick (a tick between a thread's
+                  very first entry and its set-up loses that handler's events) */
+    if (sigsetjmp(jump_env, 1) == 0) /* armed once the jump target exists */
+        timer_settime(timer, 0, &it, NULL);
+    while (jumps < JUMPS)
+        noisep(2);
+    timer_delete(timer);
+    for (long i = 0; i < AFTER; i++)
+        afterp(i);
+    printf("jumped %s\n", jumps >= JUMPS ? "enough" : "too little");
+    return 0;
+}
+
 __attribute__((xray_never_instrument)) int main(int argc, char **argv)
 {
     fibp = fib;
@@ -271,6 +330,8 @@ __attribute__((xray_never_instrument)) int main(int argc, char **argv)
         return sigprof();
     if (strcmp(how, "cancel-async") == 0)
         return cancel_async();
+    if (strcmp(how, "longjmp-out") == 0)
+        return longjmp_out();
     fprintf(stderr, "hostile: unknown mode '%s'\n", how);
     return 2;
 }

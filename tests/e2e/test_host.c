@@ -230,7 +230,42 @@ Test(host, asynchronous_cancel_of_busy_threads)
     e2e_trace_path(trace, sizeof trace, out, bin, t.pid, "fdr");
     e2e_read_trace(trace, &tr);
     cr_assert_str_empty(tr.error, "%s", tr.error);
-    cr_assert_geq(tr.ntids, 21, "threads in the trace: %d", tr.ntids);
+    cr_assert_eq(tr.ntids, 21, "threads in the trace: %d", tr.ntids);
     e2e_run_free(&t);
     e2e_rmtree(out);
+}
+
+/* 9.10: a handler that interrupted the tracer and left with siglongjmp used to leave the
+ * thread's nesting depth at 1: every later event went to the side ring and was lost (99.8%,
+ * and the warning blamed signal handlers). 2000 jumps, then 200000 calls of after(): all in the
+ * trace, nothing reported lost. */
+static void longjmp_out(const char *bin)
+{
+    char out[PATH_MAX], trace[PATH_MAX];
+    struct e2e_run t;
+    run_hostile(bin, "longjmp-out", NULL, &t, out, sizeof out);
+    cr_assert(strstr(t.out, "jumped enough\n") != NULL, "%s", t.out);
+    cr_assert_str_empty(t.err, "%s", t.err);
+    struct e2e_trace tr;
+    e2e_trace_path(trace, sizeof trace, out, bin, t.pid, "fdr");
+    e2e_read_trace(trace, &tr);
+    long enter = -1, exit = -1;
+    for (int i = 0; i < tr.nfuncs; i++)
+        if (strcmp(tr.f[i].name, "after") == 0) {
+            enter = tr.f[i].enter;
+            exit = tr.f[i].exit + tr.f[i].tail;
+        }
+    cr_assert(enter == 200000 && exit == 200000, "after: %ld enters, %ld exits", enter, exit);
+    e2e_run_free(&t);
+    e2e_rmtree(out);
+}
+
+Test(host, siglongjmp_out_of_a_handler_in_the_tracer_pie)
+{
+    longjmp_out(BIN("hostile-pie-nort"));
+}
+
+Test(host, siglongjmp_out_of_a_handler_in_the_tracer_nopie_xray_runtime)
+{
+    longjmp_out(BIN("hostile-nopie-rt"));
 }
