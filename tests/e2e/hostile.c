@@ -153,7 +153,7 @@ __attribute__((xray_never_instrument)) static int threads_exit(void)
 
 enum { CANCEL_ROUNDS = 10, CANCEL_LOOPS = 3000 };
 
-static atomic_int reached_end;
+static atomic_int reached_end, cancel_sent;
 
 __attribute__((xray_never_instrument)) static void *cancel_me(void *arg)
 {
@@ -162,6 +162,8 @@ __attribute__((xray_never_instrument)) static void *cancel_me(void *arg)
     for (int i = 0; i < CANCEL_LOOPS; i++)
         fibp(8);
     atomic_store(&reached_end, 1);
+    while (!atomic_load(&cancel_sent)) /* a fast run ends its loop before the cancellation */
+        ;
     pthread_testcancel();
     return NULL;
 }
@@ -172,6 +174,7 @@ __attribute__((xray_never_instrument)) static int cancel_deferred(void)
     for (int r = 0; r < CANCEL_ROUNDS; r++) {
         atomic_int started = 0;
         atomic_store(&reached_end, 0);
+        atomic_store(&cancel_sent, 0);
         pthread_t t;
         pthread_create(&t, NULL, cancel_me, &started);
         while (!atomic_load(&started))
@@ -179,6 +182,7 @@ __attribute__((xray_never_instrument)) static int cancel_deferred(void)
         struct timespec ts = {0, 500000};
         nanosleep(&ts, NULL);
         pthread_cancel(t);
+        atomic_store(&cancel_sent, 1);
         void *res;
         pthread_join(t, &res);
         early += !atomic_load(&reached_end);
