@@ -668,23 +668,33 @@ static void end_gap(struct str_cursor *cur, struct str_thread *th)
 
 static void refill(uint64_t tsc);
 
+/* Blocks every asynchronous signal of the calling thread (old mask in *old): no handler of the
+ * program runs on a thread while the runtime's lock or a half-made change is in its hands. The
+ * synchronous ones (a fault, a trap, a seccomp SIGSYS) stay deliverable: blocked, the kernel
+ * would kill the process on them. */
+static void block_async(sigset_t *old)
+{
+    sigset_t all;
+    sigfillset(&all);
+    static const int sync_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS};
+    for (size_t i = 0; i < sizeof sync_signals / sizeof sync_signals[0]; i++)
+        sigdelset(&all, sync_signals[i]);
+    pthread_sigmask(SIG_BLOCK, &all, old);
+}
+
 /* The slow path changes the thread's chunks in several steps (hand over, move on, start a
  * block): asynchronous cancellation must not cut through them (the thread's exit would hand
  * the same chunk over again), so it is held off meanwhile; deferred cancellation finds no
  * cancellation point here (pause_ns). */
 void str_refill(void *arg)
 {
-    /* Asynchronous signals are blocked too: a handler that left with longjmp from in here could
-     * leave the registry lock held or a chunk half handed over (see the longjmp family in
-     * signals.c); one that returns would find the thread waiting anyway. They are delivered
-     * when this returns. Synchronous ones (a fault, a trap, a seccomp SIGSYS) stay deliverable:
-     * blocked, the kernel would kill the process on them. */
-    sigset_t all, old;
-    sigfillset(&all);
-    static const int sync_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS};
-    for (size_t i = 0; i < sizeof sync_signals / sizeof sync_signals[0]; i++)
-        sigdelset(&all, sync_signals[i]);
-    pthread_sigmask(SIG_BLOCK, &all, &old);
+    /* Asynchronous signals are blocked too (block_async): a handler that left with longjmp
+     * from in here could leave the registry lock held or a chunk half handed over (see the
+     * longjmp family in signals.c), one that calls _exit would wait for that lock forever; one
+     * that returns would find the thread waiting anyway. They are delivered when this
+     * returns. */
+    sigset_t old;
+    block_async(&old);
     int old_type;
     pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, &old_type);
     refill(*(uint64_t *)arg);
@@ -753,6 +763,11 @@ void str_thread_exit(void *arg)
     int saved = errno;
     if (!th || t->th != th)
         return;
+    /* No handler runs until the thread is retired (block_async): not while the lock is held,
+     * nor between leaving the registry and queueing the last chunk (a handler calling _exit
+     * there would find the thread's records nowhere). */
+    sigset_t mask;
+    block_async(&mask);
     cur->nest++;
     str_drain_side();
     pthread_mutex_lock(&registry_lock);
@@ -790,6 +805,7 @@ void str_thread_exit(void *arg)
     atomic_signal_fence(memory_order_seq_cst);
     atomic_store_explicit(&cur->pos, 0, memory_order_relaxed);
     cur->nest--;
+    pthread_sigmask(SIG_SETMASK, &mask, NULL);
     errno = saved;
 }
 
@@ -844,15 +860,20 @@ int str_buffers_start(int fd, const char *path, const char *spath)
 
 /* ---- fork ---- */
 
-/* Before fork: no thread may hold the registry lock across it. */
+/* Before fork: no thread may hold the registry lock across it; the forking thread holds it
+ * (with asynchronous signals blocked: see block_async) until fork returns. */
+static __thread sigset_t fork_mask __attribute__((tls_model("initial-exec")));
+
 void str_fork_prepare(void)
 {
+    block_async(&fork_mask);
     pthread_mutex_lock(&registry_lock);
 }
 
 void str_fork_parent(void)
 {
     pthread_mutex_unlock(&registry_lock);
+    pthread_sigmask(SIG_SETMASK, &fork_mask, NULL);
 }
 
 /* In the child (one thread, a copy of the parent's memory). Everything buffered belongs to the
@@ -873,6 +894,7 @@ void str_fork_child(void)
     int st = atomic_load_explicit(&state, memory_order_relaxed);
     if (st != ST_ACTIVE && st != ST_FORKED) {
         atomic_store_explicit(&state, ST_OFF, memory_order_relaxed);
+        pthread_sigmask(SIG_SETMASK, &fork_mask, NULL);
         return;
     }
     if (st == ST_ACTIVE)
@@ -911,6 +933,7 @@ void str_fork_child(void)
     }
     pid = (int32_t)getpid();
     atomic_store_explicit(&state, ST_FORKED, memory_order_release);
+    pthread_sigmask(SIG_SETMASK, &fork_mask, NULL);
 }
 
 /* First event of a fork child: open its own trace and start its flush thread. Returns the new

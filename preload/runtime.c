@@ -425,25 +425,26 @@ static int instrumented_loaded(void)
 }
 
 /* fork: no lock of the runtime's may be held across it, or the child would find it locked
- * forever. objs_lock (a dlopen scan, or the flush thread toggling sleds: a page of text may be
- * writable meanwhile) is taken before buffers.c's registry lock, the order every path takes
- * them in. */
+ * forever: objs_lock (a dlopen scan, or the flush thread toggling sleds: a page of text may be
+ * writable meanwhile) and buffers.c's registry lock (no path holds both otherwise).
+ * str_fork_prepare first blocks the forking thread's asynchronous signals (a handler may fork
+ * too), and str_fork_child gives them back last. */
 static void fork_prepare(void)
 {
-    pthread_mutex_lock(&objs_lock);
     str_fork_prepare();
+    pthread_mutex_lock(&objs_lock);
 }
 
 static void fork_parent(void)
 {
-    str_fork_parent();
     pthread_mutex_unlock(&objs_lock);
+    str_fork_parent();
 }
 
 static void fork_child(void)
 {
-    str_fork_child();
     pthread_mutex_init(&objs_lock, NULL);
+    str_fork_child();
 }
 
 /* The trace files, the flush thread and the exit paths. Returns 0, or -1 (logged). */

@@ -269,3 +269,31 @@ Test(host, siglongjmp_out_of_a_handler_in_the_tracer_nopie_xray_runtime)
 {
     longjmp_out(BIN("hostile-nopie-rt"));
 }
+
+/* 9.9: _exit() from a signal handler that interrupted the runtime while it retired a thread,
+ * its lock held (lockexit.c raises the signal right there, every run): before, the handler's
+ * final flush waited for that lock forever (16 of 60 runs of a SIGTERM-based program hung;
+ * this one hung every time). Now the process ends with the program's status, and the retired
+ * thread's calls are in the trace. */
+Test(host, exit_from_handler_while_runtime_holds_its_lock)
+{
+    const char *bin = BIN("lockexit-pie-nort");
+    for (int i = 0; i < 5; i++) {
+        char work[PATH_MAX], out[PATH_MAX], trace[PATH_MAX];
+        e2e_workdir(work, sizeof work);
+        snprintf(out, sizeof out, "%s/out", work);
+        struct e2e_spec s = {.prog = bin, .preload = 1, .outdir = out, .timeout_s = 10};
+        struct e2e_run t;
+        e2e_run(work, &s, &t);
+        cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 3, "status %#x: %s", t.status,
+                  t.err);
+        struct e2e_expect e;
+        e2e_parse_expect("count fib 177\nthreads 1\nthreadwork 177\n", &e);
+        struct e2e_trace tr;
+        e2e_trace_path(trace, sizeof trace, out, bin, t.pid, "fdr");
+        e2e_read_trace(trace, &tr);
+        e2e_check_trace(&tr, &e, "lockexit");
+        e2e_run_free(&t);
+        e2e_rmtree(work);
+    }
+}
