@@ -703,11 +703,35 @@ void str_refill(void *arg)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+/* A process made without fork's atfork handlers (_Fork, clone without CLONE_VM) runs with a
+ * copy of its parent's state and no flush thread: it would wait for a free chunk forever.
+ * Every slow path compares the process id (one system call per chunk switch) and treats such a
+ * child as fork's child handler would have. A vfork or CLONE_VM child also has a new pid but
+ * shares the parent's memory: nothing of it may be reset, so kcmp asks the kernel whether the
+ * memory is shared (assumed not where kcmp is unavailable). Returns 1 when the caller must
+ * leave without touching anything. */
+static int new_process_check(void)
+{
+    int32_t now = (int32_t)syscall(SYS_getpid);
+    int st = atomic_load_explicit(&state, memory_order_relaxed);
+    if (now == pid || (st != ST_ACTIVE && st != ST_FORKED))
+        return 0;
+    enum { KCMP_VM_ = 1 };
+    if (syscall(SYS_kcmp, (long)now, (long)pid, KCMP_VM_, 0L, 0L) == 0)
+        return 1; /* vfork / CLONE_VM: the parent's memory */
+    str_fork_child();
+    return 0;
+}
+
 static void refill(uint64_t tsc)
 {
     struct str_cursor *cur = &str_cursor;
     struct str_tls *t = &str_tls;
     int saved = errno;
+    if (new_process_check()) {
+        errno = saved;
+        return;
+    }
     struct str_thread *th = t->th;
     int st = atomic_load_explicit(&state, memory_order_acquire);
     if (st == ST_FORKED)

@@ -98,6 +98,10 @@ static inline uintptr_t room(struct str_cursor *c, size_t need, uint64_t tsc)
             return 0;
         stp_call_preserving_fpu(str_refill, &tsc);
         p = atomic_load_explicit(&c->pos, memory_order_relaxed);
+        /* The slow path may leave without room (a vfork child must not touch its parent's
+         * cursor): drop. */
+        if (p + need > atomic_load_explicit(&c->end, memory_order_relaxed))
+            return 0;
     }
     return p;
 }

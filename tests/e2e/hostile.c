@@ -28,6 +28,13 @@
  *                 some land while the thread is inside the tracer. Then main calls after()
  *                 AFTER times: every one of those must be in the trace (noise's count is cut
  *                 by the jumps and is not checked).
+ *   fork-raw      three busy threads as in fork-busy; main makes RAW_CHILDREN children with
+ *                 _Fork() (no atfork handlers run) and as many with syscall(SYS_clone,
+ *                 SIGCHLD) (glibc knows nothing of them). Each child makes fib(14) calls (more
+ *                 than two 4 KiB chunks hold: run with SLEDTRACE_BUFFER_KB=4 and
+ *                 SLEDTRACE_BUFFERS=2) and leaves: _exit(0) after _Fork, exit_group after the
+ *                 raw clone. A child that does not end within 3 s is killed and counted as
+ *                 hung; the loop stops there.
  */
 #include <errno.h>
 #include <execinfo.h>
@@ -38,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -320,6 +328,48 @@ __attribute__((xray_never_instrument)) static int longjmp_out(void)
     return 0;
 }
 
+/* ---- fork-raw ------------------------------------------------------------------------------------ */
+
+enum { RAW_CHILDREN = 10 };
+
+pid_t _Fork(void);
+
+__attribute__((xray_never_instrument)) static int fork_raw(void)
+{
+    pthread_t t[BUSY_THREADS];
+    long loops[BUSY_THREADS] = {0};
+    for (int i = 0; i < BUSY_THREADS; i++)
+        pthread_create(&t[i], NULL, busy, &loops[i]);
+    int hung = 0, failed = 0;
+    for (int i = 0; i < 2 * RAW_CHILDREN && !hung; i++) {
+        fflush(stdout);
+        int raw = i % 2;
+        pid_t pid = raw ? (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0) : _Fork();
+        if (pid == 0) {
+            long r = fibp(14);
+            if (raw)
+                syscall(SYS_exit_group, r == fibonacci(14) ? 0 : 1);
+            _exit(r == fibonacci(14) ? 0 : 1);
+        }
+        int st = 0;
+        if (pid < 0 || wait_or_kill(pid, 3000, &st))
+            hung++;
+        else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+            failed++;
+    }
+    atomic_store(&stop, 1);
+    long total = 0;
+    for (int i = 0; i < BUSY_THREADS; i++) {
+        pthread_join(t[i], NULL);
+        total += loops[i];
+    }
+    printf("hung %d\nfailed %d\n", hung, failed);
+    printf("count fib %ld\nthreads %d\n", total * fib_calls(8), BUSY_THREADS);
+    for (int i = 0; i < BUSY_THREADS; i++)
+        printf("threadwork %ld\n", loops[i] * fib_calls(8));
+    return 0;
+}
+
 __attribute__((xray_never_instrument)) int main(int argc, char **argv)
 {
     fibp = fib;
@@ -336,6 +386,8 @@ __attribute__((xray_never_instrument)) int main(int argc, char **argv)
         return cancel_async();
     if (strcmp(how, "longjmp-out") == 0)
         return longjmp_out();
+    if (strcmp(how, "fork-raw") == 0)
+        return fork_raw();
     fprintf(stderr, "hostile: unknown mode '%s'\n", how);
     return 2;
 }

@@ -6,6 +6,7 @@
  * seconds. */
 #include <criterion/criterion.h>
 
+#include <dirent.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -296,4 +297,42 @@ Test(host, exit_from_handler_while_runtime_holds_its_lock)
         e2e_run_free(&t);
         e2e_rmtree(work);
     }
+}
+
+/* 9.7: children made without fork's atfork handlers (_Fork, raw clone) used to keep the
+ * parent's state with no flush thread and block once their chunks filled (the first _Fork child
+ * hung in every run). Now each traces itself: every _Fork child (leaving by _exit) with its
+ * exact 1219 calls; the raw clone children (leaving by exit_group, which nothing sees) with
+ * what reached their file; the parent's trace holds exactly the parent's calls. */
+Test(host, children_made_without_atfork_handlers)
+{
+    const char *bin = BIN("hostile-pie-nort");
+    char out[PATH_MAX], trace[PATH_MAX], parent[64];
+    struct e2e_run t;
+    run_hostile(bin, "fork-raw", ENV("SLEDTRACE_BUFFER_KB=4", "SLEDTRACE_BUFFERS=2"), &t, out,
+                sizeof out);
+    cr_assert(strstr(t.out, "hung 0\nfailed 0\n") != NULL, "%s", t.out);
+    check_parent_trace(bin, out, &t, "fork-raw parent");
+    snprintf(parent, sizeof parent, ".%d.fdr", (int)t.pid);
+    DIR *d = opendir(out);
+    cr_assert_not_null(d);
+    int children = 0, exact = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        size_t n = strlen(de->d_name);
+        if (n < 4 || strcmp(de->d_name + n - 4, ".fdr") != 0 || strstr(de->d_name, parent))
+            continue;
+        children++;
+        snprintf(trace, sizeof trace, "%s/%s", out, de->d_name);
+        struct e2e_trace tr;
+        e2e_read_trace(trace, &tr);
+        if (tr.error[0] || tr.unbalanced || tr.nfuncs != 1)
+            continue;
+        exact += tr.f[0].enter == 1219 && tr.f[0].exit == 1219;
+    }
+    closedir(d);
+    cr_assert_eq(children, 20, "child traces: %d", children);
+    cr_assert_geq(exact, 10, "child traces with exactly 1219 calls: %d", exact);
+    e2e_run_free(&t);
+    e2e_rmtree(out);
 }
