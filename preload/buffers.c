@@ -130,11 +130,45 @@ static uint64_t ns_of(const struct timespec *ts)
 
 /* ---- writing ---- */
 
+/* The trace's descriptor is the program's to take: it may dup2 a file of its own onto that
+ * number, or close every descriptor (close_range). Before each use the runtime checks that the
+ * number still names its file (device and inode); when it does not, that number is never
+ * touched again (no write, no close) and the trace is reopened by its path, at the offset it
+ * had reached, into a fresh number at the top of the range. */
 static int fd_still_ours(void)
 {
     struct stat st;
-    return fstat(trace_fd, &st) == 0 && st.st_dev == trace_st.st_dev &&
+    return trace_fd >= 0 && fstat(trace_fd, &st) == 0 && st.st_dev == trace_st.st_dev &&
            st.st_ino == trace_st.st_ino;
+}
+
+/* 0 when trace_fd names the trace (again), -1 when it cannot. */
+static int trace_fd_ours(void)
+{
+    if (fd_still_ours())
+        return 0;
+    trace_fd = -1;
+    int fd = open(trace_path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_dev != trace_st.st_dev || st.st_ino != trace_st.st_ino ||
+        lseek(fd, (off_t)bytes_written, SEEK_SET) != (off_t)bytes_written) {
+        close(fd);
+        return -1;
+    }
+    trace_fd = str_fd_high(fd);
+    str_log(STR_INFO, "the trace's descriptor was taken over by the program; reopened %s",
+            trace_path);
+    return 0;
+}
+
+/* Closes the trace's descriptor if it still names the trace. */
+static void close_trace_fd(void)
+{
+    if (fd_still_ours())
+        close(trace_fd);
+    trace_fd = -1;
 }
 
 /* Appends len bytes; returns 0, or -1 after the first failure (sticky: later writes are only
@@ -147,7 +181,7 @@ static int write_all(const void *buf, size_t len)
         bytes_lost += len;
         return -1;
     }
-    if (!fd_still_ours()) {
+    if (trace_fd_ours() != 0) {
         write_error = EBADF;
         bytes_lost += len;
         return -1;
@@ -175,7 +209,7 @@ static int write_block(const void *a, size_t alen, const void *b, size_t blen)
     uint64_t start = bytes_written;
     if (write_all(a, alen) == 0 && (blen == 0 || write_all(b, blen) == 0))
         return 0;
-    if (bytes_written > start && ftruncate(trace_fd, (off_t)start) == 0) {
+    if (bytes_written > start && fd_still_ours() && ftruncate(trace_fd, (off_t)start) == 0) {
         bytes_lost += bytes_written - start;
         bytes_written = start;
     }
@@ -393,6 +427,11 @@ static void write_header(uint64_t freq)
     uint8_t h[STF_HEADER_SIZE];
     struct stf_header hd = {STF_VERSION, STF_TYPE_FDR, header_bits, freq, str_cfg.chunk_size};
     stf_encode_header(h, &hd);
+    if (trace_fd_ours() != 0) {
+        if (!write_error)
+            write_error = EBADF;
+        return;
+    }
     if (pwrite(trace_fd, h, sizeof h, 0) != (ssize_t)sizeof h && !write_error)
         write_error = errno ? errno : EIO;
 }
@@ -922,7 +961,7 @@ void str_fork_child(void)
         return;
     }
     if (st == ST_ACTIVE)
-        close(trace_fd);
+        close_trace_fd(); /* the parent's: the child's own comes with its first event */
     trace_fd = -1;
     atomic_store_explicit(&queue_head, NULL, memory_order_relaxed);
     atomic_store_explicit(&flusher_sleeping, 0, memory_order_relaxed);
@@ -1130,7 +1169,7 @@ static void final_flush_writes(void)
     if (chunks_written == 0 && !write_error) {
         /* Nothing was recorded: a header-only file is no trace (llvm-xray rejects it). Events
          * lost on the way are still said (below). */
-        close(trace_fd);
+        close_trace_fd();
         unlink(trace_path);
         unlink(syms_path);
         str_log(lost.lost_nested || dropped ? STR_WARN : STR_INFO, "no events recorded; removed %s",
@@ -1147,5 +1186,5 @@ static void final_flush_writes(void)
         str_log(STR_ERROR, "trace incomplete: %llu bytes not written: %s",
                 (unsigned long long)bytes_lost, strerror(write_error));
     report_losses(&lost, dropped);
-    close(trace_fd);
+    close_trace_fd();
 }

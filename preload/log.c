@@ -15,12 +15,14 @@
 #include "str.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 struct str_config str_cfg = {
@@ -237,4 +239,26 @@ void str_config_load(void)
     get_uint("SLEDTRACE_BUFFERS", 2, 4096, &x);
     str_cfg.nchunks = (unsigned)x;
     errno = saved;
+}
+
+/* Moves fd to the highest free descriptor number below the soft RLIMIT_NOFILE (at most 1023,
+ * where select() still works and the kernel's table stays small), close-on-exec; returns the new
+ * number, or fd itself if none of the top 64 is free. The kernel gives a program the lowest free
+ * number, so a descriptor up there never shifts the program's own numbering; the program can
+ * still open one file fewer when it uses every number up to its limit. */
+int str_fd_high(int fd)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return fd;
+    long top = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 1024 ? 1023 : (long)rl.rlim_cur - 1;
+    for (long n = top; n > fd && n > top - 64; n--) {
+        if (fcntl((int)n, F_GETFD) != -1 || errno != EBADF)
+            continue; /* in use */
+        if (dup3(fd, (int)n, O_CLOEXEC) == n) {
+            close(fd);
+            return (int)n;
+        }
+    }
+    return fd;
 }

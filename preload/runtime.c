@@ -70,22 +70,12 @@ static int make_dir(const char *path)
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
 }
 
-/* Creates a file exclusively, never through a symlink, and moves it to a high descriptor. */
+/* Creates a file exclusively, never through a symlink, and moves it to the top of the program's
+ * descriptor range (str_fd_high). */
 static int create_file(const char *path)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return -1;
-    struct rlimit rl;
-    int min = 3;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > 256)
-        min = (int)(rl.rlim_cur > 1024 ? 1024 : rl.rlim_cur) - 64;
-    int hi = fcntl(fd, F_DUPFD_CLOEXEC, min);
-    if (hi >= 0) {
-        close(fd);
-        fd = hi;
-    }
-    return fd;
+    return fd < 0 ? -1 : str_fd_high(fd);
 }
 
 static const char *base_name(const char *p)

@@ -44,6 +44,8 @@ STR_HIDDEN void str_log(int level, const char *fmt, ...) __attribute__((format(p
 /* Warnings are held from start-up until the process is known to trace something (print = 1:
  * they are printed now) or nothing (print = 0: dropped); see log.c. Later calls do nothing. */
 STR_HIDDEN void str_log_release(int print);
+/* Moves a descriptor of the runtime's to the top of the program's range (log.c). */
+STR_HIDDEN int str_fd_high(int fd);
 
 /* ---- clock.c ---- */
 /* Timestamps are TSC ticks (str_clock_tsc) or CLOCK_MONOTONIC nanoseconds, read through the vDSO

@@ -35,8 +35,17 @@
  *                 SLEDTRACE_BUFFERS=2) and leaves: _exit(0) after _Fork, exit_group after the
  *                 raw clone. A child that does not end within 3 s is killed and counted as
  *                 hung; the loop stops there.
+ *   dup2-over     finds the trace's descriptor number (/proc/self/fd; untraced, the number the
+ *                 runtime would pick), dup2s a file of its own onto it, makes 20 fib(15) calls
+ *                 and waits two flush periods, then reads its file back through that number
+ *                 and execs sh, which says whether the number is still open: the file's bytes
+ *                 and the descriptor must be the program's, traced or not.
+ *   open-numbers  opens /dev/null until it fails and prints the numbers it got (run it under
+ *                 `ulimit -n 64`): the program's numbering must be as untraced.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <execinfo.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -45,6 +54,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -370,6 +380,77 @@ __attribute__((xray_never_instrument)) static int fork_raw(void)
     return 0;
 }
 
+/* ---- dup2-over, open-numbers ------------------------------------------------------------------- */
+
+/* The trace's descriptor, or where the runtime would put it: the top of the range. */
+__attribute__((xray_never_instrument)) static int trace_fd_number(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *de;
+    int found = -1;
+    while (d && (de = readdir(d)) != NULL) {
+        char link[64], target[4096];
+        snprintf(link, sizeof link, "/proc/self/fd/%s", de->d_name);
+        ssize_t n = readlink(link, target, sizeof target - 1);
+        if (n <= 0)
+            continue;
+        target[n] = '\0';
+        if (strstr(target, "/sledtrace.") && strstr(target, ".fdr"))
+            found = atoi(de->d_name);
+    }
+    if (d)
+        closedir(d);
+    if (found < 0) {
+        struct rlimit rl;
+        getrlimit(RLIMIT_NOFILE, &rl);
+        found = rl.rlim_cur > 1024 ? 1023 : (int)rl.rlim_cur - 1;
+    }
+    return found;
+}
+
+__attribute__((xray_never_instrument)) static int dup2_over(void)
+{
+    int n = trace_fd_number();
+    char path[] = "/tmp/sledtrace-hostile-XXXXXX";
+    int own = mkstemp(path);
+    static const char data[] = "program data 0123456789\n";
+    if (own < 0 || write(own, data, sizeof data - 1) != (ssize_t)(sizeof data - 1))
+        return 3;
+    unlink(path);
+    if (dup2(own, n) != n)
+        return 4;
+    close(own);
+    for (int i = 0; i < 20; i++)
+        fibp(15);
+    struct timespec ts = {0, 250000000}; /* two flush periods: the runtime writes meanwhile */
+    nanosleep(&ts, NULL);
+    char buf[64] = "";
+    ssize_t got = pread(n, buf, sizeof buf - 1, 0);
+    printf("own file: %zd bytes: %s", got, got > 0 ? buf : "\n");
+    printf("count fib %ld\nthreads 1\nthreadwork %ld\n", 20 * fib_calls(15), 20 * fib_calls(15));
+    fflush(stdout);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd,
+             "test -e /proc/self/fd/%d && echo 'after exec: open' || echo 'after exec: closed'", n);
+    execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+    return 5;
+}
+
+__attribute__((xray_never_instrument)) static int open_numbers(void)
+{
+    fibp(5); /* the runtime is active */
+    int count = 0;
+    for (;;) {
+        int fd = open("/dev/null", O_RDONLY);
+        if (fd < 0)
+            break;
+        printf("%d\n", fd);
+        count++;
+    }
+    printf("opened %d\n", count);
+    return 0;
+}
+
 __attribute__((xray_never_instrument)) int main(int argc, char **argv)
 {
     fibp = fib;
@@ -388,6 +469,10 @@ __attribute__((xray_never_instrument)) int main(int argc, char **argv)
         return longjmp_out();
     if (strcmp(how, "fork-raw") == 0)
         return fork_raw();
+    if (strcmp(how, "dup2-over") == 0)
+        return dup2_over();
+    if (strcmp(how, "open-numbers") == 0)
+        return open_numbers();
     fprintf(stderr, "hostile: unknown mode '%s'\n", how);
     return 2;
 }

@@ -336,3 +336,63 @@ Test(host, children_made_without_atfork_handlers)
     e2e_run_free(&t);
     e2e_rmtree(out);
 }
+
+/* 9.6: the program's descriptors are its own. dup2 of a file onto the trace's number: the
+ * file keeps its bytes (before: its first 32 were overwritten by the header), stays open across
+ * exec (before: closed by the runtime), and the trace is complete (reopened by its path; before:
+ * everything after the dup2 was lost). Output identical to the untraced run. */
+Test(host, program_takes_the_trace_descriptor_number)
+{
+    const char *bin = BIN("hostile-pie-nort");
+    char work[PATH_MAX], out[PATH_MAX];
+    e2e_workdir(work, sizeof work);
+    snprintf(out, sizeof out, "%s/out", work);
+    struct e2e_spec base = {.prog = bin, .argv1 = "dup2-over"};
+    struct e2e_spec traced = {.prog = bin, .argv1 = "dup2-over", .preload = 1, .outdir = out};
+    struct e2e_run b, t;
+    e2e_run(work, &base, &b);
+    e2e_run(work, &traced, &t);
+    cr_assert(WIFEXITED(b.status) && WEXITSTATUS(b.status) == 0, "untraced: %#x", b.status);
+    cr_assert_eq(t.status, b.status, "status %#x traced, %#x untraced", t.status, b.status);
+    cr_assert_str_eq(t.out, b.out);
+    cr_assert(strstr(t.out, "own file: 24 bytes: program data 0123456789\n") != NULL, "%s", t.out);
+    cr_assert(strstr(t.out, "after exec: open\n") != NULL, "%s", t.out);
+    cr_assert_str_empty(t.err, "%s", t.err);
+    check_parent_trace(bin, out, &t, "dup2-over");
+    e2e_run_free(&b);
+    e2e_run_free(&t);
+    e2e_rmtree(work);
+}
+
+/* 9.6: under `ulimit -n 64` the program gets the same descriptor numbers as untraced (before:
+ * the trace sat at 4 and shifted them); the runtime's one descriptor is the top number, so the
+ * program can open exactly one file fewer (the README says so). */
+Test(host, descriptor_numbers_as_untraced_under_a_low_limit)
+{
+    const char *bin = BIN("hostile-pie-nort");
+    char work[PATH_MAX];
+    e2e_workdir(work, sizeof work);
+    struct e2e_run b, t;
+    e2e_run_sh(work, &b, "sh -c 'ulimit -n 64; exec \"$0\" open-numbers' '%s'", bin);
+    e2e_run_sh(work, &t,
+               "sh -c 'ulimit -n 64; LD_PRELOAD=\"$1\" SLEDTRACE_OUTPUT=\"$2\" exec \"$0\" "
+               "open-numbers' '%s' '" E2E_PRELOAD "' '%s/out'",
+               bin, work);
+    int nb = 0, nt = 0;
+    cr_assert(sscanf(strstr(b.out, "opened "), "opened %d", &nb) == 1);
+    cr_assert(sscanf(strstr(t.out, "opened "), "opened %d", &nt) == 1);
+    cr_assert_eq(nt, nb - 1, "opened %d traced, %d untraced", nt, nb);
+    /* the traced list is the untraced one without its last number */
+    char *last = strrchr(b.out, '\n');
+    *last = '\0';
+    last = strrchr(b.out, '\n');
+    *last = '\0';
+    char *cut = strrchr(b.out, '\n');
+    cr_assert_not_null(cut);
+    cut[1] = '\0';
+    cr_assert(strncmp(t.out, b.out, strlen(b.out)) == 0, "numbers differ:\n%s\n---\n%s", t.out,
+              b.out);
+    e2e_run_free(&b);
+    e2e_run_free(&t);
+    e2e_rmtree(work);
+}
