@@ -80,14 +80,25 @@ Test(policy, discard_accounts_for_every_event)
 {
     char work[PATH_MAX], trace[PATH_MAX];
     struct e2e_run t;
-    run_policy("discard", &t, trace, sizeof trace, work, sizeof work);
-    uint64_t made = events_made(t.out);
-    cr_assert_eq(made, 2 * (57313 + 1), "fib(22) and main make %" PRIu64 " events", made);
     struct tally y;
-    tally(trace, &y);
-    /* 114628 events through 8 KiB of buffers: the flush thread cannot keep up (seen: 19000 to
-     * 113000 dropped per run), so the markers are really exercised. */
-    cr_assert_gt(y.markers, 0, "nothing was dropped: the test proves nothing");
+    uint64_t made = 0;
+    /* 114628 events through 8 KiB of buffers: the flush thread usually cannot keep up (seen:
+     * 19000 to 113000 dropped per run), so the markers are really exercised. Whether it keeps
+     * up is the machine's timing: a run that dropped nothing proves nothing, and is repeated
+     * (up to 5 runs). */
+    for (int attempt = 0; attempt < 5; attempt++) {
+        if (attempt) {
+            e2e_run_free(&t);
+            e2e_rmtree(work);
+        }
+        run_policy("discard", &t, trace, sizeof trace, work, sizeof work);
+        made = events_made(t.out);
+        cr_assert_eq(made, 2 * (57313 + 1), "fib(22) and main make %" PRIu64 " events", made);
+        tally(trace, &y);
+        if (y.markers > 0)
+            break;
+    }
+    cr_assert_gt(y.markers, 0, "nothing was dropped in 5 runs: the test proves nothing");
     cr_assert_eq(y.records + y.lost, made,
                  "recorded %" PRIu64 " + marked lost %" PRIu64 " != %" PRIu64 " made", y.records,
                  y.lost, made);
