@@ -87,13 +87,20 @@ static const char *base_name(const char *p)
 /* Traced objects: [0] is the executable, then instrumented shared objects in the order they
  * were found (at start-up, then by dlopen). An object's number is the high 4 bits of the 28-bit
  * ids its sleds carry, `(object << 24) | function`, as with clang's -fxray-shared; the sidecar
- * maps them back to names. Numbers are never reused, so a trace's ids stay unambiguous after a
- * dlclose. objs_lock serialises dlopen/dlclose scans (start-up runs alone). */
+ * maps them back to names. A loaded object is identified by its load address, its name and its
+ * file (device and inode): a library dlclose'd and dlopen'd again, even at the same address, is
+ * a new image that must be proven and patched again. It gets its old number back when it is
+ * the same file (same ids, same names: the sidecar entry stays right), so a plugin reloaded in
+ * a loop does not use up the 15 numbers; another file never reuses a number, so a trace's ids
+ * stay unambiguous after a dlclose. objs_lock serialises dlopen/dlclose scans (start-up runs
+ * alone). */
 enum { MAX_OBJECTS = 16, OBJECT_SHIFT = 24 };
 struct traced {
     struct stp_object *obj;
     const char *name; /* path as the sidecar shows it */
     int live;         /* still loaded */
+    dev_t dev;        /* its file */
+    ino_t ino;
 };
 static struct traced objs[MAX_OBJECTS];
 static unsigned nobjs;
@@ -258,39 +265,66 @@ static int patch(struct stp_object *obj, const char *name)
 /* Returns 1 when the object needs proving but Capstone is not loaded: the caller (inside
  * dl_iterate_phdr, under the dynamic linker's lock, where dlopen would deadlock) must load it
  * outside and come back (scan_objects). 0 otherwise. */
-static int add_object(const char *path, uintptr_t bias)
+enum { ADD_NONE = -1, ADD_NEED_CAPSTONE = -2 };
+
+/* An object number to give the file: that of an unloaded object of the same file, else a new
+ * one; -1 when all are used. */
+static int number_for(const char *path, const struct stat *st)
+{
+    for (unsigned i = 1; i < nobjs; i++)
+        if (!objs[i].live && objs[i].obj && st && objs[i].dev == st->st_dev &&
+            objs[i].ino == st->st_ino && strcmp(objs[i].name, path) == 0)
+            return (int)i;
+    return nobjs < MAX_OBJECTS ? (int)nobjs : -1;
+}
+
+/* Proves and patches a newly loaded object. Returns its number, ADD_NONE (not instrumented, or
+ * left alone: logged), or ADD_NEED_CAPSTONE (see the callers). */
+static int add_object(const char *path, uintptr_t bias, const struct stat *st)
 {
     struct stp_object *obj;
     if (stp_file_has_map(path) == 0)
-        return 0; /* not instrumented: the usual case, told cheaply */
+        return ADD_NONE; /* not instrumented: the usual case, told cheaply */
     int rc = stp_object_open(path, bias, &obj);
     if (rc == STP_E_NO_MAP || rc == STP_E_OPEN)
-        return 0; /* not instrumented, or not a file we can read */
+        return ADD_NONE; /* not instrumented, or not a file we can read */
     if (rc == 0 && !stp_capstone_loaded()) {
         stp_object_close(obj);
-        return 1;
+        return ADD_NEED_CAPSTONE;
     }
-    if (rc == 0 && nobjs == MAX_OBJECTS) {
-        str_log(STR_WARN, "%s: more than %d instrumented objects; left alone", path,
-                MAX_OBJECTS - 1);
+    int num = number_for(path, st);
+    if (rc == 0 && num < 0) {
+        static int said;
+        if (!said++)
+            str_log(STR_WARN,
+                    "%s: more than %d instrumented libraries; it and any loaded later are left "
+                    "alone (untraced)",
+                    path, MAX_OBJECTS - 1);
         stp_object_close(obj);
-        return 0;
+        return ADD_NONE;
     }
     if (rc == 0)
         rc = stp_object_verify(obj);
     if (rc != 0) {
         str_log(STR_WARN, "%s: %s; left alone", path, stp_strerror(rc));
         stp_object_close(obj);
-        return 0;
+        return ADD_NONE;
     }
-    unsigned objid = nobjs;
+    unsigned objid = (unsigned)num;
+    int reused = objid < nobjs;
+    if (reused)
+        stp_object_close(objs[objid].obj); /* the unloaded image's (its stub page stays) */
     stp_object_set_id_base(obj, (uint32_t)objid << OBJECT_SHIFT);
     apply_filters(obj, base_name(path));
-    objs[objid] = (struct traced){obj, stp_object_path(obj), 1};
-    nobjs++;
+    objs[objid] =
+        (struct traced){obj, stp_object_path(obj), 1, st ? st->st_dev : 0, st ? st->st_ino : 0};
+    if (!reused)
+        nobjs++;
     patch(obj, path);
-    append_syms(objid);
-    return 0;
+    if (!reused)
+        append_syms(objid);
+    str_log(STR_DEBUG, "%s: object %u%s", path, objid, reused ? " (loaded again)" : "");
+    return (int)objid;
 }
 
 static uintptr_t self_base;
@@ -308,18 +342,22 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *data)
     const char *name = info->dlpi_name;
     if (!name || !*name || info->dlpi_addr == self_base || strstr(name, "linux-vdso"))
         return 0; /* the executable (listed first, with no name), sledtrace, the vDSO */
+    struct stat st;
+    int have = stat(name, &st) == 0;
     for (unsigned i = 1; i < nobjs; i++)
         if (objs[i].live && stp_object_bias(objs[i].obj) == info->dlpi_addr &&
-            strcmp(objs[i].name, name) == 0) {
+            strcmp(objs[i].name, name) == 0 &&
+            (!have || (objs[i].dev == st.st_dev && objs[i].ino == st.st_ino))) {
             seen[i] = 1;
             return 0;
         }
-    if (add_object(name, info->dlpi_addr)) {
+    int num = add_object(name, info->dlpi_addr, have ? &st : NULL);
+    if (num == ADD_NEED_CAPSTONE) {
         sc->need_capstone = 1;
         return 1; /* stop */
     }
-    if (nobjs > 0)
-        seen[nobjs - 1] = 1;
+    if (num >= 0)
+        seen[num] = 1;
     return 0;
 }
 
@@ -486,7 +524,7 @@ static void start(void)
     if (rc == STP_E_NO_MAP) {
         /* No sleds in the executable: its instrumented libraries are traced, if it has any. */
         main_obj = NULL;
-        objs[0] = (struct traced){NULL, exe_path, 1};
+        objs[0] = (struct traced){.obj = NULL, .name = exe_path, .live = 1};
         nobjs = 1;
         if (!instrumented_loaded()) {
             /* Most likely a program a traced one started (sh, cat, a compiler): quiet at the
@@ -518,7 +556,7 @@ static void start(void)
             return;
         }
         apply_filters(main_obj, base_name(exe));
-        objs[0] = (struct traced){main_obj, exe_path, 1};
+        objs[0] = (struct traced){.obj = main_obj, .name = exe_path, .live = 1};
         nobjs = 1;
         if (stp_object_has_xray_runtime(main_obj))
             str_log(STR_INFO, "%s links compiler-rt's XRay runtime; sledtrace owns the sleds", exe);

@@ -103,3 +103,28 @@ Test(shlib, uninstrumented_host_linked_with_a_library)
 {
     uninstrumented_host("plugprog-linked");
 }
+
+/* Issue 9.5: a plugin dlclose'd and dlopen'd again (usually at the same address) is a new image:
+ * it is proven and patched again, under its old object number. reloadprog.c does 20 rounds of
+ * dlopen, calls, sledtrace_unpatch/patch, calls, dlclose. Before: only the first round was
+ * traced, and the switches wrote sled heads into the unpatched reloaded code (SIGSEGV, 3 of 3). */
+Test(shlib, plugin_reloaded_in_a_loop)
+{
+    char work[PATH_MAX], out[PATH_MAX], trace[PATH_MAX];
+    const char *bin = BIN("reloadprog");
+    e2e_workdir(work, sizeof work);
+    snprintf(out, sizeof out, "%s/out", work);
+    struct e2e_spec s = {.prog = bin, .argv1 = BIN("libslb.so"), .preload = 1, .outdir = out};
+    struct e2e_run t;
+    e2e_run(work, &s, &t);
+    cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0, "status %#x: %s", t.status, t.err);
+    cr_assert_str_empty(t.err, "%s", t.err);
+    struct e2e_expect e;
+    e2e_parse_expect(t.out, &e);
+    struct e2e_trace tr;
+    e2e_trace_path(trace, sizeof trace, out, bin, t.pid, "fdr");
+    e2e_read_trace(trace, &tr);
+    e2e_check_trace(&tr, &e, "reloadprog");
+    e2e_run_free(&t);
+    e2e_rmtree(work);
+}
