@@ -459,36 +459,6 @@ static uint64_t calibrate(unsigned min_ms)
     return (uint64_t)((u128)(tsc - tsc0) * 1000000000u / ns);
 }
 
-/* True when the flush thread is the only one left: the main thread called pthread_exit (it stays
- * a zombie, still counted in Threads:) and every other thread has exited. glibc would then call
- * exit(0) as the last thread ends; it can only do so once this thread ends too. */
-static int only_thread_left(void)
-{
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
-    const char *paren = strrchr(buf, ')');
-    if (!paren || paren[1] != ' ' || paren[2] != 'Z')
-        return 0;
-    fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
-    const char *t = strstr(buf, "\nThreads:");
-    return t && strtol(t + 9, NULL, 10) <= 2;
-}
-
 static void final_flush(void);
 static void final_flush_writes(void);
 static int fork_activate(void);
@@ -537,7 +507,7 @@ static void *flush_main(void *arg)
         if (period_due) {
             deadline = ns_of(&now) + period;
             int expect = ST_ACTIVE;
-            if (only_thread_left() &&
+            if (str_threads_alone() &&
                 atomic_compare_exchange_strong_explicit(
                     &state, &expect, ST_STOPPING, memory_order_seq_cst, memory_order_seq_cst)) {
                 /* Everything the exited threads recorded is queued: write it, then end, so that
@@ -753,8 +723,8 @@ static int new_process_check(void)
 {
     int32_t now = (int32_t)syscall(SYS_getpid);
     int st = atomic_load_explicit(&state, memory_order_relaxed);
-    if (now == pid || (st != ST_ACTIVE && st != ST_FORKED))
-        return 0;
+    if (now == pid || now <= 0 || (st != ST_ACTIVE && st != ST_FORKED))
+        return 0; /* same process (or a sandbox that refuses getpid: then assume so) */
     enum { KCMP_VM_ = 1 };
     if (syscall(SYS_kcmp, (long)now, (long)pid, KCMP_VM_, 0L, 0L) == 0)
         return 1; /* vfork / CLONE_VM: the parent's memory */
@@ -872,6 +842,20 @@ void str_thread_exit(void *arg)
     errno = saved;
 }
 
+void str_thread_strict(void)
+{
+    struct str_tls *t = &str_tls;
+    if (t->th)
+        str_thread_exit(t->th);
+    atomic_signal_fence(memory_order_seq_cst);
+    str_cursor.nest = STR_NEST_STRICT;
+}
+
+void str_thread_unstrict(void)
+{
+    str_cursor.nest = 0;
+}
+
 /* ---- start and finish ---- */
 
 /* Takes over a freshly created trace file: resets the counters and writes a provisional header
@@ -902,7 +886,7 @@ static int start_flusher(void)
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&flusher, NULL, flush_main, NULL);
+    int rc = str_thread_create(&flusher, flush_main, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         atomic_store_explicit(&state, ST_OFF, memory_order_seq_cst);
@@ -1143,6 +1127,12 @@ void str_checkpoint(void)
 
 static void report_losses(const struct losses *lost, uint64_t dropped)
 {
+    uint64_t strict = atomic_load_explicit(&str_strict_dropped, memory_order_relaxed);
+    if (strict)
+        str_log(STR_WARN,
+                "trace incomplete: %llu events of threads in strict seccomp mode were not "
+                "recorded (the kernel denies them the clock)",
+                (unsigned long long)strict);
     if (lost->lost_nested || dropped)
         str_log(STR_WARN,
                 "trace incomplete: %llu events recorded by signal handlers while their thread "

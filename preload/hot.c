@@ -34,6 +34,10 @@
  *    LIMIT: the ring holds STR_SIDE_N events. It overflows only if the outermost level stays
  *    inside the fast path while that many nested events arrive: a stall on a slow page
  *    (thread memory is populated up front to avoid those).
+ *  - Strict seccomp. A thread in SECCOMP_MODE_STRICT may not even read the TSC (the kernel
+ *    turns rdtsc into a fault). Such a thread carries STR_NEST_STRICT in `nest` (threads.c);
+ *    the fast path reads the clock only after its nest check, so those events go to
+ *    event_slow, which counts and drops them before any clock is read.
  *  - Leaving by longjmp. A handler that interrupted this path may leave with longjmp or
  *    siglongjmp: the interrupted level never restores `nest`. The outermost level puts its
  *    stack pointer into `nest` on entry (enter: no extra store), and the interposed longjmp
@@ -185,9 +189,21 @@ void str_drain_side(void)
 
 /* Everything the fast path leaves out. Restores `nest` itself, so that the fast path reaches it
  * by a tail call. */
+_Atomic uint64_t str_strict_dropped;
+
+/* tsc == 0: not read yet (the fast path leaves the clock to this path when it is nested: a
+ * strict thread must not read it at all). */
 static void __attribute__((noinline))
 event_slow(struct str_cursor *c, uint64_t n, uint32_t word, uint64_t tsc, uint64_t arg)
 {
+    if (__builtin_expect(n & STR_NEST_STRICT, 0)) {
+        atomic_fetch_add_explicit(&str_strict_dropped, 1, memory_order_relaxed);
+        atomic_signal_fence(memory_order_seq_cst);
+        c->nest = n;
+        return;
+    }
+    if (tsc == 0)
+        tsc = rdtsc();
     if (n != 0) {
         nested(c, word, tsc, arg);
     } else {
@@ -242,10 +258,10 @@ void stp_event(uint32_t id, uint32_t action)
 {
     struct str_cursor *c = &str_cursor;
     uint64_t n = enter(c);
-    uint64_t tsc = rdtsc();
     uint32_t word = (id << 4) | (action << 1);
     if (__builtin_expect(n != 0 || side_pending(c), 0))
-        EXIT_VIA(event_slow(c, n, word, tsc, 0));
+        EXIT_VIA(event_slow(c, n, word, 0, 0));
+    uint64_t tsc = rdtsc();
     uintptr_t p = atomic_load_explicit(&c->pos, memory_order_relaxed);
     uint64_t delta = tsc - c->last_tsc;
     if (__builtin_expect(
@@ -271,6 +287,10 @@ static void event_payload(unsigned kind, uint16_t type, const void *data, uint64
 {
     struct str_cursor *c = &str_cursor;
     uint64_t n = enter(c);
+    if (n & STR_NEST_STRICT) {
+        atomic_fetch_add_explicit(&str_strict_dropped, 1, memory_order_relaxed);
+        goto out;
+    }
     uint64_t tsc = rdtsc();
     if (n != 0 || len > str_cfg.chunk_size - STR_BLOCK_HEAD - 2 * 16) {
         if (n != 0 && str_tls.th)
@@ -335,5 +355,5 @@ void stp_event_arg(uint32_t id, uint64_t arg)
 {
     struct str_cursor *c = &str_cursor;
     uint64_t n = enter(c);
-    event_slow(c, n, (id << 4) | (3u << 1), rdtsc(), arg);
+    event_slow(c, n, (id << 4) | (3u << 1), 0, arg);
 }

@@ -499,6 +499,7 @@ static void start(void)
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     str_signals_early();
+    str_threads_early();
     str_config_load();
     if (str_cfg.disable)
         return;

@@ -321,7 +321,7 @@ static void leave_tracer_for(const struct __jmp_buf_tag *env)
     uintptr_t sp = unmangle((uintptr_t)env->__jmpbuf[JB_RSP]);
     if (sp > (uintptr_t)(nest >> 8)) {
         atomic_signal_fence(memory_order_seq_cst);
-        c->nest = 0;
+        c->nest = nest & STR_NEST_STRICT; /* a strict thread stays strict */
     }
 }
 

@@ -11,6 +11,7 @@
 #ifndef SLEDTRACE_STR_H
 #define SLEDTRACE_STR_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -104,11 +105,15 @@ struct str_cursor {
     _Atomic uintptr_t end; /* end of the writable area; 0 forces the slow path */
     uint64_t last_tsc;     /* TSC of the last record carrying one */
     /* Hot-path nesting (signal handlers, hot.c): 0 outside the tracer, else the outermost
-     * level's stack pointer << 8 | the depth (1 for the outermost level). */
+     * level's stack pointer << 8 | the depth (1 for the outermost level). STR_NEST_STRICT is
+     * set for good in a thread that entered SECCOMP_MODE_STRICT (threads.c): the kernel then
+     * forbids rdtsc too, and its events are dropped before any clock is read. */
     uint64_t nest;
     uint32_t side_r;         /* side ring: read index (outermost level only) */
     _Atomic uint32_t side_w; /* side ring: write index (nested levels) */
 };
+
+enum { STR_NEST_STRICT = 0x80 };
 
 struct str_tls {
     uint32_t dead;    /* thread has exited (TLS destructors may still run code) */
@@ -158,6 +163,13 @@ STR_HIDDEN void str_fork_child(void);
 STR_HIDDEN int str_open_outputs(char *trace_path, size_t tlen, char *syms_path, size_t slen);
 STR_HIDDEN void str_buffers_finish(void);
 STR_HIDDEN void str_thread_exit(void *th);
+/* The calling thread is about to enter SECCOMP_MODE_STRICT: it is retired now (its records go
+ * out, it leaves the registry), and from then on drops its events without reading a clock
+ * (STR_NEST_STRICT). str_thread_unstrict undoes the mark when entering strict mode failed. */
+STR_HIDDEN void str_thread_strict(void);
+STR_HIDDEN void str_thread_unstrict(void);
+/* Events dropped by strict threads (hot.c), reported at exit. */
+STR_HIDDEN extern _Atomic uint64_t str_strict_dropped;
 STR_HIDDEN void str_crash_flush(void);
 STR_HIDDEN void str_checkpoint(void);
 /* Flight policy: asks the flush thread to write every thread's ring (async-signal-safe). */
@@ -166,6 +178,12 @@ STR_HIDDEN void str_request_dump(void);
  * then calls str_toggle (runtime.c). */
 STR_HIDDEN void str_request_toggle(void);
 STR_HIDDEN void str_toggle(void);
+/* threads.c: the program's threads without /proc, and strict seccomp */
+STR_HIDDEN void str_threads_early(void);
+/* The main thread called pthread_exit and every thread the program created has ended. */
+STR_HIDDEN int str_threads_alone(void);
+/* pthread_create for the runtime's own threads, which the program's count leaves out. */
+STR_HIDDEN int str_thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
 /* signals.c */
 /* Resolves what the signal paths call later (the interposed longjmp family's targets), so that
  * they never call dlsym from a handler. Called once at start-up, before any tracing. */

@@ -42,8 +42,21 @@
  *                 and the descriptor must be the program's, traced or not.
  *   open-numbers  opens /dev/null until it fails and prints the numbers it got (run it under
  *                 `ulimit -n 64`): the program's numbering must be as untraced.
+ *   seccomp-open  installs (for every thread: TSYNC) a seccomp filter that kills the process
+ *                 on open and openat, then three threads make SANDBOX_LOOPS calls of fib(8)
+ *                 spread over about 4 flush periods. The program opens nothing afterwards.
+ *   seccomp-strict  a thread enters SECCOMP_MODE_STRICT (only read, write, exit and sigreturn
+ *                 allowed) and makes STRICT_LOOPS calls of fib(8), more than its 4 KiB chunks
+ *                 hold (run with SLEDTRACE_BUFFER_KB=4), then leaves with the exit system call.
+ *                 The process must not be killed; the calls made before the thread turned
+ *                 strict and main's are counted exactly (the strict thread's cannot be: the
+ *                 kernel denies it the clock).
+ *   chroot-exit   chroots into an empty directory (argv: run as root), starts a thread that
+ *                 makes fib(12) calls for about 300 ms, and calls pthread_exit in main: the
+ *                 process must end by itself, with status 0, once that thread has.
  */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <execinfo.h>
@@ -54,6 +67,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -451,6 +468,104 @@ __attribute__((xray_never_instrument)) static int open_numbers(void)
     return 0;
 }
 
+/* ---- seccomp-open, seccomp-strict, chroot-exit ------------------------------------------------- */
+
+enum { SANDBOX_LOOPS = 4000, STRICT_LOOPS = 3000 };
+
+__attribute__((xray_never_instrument)) static void *paced_work(void *arg)
+{
+    long *loops = arg;
+    for (long i = 0; i < SANDBOX_LOOPS; i++) {
+        fibp(8);
+        (*loops)++;
+        if (i % 40 == 0) {
+            struct timespec ts = {0, 4000000}; /* 100 pauses: about 4 flush periods */
+            nanosleep(&ts, NULL);
+        }
+    }
+    return NULL;
+}
+
+__attribute__((xray_never_instrument)) static int seccomp_open(void)
+{
+    fibp(2); /* traced before the filter: start-up is done */
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_open, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {sizeof f / sizeof f[0], f};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog) != 0)
+        return 3;
+    pthread_t t[3];
+    long loops[3] = {0};
+    for (int i = 0; i < 3; i++)
+        pthread_create(&t[i], NULL, paced_work, &loops[i]);
+    for (int i = 0; i < 3; i++)
+        pthread_join(t[i], NULL);
+    printf("count fib %ld\nthreads 4\nthreadwork %ld\n",
+           fib_calls(2) + 3 * SANDBOX_LOOPS * fib_calls(8), fib_calls(2));
+    for (int i = 0; i < 3; i++)
+        printf("threadwork %ld\n", loops[i] * fib_calls(8));
+    return 0;
+}
+
+static atomic_int strict_on;
+
+__attribute__((xray_never_instrument)) static void *strict_worker(void *arg)
+{
+    (void)arg;
+    fibp(2); /* the thread's buffer exists before it turns strict */
+    if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_STRICT, 0, 0, 0) != 0)
+        return NULL;
+    atomic_store(&strict_on, 1);
+    for (int i = 0; i < STRICT_LOOPS; i++)
+        fibp(8);
+    syscall(SYS_exit, 0);
+    return NULL;
+}
+
+__attribute__((xray_never_instrument)) static int seccomp_strict(void)
+{
+    pthread_t t;
+    pthread_create(&t, NULL, strict_worker, NULL);
+    pthread_join(t, NULL);
+    long r = fibp(10);
+    printf("strict %d\nresult %ld\n", atomic_load(&strict_on), r);
+    /* recorded: main's fib(10) and the worker's fib(2) before it turned strict */
+    printf("count fib %ld\nthreads 2\nthreadwork %ld\nthreadwork %ld\n",
+           fib_calls(10) + fib_calls(2), fib_calls(10), fib_calls(2));
+    return 0;
+}
+
+__attribute__((xray_never_instrument)) static void *slow_fibs(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 30; i++) {
+        fibp(12);
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+__attribute__((xray_never_instrument)) static int chroot_exit(void)
+{
+    char dir[] = "/tmp/sledtrace-chroot-XXXXXX";
+    /* pthread_exit unwinds with libgcc_s, which an empty root cannot provide: load it first */
+    if (!dlopen("libgcc_s.so.1", RTLD_NOW) || !mkdtemp(dir) || chroot(dir) != 0 || chdir("/") != 0)
+        return 3;
+    printf("count fib %ld\nthreads 1\nthreadwork %ld\n", 30 * fib_calls(12), 30 * fib_calls(12));
+    fflush(stdout);
+    pthread_t t;
+    pthread_create(&t, NULL, slow_fibs, NULL);
+    pthread_exit(NULL);
+}
+
 __attribute__((xray_never_instrument)) int main(int argc, char **argv)
 {
     fibp = fib;
@@ -473,6 +588,12 @@ __attribute__((xray_never_instrument)) int main(int argc, char **argv)
         return dup2_over();
     if (strcmp(how, "open-numbers") == 0)
         return open_numbers();
+    if (strcmp(how, "seccomp-open") == 0)
+        return seccomp_open();
+    if (strcmp(how, "seccomp-strict") == 0)
+        return seccomp_strict();
+    if (strcmp(how, "chroot-exit") == 0)
+        return chroot_exit();
     fprintf(stderr, "hostile: unknown mode '%s'\n", how);
     return 2;
 }

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "e2e.h"
 
@@ -395,4 +396,56 @@ Test(host, descriptor_numbers_as_untraced_under_a_low_limit)
     e2e_run_free(&b);
     e2e_run_free(&t);
     e2e_rmtree(work);
+}
+
+/* 9.12: sandboxes. A seccomp filter (TSYNC) that kills on open/openat, installed after
+ * start-up, while three threads trace for about 4 flush periods: the runtime must need no
+ * open (before: its flush thread read /proc every period and the process died of SIGSYS). */
+Test(host, seccomp_filter_killing_open)
+{
+    const char *bin = BIN("hostile-pie-nort");
+    char out[PATH_MAX];
+    struct e2e_run t;
+    run_hostile(bin, "seccomp-open", NULL, &t, out, sizeof out);
+    cr_assert_str_empty(t.err, "%s", t.err);
+    check_parent_trace(bin, out, &t, "seccomp-open");
+    e2e_run_free(&t);
+    e2e_rmtree(out);
+}
+
+/* A thread in SECCOMP_MODE_STRICT, where the kernel kills on any system call but read, write
+ * and exit and turns rdtsc into a fault: before, the thread died at its first traced call
+ * after prctl (SIGSEGV on rdtsc, then SIGKILL), silently. Now it runs to its end; what it did
+ * before and main's calls are exact, and the 402000 events it made in strict mode are reported
+ * as not recorded. */
+Test(host, thread_in_strict_seccomp_mode)
+{
+    const char *bin = BIN("hostile-pie-nort");
+    char out[PATH_MAX];
+    struct e2e_run t;
+    run_hostile(bin, "seccomp-strict", ENV("SLEDTRACE_BUFFER_KB=4"), &t, out, sizeof out);
+    cr_assert(strstr(t.out, "strict 1\nresult 55\n") != NULL, "%s", t.out);
+    cr_assert_str_eq(t.err,
+                     "sledtrace: warning: trace incomplete: 402000 events of threads in strict "
+                     "seccomp mode were not recorded (the kernel denies them the clock)\n");
+    check_parent_trace(bin, out, &t, "seccomp-strict");
+    e2e_run_free(&t);
+    e2e_rmtree(out);
+}
+
+/* chroot into an empty directory, then pthread_exit in main while a thread traces for 300 ms:
+ * the process must end by itself once that thread has (before: the flush thread needed /proc
+ * to see it was alone, and the process never ended). Needs root (chroot). */
+Test(host, chroot_then_main_thread_exits)
+{
+    if (geteuid() != 0)
+        cr_skip_test("chroot needs root");
+    const char *bin = BIN("hostile-pie-nort");
+    char out[PATH_MAX];
+    struct e2e_run t;
+    run_hostile(bin, "chroot-exit", NULL, &t, out, sizeof out);
+    cr_assert_str_empty(t.err, "%s", t.err);
+    check_parent_trace(bin, out, &t, "chroot-exit");
+    e2e_run_free(&t);
+    e2e_rmtree(out);
 }

@@ -1,0 +1,167 @@
+/* The program's threads, as far as the runtime needs to know them without /proc.
+ *
+ * Alone: glibc ends a process whose main thread called pthread_exit when its last thread exits,
+ * and the flush thread counts as one: it must end by itself once the main thread has called
+ * pthread_exit and every other thread of the program has ended. The runtime used to read
+ * /proc/self/task every period to see that, which a sandbox (seccomp, chroot) forbids. Now
+ * pthread_create and pthread_exit are interposed: each thread the program creates is counted
+ * while its start routine runs (a wrapper around it; a cleanup handler covers pthread_exit and
+ * cancellation), and pthread_exit in the main thread is noted. str_threads_alone() answers
+ * from those two. Threads made without pthread_create (a raw clone with CLONE_THREAD) are not
+ * seen: the trace would then end when the last counted thread does.
+ *
+ * Strict seccomp: a thread in SECCOMP_MODE_STRICT is killed by any system call but read,
+ * write, exit and sigreturn, and the kernel turns rdtsc into a fault there: the runtime must
+ * know before. prctl(PR_SET_SECCOMP, SECCOMP_MODE_STRICT) and seccomp(SECCOMP_SET_MODE_STRICT)
+ * (through syscall(), glibc has no wrapper) are interposed: the thread is retired first (its
+ * records go out) and then drops its events without reading any clock (str_thread_strict,
+ * hot.c). They are counted and reported at exit.
+ *
+ * Memory ordering: `live` and `main_exited` are read by the flush thread with acquire, paired
+ * with the release of the decrement / store made by the exiting thread after its last event.
+ */
+#include "str.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define STR_EXPORT __attribute__((visibility("default")))
+
+static _Atomic long live;       /* threads created by the program, still running */
+static _Atomic int main_exited; /* the main thread called pthread_exit */
+
+int str_threads_alone(void)
+{
+    return atomic_load_explicit(&main_exited, memory_order_acquire) &&
+           atomic_load_explicit(&live, memory_order_acquire) == 0;
+}
+
+struct start {
+    void *(*fn)(void *);
+    void *arg;
+};
+
+static void gone(void *unused)
+{
+    (void)unused;
+    /* Release: pairs with the acquire in str_threads_alone; the thread's records are handed
+     * over by its TLS destructor, which the flush thread's final write waits for through the
+     * queue. */
+    atomic_fetch_sub_explicit(&live, 1, memory_order_release);
+}
+
+static void *run(void *p)
+{
+    struct start s = *(struct start *)p;
+    free(p);
+    void *ret;
+    pthread_cleanup_push(gone, NULL);
+    ret = s.fn(s.arg);
+    pthread_cleanup_pop(1);
+    return ret;
+}
+
+typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+static create_fn real_create;
+static void (*real_exit)(void *);
+static int (*real_prctl)(int, ...);
+static long (*real_syscall)(long, ...);
+
+/* The next definitions, resolved once at start-up: the runtime's own syscall() calls come here
+ * too, some of them from signal handlers, where dlsym must not run. */
+void str_threads_early(void)
+{
+    *(void **)&real_create = dlsym(RTLD_NEXT, "pthread_create");
+    *(void **)&real_exit = dlsym(RTLD_NEXT, "pthread_exit");
+    *(void **)&real_prctl = dlsym(RTLD_NEXT, "prctl");
+    *(void **)&real_syscall = dlsym(RTLD_NEXT, "syscall");
+}
+
+/* The runtime's own threads (the flush thread) are not the program's: not counted. */
+int str_thread_create(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+    if (!real_create)
+        str_threads_early();
+    return real_create(t, NULL, fn, arg);
+}
+
+STR_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
+                              void *arg)
+{
+    if (!real_create)
+        str_threads_early();
+    create_fn real = real_create;
+    struct start *s = malloc(sizeof *s);
+    if (!s) /* no room for the wrapper: the thread is not counted (documented) */
+        return real(t, attr, fn, arg);
+    s->fn = fn;
+    s->arg = arg;
+    atomic_fetch_add_explicit(&live, 1, memory_order_relaxed);
+    int rc = real(t, attr, run, s);
+    if (rc != 0) {
+        atomic_fetch_sub_explicit(&live, 1, memory_order_relaxed);
+        free(s);
+    }
+    return rc;
+}
+
+STR_EXPORT __attribute__((noreturn)) void pthread_exit(void *ret)
+{
+    if (!real_exit)
+        str_threads_early();
+    void (*real)(void *) = real_exit;
+    if (gettid() == getpid())
+        atomic_store_explicit(&main_exited, 1, memory_order_release); /* see str_threads_alone */
+    real(ret);
+    __builtin_unreachable();
+}
+
+/* ---- strict seccomp ---- */
+
+STR_EXPORT int prctl(int option, ...)
+{
+    if (!real_prctl)
+        str_threads_early();
+    int (*real)(int, ...) = real_prctl;
+    va_list ap;
+    va_start(ap, option);
+    unsigned long a[4];
+    for (int i = 0; i < 4; i++)
+        a[i] = va_arg(ap, unsigned long);
+    va_end(ap);
+    int strict = option == PR_SET_SECCOMP && a[0] == SECCOMP_MODE_STRICT;
+    if (strict)
+        str_thread_strict(); /* before: afterwards no system call is allowed */
+    int rc = real(option, a[0], a[1], a[2], a[3]);
+    if (strict && rc != 0)
+        str_thread_unstrict();
+    return rc;
+}
+
+STR_EXPORT long syscall(long number, ...)
+{
+    if (!real_syscall)
+        str_threads_early();
+    long (*real)(long, ...) = real_syscall;
+    va_list ap;
+    va_start(ap, number);
+    long a[6];
+    for (int i = 0; i < 6; i++)
+        a[i] = va_arg(ap, long);
+    va_end(ap);
+    int strict = (number == SYS_seccomp && a[0] == SECCOMP_SET_MODE_STRICT) ||
+                 (number == SYS_prctl && a[0] == PR_SET_SECCOMP && a[1] == SECCOMP_MODE_STRICT);
+    if (strict)
+        str_thread_strict();
+    long rc = real(number, a[0], a[1], a[2], a[3], a[4], a[5]);
+    if (strict && rc != 0)
+        str_thread_unstrict();
+    return rc;
+}
