@@ -150,8 +150,10 @@ void stp_tramp_log_args(void);
 void stp_tramp_custom(void);
 void stp_tramp_typed(void);
 /* Calls fn(arg) with the whole extended FPU/vector state saved and restored around it (XSAVE,
- * or FXSAVE without OSXSAVE). stp_fpu_init() must have run once before. */
-void stp_call_preserving_fpu(void (*fn)(void *), void *arg);
+ * or FXSAVE without OSXSAVE), on `stack` (the top of a 16-byte aligned stack with room for the
+ * save area, up to 11 KiB, and fn; NULL: the current stack). stp_fpu_init() must have run
+ * once before. */
+void stp_call_preserving_fpu(void (*fn)(void *), void *arg, void *stack);
 void stp_fpu_init(void);
 
 /* Defined by the user of this library: the event handler the trampolines call.

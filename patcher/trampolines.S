@@ -192,10 +192,12 @@ stp_tramp_exit:
     EVENT_TRAMPOLINE stp_tramp_custom, stp_event_custom, 16
     EVENT_TRAMPOLINE stp_tramp_typed, stp_event_typed, 24
 
-/* void stp_call_preserving_fpu(void (*fn)(void *), void *arg)
- * Saves the whole extended state (XSAVE with every XCR0 component, into a 64-byte aligned stack
- * area of stp_xsave_size bytes whose header is zeroed first), or FXSAVE when stp_xsave_size is
- * 0, calls fn(arg), restores. */
+/* void stp_call_preserving_fpu(void (*fn)(void *), void *arg, void *stack)
+ * Switches to `stack` (its top, 16-byte aligned; NULL: stays on the current one), saves the
+ * whole extended state there (XSAVE with every XCR0 component, into a 64-byte aligned area of
+ * stp_xsave_size bytes whose header is zeroed first, up to 11 KiB with AMX), or FXSAVE when
+ * stp_xsave_size is 0, calls fn(arg), restores, and comes back. The CFA stays rbp-based
+ * throughout, so unwinding from fn reaches the caller across the switch. */
     .globl stp_call_preserving_fpu
     .hidden stp_call_preserving_fpu
     .type stp_call_preserving_fpu, @function
@@ -213,6 +215,10 @@ stp_call_preserving_fpu:
     .cfi_offset %r12, -32
     mov %rdi, %rbx
     mov %rsi, %r12
+    test %rdx, %rdx
+    jz 3f
+    mov %rdx, %rsp
+3:
     mov stp_xsave_size(%rip), %eax
     test %eax, %eax
     jz 1f

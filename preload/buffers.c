@@ -697,19 +697,15 @@ static void block_async(sigset_t *old)
  * cancellation point here (pause_ns). */
 void str_refill(void *arg)
 {
-    /* Asynchronous signals are blocked too (block_async): a handler that left with longjmp
-     * from in here could leave the registry lock held or a chunk half handed over (see the
-     * longjmp family in signals.c), one that calls _exit would wait for that lock forever; one
-     * that returns would find the thread waiting anyway. They are delivered when this
-     * returns. */
-    sigset_t old;
-    block_async(&old);
+    /* Asynchronous signals are blocked by the caller (hot.c slow_path): a handler that left
+     * with longjmp from in here could leave the registry lock held or a chunk half handed
+     * over (see the longjmp family in signals.c), one that calls _exit would wait for that
+     * lock forever. */
     int old_type;
     pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, &old_type);
     refill(*(uint64_t *)arg);
     if (old_type != PTHREAD_CANCEL_DEFERRED)
         pthread_setcanceltype(old_type, &old_type);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 /* A process made without fork's atfork handlers (_Fork, clone without CLONE_VM) runs with a

@@ -29,8 +29,10 @@
  *    A ring slot found unwritten when drained (ring overflow) is counted in lost_nested; events
  *    arriving before the thread has a chunk, after it exited, or while tracing is off are
  *    counted in `dropped`; both are reported at exit.
- *    The slow path (str_refill: thread set-up, chunk switches, lossless waits) runs with
- *    signals blocked, so no handler nests inside it: they are delivered when it returns.
+ *    The slow path (str_refill: thread set-up, chunk switches, lossless waits) runs on a
+ *    stack of the runtime's own, with asynchronous signals blocked (slow_path: two raw
+ *    system calls per chunk switch), so no handler nests inside it: they are delivered when it
+ *    returns.
  *    LIMIT: the ring holds STR_SIDE_N events. It overflows only if the outermost level stays
  *    inside the fast path while that many nested events arrive: a stall on a slow page
  *    (thread memory is populated up front to avoid those).
@@ -91,6 +93,72 @@ uint64_t str_now(void)
     return rdtsc();
 }
 
+/* ---- the slow path's stack and signal mask ----
+ * The slow path XSAVEs up to 11 KiB (AMX) and then runs ordinary C: far more than a signal
+ * handler's alternate stack may have left (the kernel's minimum leaves about 1 KiB). It runs on
+ * a stack of the runtime's own, one of SLOW_STACKS claimed with one atomic operation (if all
+ * are in use, on the current stack, as before), and with the asynchronous signals blocked (a
+ * raw rt_sigprocmask: no libc, no vector register), so that no handler of the program ever
+ * runs on the runtime's stack, and none can leave the slow path half done by longjmp (see
+ * signals.c). The synchronous signals stay deliverable: blocked, a fault would kill. What the
+ * tracer then uses of the program's stack: the trampoline's 88 bytes and the fast path's few
+ * frames (measured by tests/e2e/hostile.c small-altstack). */
+enum { SLOW_STACKS = 16, SLOW_STACK = 64 * 1024 };
+static _Alignas(64) uint8_t slow_stacks[SLOW_STACKS][SLOW_STACK];
+/* Bit i set: stack i in use. Claimed with an acquire CAS, given back with a release fetch_and
+ * (pairing with the next claimer's acquire). */
+static _Atomic uint32_t slow_busy;
+
+static void *slow_stack_claim(void)
+{
+    uint32_t busy = atomic_load_explicit(&slow_busy, memory_order_relaxed);
+    while (busy != (1u << SLOW_STACKS) - 1) {
+        unsigned i = (unsigned)__builtin_ctz(~busy);
+        if (atomic_compare_exchange_weak_explicit(&slow_busy, &busy, busy | (1u << i),
+                                                  memory_order_acquire, memory_order_relaxed))
+            return slow_stacks[i] + SLOW_STACK;
+    }
+    return NULL;
+}
+
+static void slow_stack_release(void *top)
+{
+    if (!top)
+        return;
+    unsigned i = (unsigned)(((uint8_t *)top - SLOW_STACK - slow_stacks[0]) / SLOW_STACK);
+    atomic_fetch_and_explicit(&slow_busy, ~(1u << i), memory_order_release);
+}
+
+/* Every signal but the synchronous ones (SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGSEGV, SIGSYS),
+ * SIGKILL and SIGSTOP, and glibc's two internal ones (32, 33), which its own pthread_sigmask
+ * never blocks either. Bit n - 1 is signal n. */
+#define SIGBIT(n) (1ull << ((n)-1))
+static const uint64_t async_signals =
+    ~(SIGBIT(4) | SIGBIT(5) | SIGBIT(7) | SIGBIT(8) | SIGBIT(9) | SIGBIT(11) | SIGBIT(19) |
+      SIGBIT(31) | SIGBIT(32) | SIGBIT(33));
+
+static inline void raw_sigmask(long how, const uint64_t *set, uint64_t *old)
+{
+    register long len __asm__("r10") = 8;
+    long r;
+    __asm__ volatile("syscall"
+                     : "=a"(r)
+                     : "a"((long)SYS_rt_sigprocmask), "D"(how), "S"(set), "d"(old), "r"(len)
+                     : "rcx", "r11", "memory");
+    (void)r;
+}
+
+/* Runs the slow path (str_refill) the way the block above says. */
+static void __attribute__((noinline)) slow_path(uint64_t *tsc)
+{
+    uint64_t old = 0;
+    raw_sigmask(0 /* SIG_BLOCK */, &async_signals, &old);
+    void *stack = slow_stack_claim();
+    stp_call_preserving_fpu(str_refill, tsc, stack);
+    slow_stack_release(stack);
+    raw_sigmask(2 /* SIG_SETMASK */, &old, NULL);
+}
+
 /* Makes room for `need` bytes; returns the write position or 0 (drop). */
 static inline uintptr_t room(struct str_cursor *c, size_t need, uint64_t tsc)
 {
@@ -100,7 +168,7 @@ static inline uintptr_t room(struct str_cursor *c, size_t need, uint64_t tsc)
         struct str_thread *th = str_tls.th;
         if (th && th->dropping && !str_next_chunk_free(th))
             return 0;
-        stp_call_preserving_fpu(str_refill, &tsc);
+        slow_path(&tsc);
         p = atomic_load_explicit(&c->pos, memory_order_relaxed);
         /* The slow path may leave without room (a vfork child must not touch its parent's
          * cursor): drop. */

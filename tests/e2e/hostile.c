@@ -51,6 +51,12 @@
  *                 The process must not be killed; the calls made before the thread turned
  *                 strict and main's are counted exactly (the strict thread's cannot be: the
  *                 kernel denies it the clock).
+ *   small-altstack  a handler on an alternate stack just large enough for the kernel's frame
+ *                 plus up to 1 KiB (AT_MINSIGSTKSZ + 1024 rounded down to whole pages, never below the
+ *                 minimum; 64 KiB of guard pages right under it)
+ *                 calls fib(8) at every tick of a 50 us timer
+ *                 while main makes SMALL_LOOPS calls of fib(8) (run with 4 KiB chunks, so that
+ *                 handlers often take the slow path); then prints the handler's calls.
  *   chroot-exit   chroots into an empty directory (argv: run as root), starts a thread that
  *                 makes fib(12) calls for about 300 ms, and calls pthread_exit in main: the
  *                 process must end by itself, with status 0, once that thread has.
@@ -70,7 +76,9 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/auxv.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -542,6 +550,54 @@ __attribute__((xray_never_instrument)) static int seccomp_strict(void)
     return 0;
 }
 
+enum { SMALL_LOOPS = 3000 };
+
+static atomic_long small_ticks;
+
+__attribute__((xray_never_instrument)) static void on_small_tick(int sig)
+{
+    (void)sig;
+    fibp(8);
+    atomic_fetch_add(&small_ticks, 1);
+}
+
+__attribute__((xray_never_instrument)) static int small_altstack(void)
+{
+    size_t size = getauxval(AT_MINSIGSTKSZ);
+    if (size < MINSIGSTKSZ)
+        size = MINSIGSTKSZ;
+    /* whole pages (so that the guard lies right under the stack), at least the minimum */
+    size_t pages = (size + 1024) & ~(size_t)4095;
+    if (pages < size)
+        pages += 4096;
+    enum { GUARD = 64 * 1024 }; /* an XSAVE area can be 11 KiB: jumping over a guard page */
+    char *m = mmap(NULL, pages + GUARD, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED || mprotect(m, GUARD, PROT_NONE) != 0) /* an overflow faults */
+        return 3;
+    stack_t ss = {.ss_sp = m + GUARD, .ss_size = pages};
+    if (sigaltstack(&ss, NULL) != 0)
+        return 3;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_small_tick;
+    sa.sa_flags = SA_ONSTACK | SA_RESTART;
+    sigaction(SIGALRM, &sa, NULL);
+    struct sigevent ev = {.sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGALRM};
+    timer_t timer;
+    if (timer_create(CLOCK_MONOTONIC, &ev, &timer) != 0)
+        return 4;
+    struct itimerspec it = {{0, 50000}, {0, 50000}};
+    timer_settime(timer, 0, &it, NULL);
+    for (int i = 0; i < SMALL_LOOPS; i++)
+        fibp(8);
+    timer_delete(timer);
+    long ticks = atomic_load(&small_ticks);
+    fprintf(stderr, "ticks %ld\n", ticks);
+    printf("count fib %ld\nthreads 1\nthreadwork %ld\n", (SMALL_LOOPS + ticks) * fib_calls(8),
+           (SMALL_LOOPS + ticks) * fib_calls(8));
+    return 0;
+}
+
 __attribute__((xray_never_instrument)) static void *slow_fibs(void *arg)
 {
     (void)arg;
@@ -594,6 +650,8 @@ __attribute__((xray_never_instrument)) int main(int argc, char **argv)
         return seccomp_strict();
     if (strcmp(how, "chroot-exit") == 0)
         return chroot_exit();
+    if (strcmp(how, "small-altstack") == 0)
+        return small_altstack();
     fprintf(stderr, "hostile: unknown mode '%s'\n", how);
     return 2;
 }

@@ -449,3 +449,22 @@ Test(host, chroot_then_main_thread_exits)
     e2e_run_free(&t);
     e2e_rmtree(out);
 }
+
+/* 9.11: an instrumented handler on a small alternate stack (AT_MINSIGSTKSZ + up to 1 KiB, a
+ * guard under it) while 4 KiB chunks make its events take the slow path often. Before: the slow
+ * path's XSAVE area (11 KiB with AMX here) went below the stack: SIGSEGV in 5 of 5 runs. Now the
+ * slow path runs on the runtime's own stack, and every call is in the trace. */
+Test(host, handler_on_a_small_alternate_stack)
+{
+    const char *bin = BIN("hostile-pie-nort");
+    for (int i = 0; i < 3; i++) {
+        char out[PATH_MAX];
+        struct e2e_run t;
+        run_hostile(bin, "small-altstack", ENV("SLEDTRACE_BUFFER_KB=4"), &t, out, sizeof out);
+        long ticks = 0;
+        cr_assert(sscanf(t.err, "ticks %ld", &ticks) == 1 && ticks > 10, "%s", t.err);
+        check_parent_trace(bin, out, &t, "small-altstack");
+        e2e_run_free(&t);
+        e2e_rmtree(out);
+    }
+}
