@@ -564,6 +564,9 @@ static struct str_thread *new_thread(void)
      * their events in the side ring); inside mmap it is one uninterrupted cost at start-up. */
     void *m =
         mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (m == MAP_FAILED && errno == ENOMEM && str_reclaim()) /* exited threads' buffers */
+        m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1,
+                 0);
     if (m == MAP_FAILED)
         return NULL;
     struct str_thread *th = m;
@@ -993,6 +996,28 @@ static int fork_activate(void)
     if (fd < 0 || begin_file(fd, path, spath) != 0 || start_flusher() != 0)
         return ST_OFF;
     return ST_ACTIVE;
+}
+
+/* The program's pthread_create failed for lack of memory (threads.c): the memory of threads that
+ * have exited is freed by the flush thread once their last chunk is written, up to a period
+ * later. Wakes it and waits (at most 200 ms) until the queue is written. Returns 1 if there was
+ * anything to wait for, i.e. if a retry may succeed. Logs once that it happened. */
+int str_reclaim(void)
+{
+    if (atomic_load_explicit(&state, memory_order_acquire) != ST_ACTIVE ||
+        atomic_load_explicit(&queue_head, memory_order_acquire) == NULL)
+        return 0;
+    static _Atomic int said;
+    if (!atomic_exchange_explicit(&said, 1, memory_order_relaxed))
+        str_log(STR_INFO,
+                "the program ran short of memory; released exited threads' buffers early");
+    wake_flusher();
+    futex(&wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL);
+    /* Acquire: pairs with the release exchange in take_queue. */
+    for (int i = 0; i < 200 && atomic_load_explicit(&queue_head, memory_order_acquire); i++)
+        pause_ns(1000000);
+    pause_ns(1000000); /* the last chunk taken may still be being written */
+    return 1;
 }
 
 void str_request_toggle(void)

@@ -96,14 +96,15 @@ uint64_t str_now(void)
 /* ---- the slow path's stack and signal mask ----
  * The slow path XSAVEs up to 11 KiB (AMX) and then runs ordinary C: far more than a signal
  * handler's alternate stack may have left (the kernel's minimum leaves about 1 KiB). It runs on
- * a stack of the runtime's own, one of SLOW_STACKS claimed with one atomic operation (if all
+ * a stack of the runtime's own, one of SLOW_STACKS (512 KiB of .bss in all, committed only where
+ * touched) claimed with one atomic operation (if all
  * are in use, on the current stack, as before), and with the asynchronous signals blocked (a
  * raw rt_sigprocmask: no libc, no vector register), so that no handler of the program ever
  * runs on the runtime's stack, and none can leave the slow path half done by longjmp (see
  * signals.c). The synchronous signals stay deliverable: blocked, a fault would kill. What the
  * tracer then uses of the program's stack: the trampoline's 88 bytes and the fast path's few
  * frames (measured by tests/e2e/hostile.c small-altstack). */
-enum { SLOW_STACKS = 16, SLOW_STACK = 64 * 1024 };
+enum { SLOW_STACKS = 8, SLOW_STACK = 64 * 1024 };
 static _Alignas(64) uint8_t slow_stacks[SLOW_STACKS][SLOW_STACK];
 /* Bit i set: stack i in use. Claimed with an acquire CAS, given back with a release fetch_and
  * (pairing with the next claimer's acquire). */

@@ -178,6 +178,9 @@ STR_HIDDEN void str_request_dump(void);
  * then calls str_toggle (runtime.c). */
 STR_HIDDEN void str_request_toggle(void);
 STR_HIDDEN void str_toggle(void);
+/* pthread_create failed for lack of memory: lets the flush thread free exited threads' memory
+ * now; 1 if a retry may succeed (buffers.c). */
+STR_HIDDEN int str_reclaim(void);
 /* threads.c: the program's threads without /proc, and strict seccomp */
 STR_HIDDEN void str_threads_early(void);
 /* The main thread called pthread_exit and every thread the program created has ended. */

@@ -17,6 +17,11 @@
  * records go out) and then drops its events without reading any clock (str_thread_strict,
  * hot.c). They are counted and reported at exit.
  *
+ * Memory: when the program's own pthread_create fails with EAGAIN or ENOMEM (an address-space
+ * limit), the runtime may be holding the buffers of threads that have exited but whose last
+ * chunk is not written yet: str_reclaim has the flush thread write and free them at once, and
+ * the creation is tried once more.
+ *
  * Memory ordering: `live` and `main_exited` are read by the flush thread with acquire, paired
  * with the release of the decrement / store made by the exiting thread after its last event.
  */
@@ -84,12 +89,22 @@ void str_threads_early(void)
     *(void **)&real_syscall = dlsym(RTLD_NEXT, "syscall");
 }
 
-/* The runtime's own threads (the flush thread) are not the program's: not counted. */
+/* The runtime's own threads (the flush thread) are not the program's: not counted. Their stack
+ * is small (STR_THREAD_STACK): the default (RLIMIT_STACK, 8 MiB here) would take that much of
+ * a program's address space under `ulimit -v`. */
+enum { STR_THREAD_STACK = 256 * 1024 };
+
 int str_thread_create(pthread_t *t, void *(*fn)(void *), void *arg)
 {
     if (!real_create)
         str_threads_early();
-    return real_create(t, NULL, fn, arg);
+    pthread_attr_t attr;
+    if (pthread_attr_init(&attr) != 0)
+        return real_create(t, NULL, fn, arg);
+    pthread_attr_setstacksize(&attr, STR_THREAD_STACK);
+    int rc = real_create(t, &attr, fn, arg);
+    pthread_attr_destroy(&attr);
+    return rc;
 }
 
 STR_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
@@ -105,6 +120,16 @@ STR_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*
     s->arg = arg;
     atomic_fetch_add_explicit(&live, 1, memory_order_relaxed);
     int rc = real(t, attr, run, s);
+    if ((rc == EAGAIN || rc == ENOMEM) && str_reclaim())
+        rc = real(t, attr, run, s); /* exited threads' buffers were still held: once more */
+    if (rc == EAGAIN || rc == ENOMEM) {
+        static _Atomic int said;
+        if (!atomic_exchange_explicit(&said, 1, memory_order_relaxed))
+            str_log(STR_WARN,
+                    "the program's pthread_create failed for lack of memory; the tracer holds "
+                    "SLEDTRACE_BUFFER_KB x SLEDTRACE_BUFFERS of buffers per tracing thread and "
+                    "about 3 MiB more (see the README)");
+    }
     if (rc != 0) {
         atomic_fetch_sub_explicit(&live, 1, memory_order_relaxed);
         free(s);

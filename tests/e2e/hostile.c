@@ -57,6 +57,9 @@
  *                 calls fib(8) at every tick of a 50 us timer
  *                 while main makes SMALL_LOOPS calls of fib(8) (run with 4 KiB chunks, so that
  *                 handlers often take the slow path); then prints the handler's calls.
+ *   thread-churn  CHURN rounds of pthread_create + join of a thread that calls fib(5), with
+ *                 8 MiB thread stacks (run under `ulimit -v`): prints how many creations
+ *                 failed; untraced, none does.
  *   chroot-exit   chroots into an empty directory (argv: run as root), starts a thread that
  *                 makes fib(12) calls for about 300 ms, and calls pthread_exit in main: the
  *                 process must end by itself, with status 0, once that thread has.
@@ -598,6 +601,33 @@ __attribute__((xray_never_instrument)) static int small_altstack(void)
     return 0;
 }
 
+enum { CHURN = 400 };
+
+__attribute__((xray_never_instrument)) static void *churn_one(void *arg)
+{
+    (void)arg;
+    fibp(5);
+    return NULL;
+}
+
+__attribute__((xray_never_instrument)) static int thread_churn(void)
+{
+    int failed = 0;
+    for (int i = 0; i < CHURN; i++) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, churn_one, NULL) != 0) {
+            failed++;
+            continue;
+        }
+        pthread_join(t, NULL);
+    }
+    printf("failed %d\n", failed);
+    printf("count fib %ld\nthreads %d\n", (CHURN - failed) * fib_calls(5), CHURN - failed);
+    for (int i = 0; i < CHURN - failed; i++)
+        printf("threadwork %ld\n", fib_calls(5));
+    return 0;
+}
+
 __attribute__((xray_never_instrument)) static void *slow_fibs(void *arg)
 {
     (void)arg;
@@ -652,6 +682,8 @@ __attribute__((xray_never_instrument)) int main(int argc, char **argv)
         return chroot_exit();
     if (strcmp(how, "small-altstack") == 0)
         return small_altstack();
+    if (strcmp(how, "thread-churn") == 0)
+        return thread_churn();
     fprintf(stderr, "hostile: unknown mode '%s'\n", how);
     return 2;
 }

@@ -468,3 +468,28 @@ Test(host, handler_on_a_small_alternate_stack)
         e2e_rmtree(out);
     }
 }
+
+/* 9.13 (memory): under an address-space limit (ulimit -v 20000 KiB), 400 rounds of
+ * pthread_create + join of a traced thread with an 8 MiB stack. Before: every creation failed
+ * (the flush thread's own 8 MiB stack, and exited threads' buffers held until written), and
+ * the runtime said nothing. Now none fails, as untraced, and every call is in the trace. */
+Test(host, thread_creation_under_an_address_space_limit)
+{
+    const char *bin = BIN("hostile-pie-nort");
+    char work[PATH_MAX], out[PATH_MAX];
+    e2e_workdir(work, sizeof work);
+    snprintf(out, sizeof out, "%s/out", work);
+    struct e2e_run b, t;
+    e2e_run_sh(work, &b, "sh -c 'ulimit -v 20000; exec \"$0\" thread-churn' '%s'", bin);
+    e2e_run_sh(work, &t,
+               "sh -c 'ulimit -v 20000; LD_PRELOAD=\"$1\" SLEDTRACE_OUTPUT=\"$2\" exec \"$0\" "
+               "thread-churn' '%s' '" E2E_PRELOAD "' '%s'",
+               bin, out);
+    cr_assert(strncmp(b.out, "failed 0\n", 9) == 0, "untraced: %s", b.out);
+    cr_assert(strncmp(t.out, "failed 0\n", 9) == 0, "traced: %.40s\n%s", t.out, t.err);
+    cr_assert_str_empty(t.err, "%s", t.err);
+    check_parent_trace(bin, out, &t, "thread-churn");
+    e2e_run_free(&b);
+    e2e_run_free(&t);
+    e2e_rmtree(work);
+}
