@@ -6,9 +6,23 @@
  * address. The page is made read+execute once written and is never unmapped while sleds use it.
  *
  * Writes: pages holding sleds are made read+write (never write+execute), written, and given back
- * exactly the protection /proc/self/maps showed before. Within a sled, bytes 2..10 are written
- * first (dead code behind `jmp +9` or `ret`), then the first two bytes with one aligned 16-bit
- * atomic store, the order xray-facts section 3 gives for patching under running threads.
+ * the protection /proc/self/maps showed. Within a sled, bytes 2..10 are written first (dead code
+ * behind `jmp +9` or `ret`), then the first two bytes with one aligned 16-bit atomic store, the
+ * order xray-facts section 3 gives for patching under running threads.
+ *
+ * The window. Other threads may run code in those pages meanwhile (a toggle, a dlopen whose
+ * plugin constructor started a thread), and the program may change their protection itself (a
+ * program that hot-patches its own code). Every rewrite happens inside one window: `window` is
+ * set (seq_cst), then the patcher waits until no mprotect of the program is in flight, reads the
+ * protections, writes, restores them, and clears `window`. The program's mprotect calls (the
+ * runtime interposes them) announce themselves in `program_mprotects` (seq_cst) and, if a window
+ * is open, wait for it to close: so no program mprotect lands between the reading and the
+ * restoring of a protection (the Dekker handshake: each side stores its flag, then reads the
+ * other's, both seq_cst). A thread that executes a page of the window faults (SEGV_ACCERR,
+ * the page is not executable); the runtime's SIGSEGV handler sees stp_code_being_written, waits
+ * for the window to close and returns, and the instruction runs again. The patcher's own
+ * mprotect calls are raw system calls, never the interposed one. Windows are serialised by the
+ * caller (the runtime's objs_lock).
  */
 #include "stp_internal.h"
 
@@ -18,6 +32,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef MAP_FIXED_NOREPLACE
@@ -25,6 +41,65 @@
 #endif
 
 enum { STUB_SLOT = 16, REACH = 0x7fff0000 };
+
+static _Atomic int window;
+static _Atomic uintptr_t window_lo, window_hi;
+static _Atomic long program_mprotects;
+
+/* mprotect as a system call: the runtime interposes mprotect for the program (see above). */
+static int raw_mprotect(void *addr, size_t len, int prot)
+{
+    return (int)syscall(SYS_mprotect, addr, len, prot);
+}
+
+static void nap(void)
+{
+    struct timespec ts = {0, 50000};
+    syscall(SYS_nanosleep, &ts, NULL);
+}
+
+static void window_open(uintptr_t lo, uintptr_t hi)
+{
+    atomic_store_explicit(&window_lo, lo, memory_order_relaxed);
+    atomic_store_explicit(&window_hi, hi, memory_order_relaxed);
+    atomic_store_explicit(&window, 1, memory_order_seq_cst);
+    while (atomic_load_explicit(&program_mprotects, memory_order_seq_cst) != 0)
+        nap();
+}
+
+static void window_close(void)
+{
+    atomic_store_explicit(&window, 0, memory_order_seq_cst);
+}
+
+int stp_code_being_written(uintptr_t addr)
+{
+    return atomic_load_explicit(&window, memory_order_seq_cst) &&
+           addr >= atomic_load_explicit(&window_lo, memory_order_relaxed) &&
+           addr < atomic_load_explicit(&window_hi, memory_order_relaxed);
+}
+
+void stp_wait_code_written(void)
+{
+    while (atomic_load_explicit(&window, memory_order_seq_cst))
+        nap();
+}
+
+void stp_program_mprotect_begin(void)
+{
+    for (;;) {
+        atomic_fetch_add_explicit(&program_mprotects, 1, memory_order_seq_cst);
+        if (!atomic_load_explicit(&window, memory_order_seq_cst))
+            return;
+        atomic_fetch_sub_explicit(&program_mprotects, 1, memory_order_seq_cst);
+        stp_wait_code_written();
+    }
+}
+
+void stp_program_mprotect_end(void)
+{
+    atomic_fetch_sub_explicit(&program_mprotects, 1, memory_order_seq_cst);
+}
 
 struct mapping {
     uint64_t start, end;
@@ -189,7 +264,7 @@ int stp_object_patch(struct stp_object *obj, const struct stp_targets *t)
         memcpy(slot, jmp_rip, sizeof jmp_rip);
         memcpy(slot + 6, &target, 8);
     }
-    if (mprotect(stubs, page, PROT_READ | PROT_EXEC) != 0) {
+    if (raw_mprotect(stubs, page, PROT_READ | PROT_EXEC) != 0) {
         munmap(stubs, page);
         for (size_t i = 0; i < n; i++)
             todo[i]->status = STP_PROTECT_FAILED;
@@ -198,6 +273,7 @@ int stp_object_patch(struct stp_object *obj, const struct stp_targets *t)
     }
     obj->stub_page = stubs;
 
+    window_open(lo & ~(page - 1), (hi + page - 1) & ~(page - 1));
     struct mapping *maps;
     size_t nmaps = read_maps(&maps);
     int rc = 0;
@@ -221,7 +297,7 @@ int stp_object_patch(struct stp_object *obj, const struct stp_targets *t)
         }
         void *start = (void *)(uintptr_t)first;
         size_t len = last + page - first;
-        if (mprotect(start, len, (prot | PROT_WRITE) & ~PROT_EXEC) != 0) {
+        if (raw_mprotect(start, len, (prot | PROT_WRITE) & ~PROT_EXEC) != 0) {
             for (size_t k = i; k < j; k++)
                 todo[k]->status = STP_PROTECT_FAILED;
             rc = STP_E_PROTECT;
@@ -238,10 +314,11 @@ int stp_object_patch(struct stp_object *obj, const struct stp_targets *t)
             encode(b, todo[k], obj->id_base, target);
             write_sled(todo[k], b);
         }
-        if (mprotect(start, len, prot) != 0)
+        if (raw_mprotect(start, len, prot) != 0)
             rc = STP_E_PROTECT; /* cannot happen for a protection we just had; report anyway */
         i = j;
     }
+    window_close();
     free(maps);
     free(todo);
     return rc;
@@ -262,8 +339,6 @@ int stp_object_toggle(struct stp_object *obj, long func, int on)
     if (!obj->stub_page)
         return 0;
     uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-    struct mapping *maps;
-    size_t nmaps = read_maps(&maps);
     int rc = 0;
     uint32_t fid = func < 0 ? 0 : (uint32_t)func + 1;
     for (size_t g = 0; g < obj->nsegs; g++) {
@@ -282,9 +357,14 @@ int stp_object_toggle(struct stp_object *obj, long func, int on)
         if (hi == 0)
             continue;
         uint64_t first = lo & ~(page - 1), len = ((hi + page - 1) & ~(page - 1)) - first;
+        window_open(first, first + len);
+        struct mapping *maps;
+        size_t nmaps = read_maps(&maps);
         int prot = prot_of(maps, nmaps, first, seg_prot(seg->flags));
-        /* Writable while other threads may execute these pages: executable all along. */
-        if (mprotect((void *)(uintptr_t)first, len, prot | PROT_WRITE | PROT_EXEC) != 0) {
+        free(maps);
+        /* Never writable and executable: a thread running here meanwhile waits (see the top). */
+        if (raw_mprotect((void *)(uintptr_t)first, len, (prot | PROT_WRITE) & ~PROT_EXEC) != 0) {
+            window_close();
             rc = STP_E_PROTECT;
             continue;
         }
@@ -301,9 +381,9 @@ int stp_object_toggle(struct stp_object *obj, long func, int on)
             else
                 memcpy(p, &head, 2);
         }
-        if (mprotect((void *)(uintptr_t)first, len, prot) != 0)
+        if (raw_mprotect((void *)(uintptr_t)first, len, prot) != 0)
             rc = STP_E_PROTECT;
+        window_close();
     }
-    free(maps);
     return rc;
 }

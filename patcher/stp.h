@@ -125,9 +125,21 @@ int stp_object_patch(struct stp_object *obj, const struct stp_targets *t);
 /* Turns the patched sleds of function `func` (0-based, as stp_object_func; -1: all) on or off
  * while other threads may be executing them: each sled's first two bytes are rewritten with one
  * aligned atomic store (the rest stays patched behind the jmp or ret), the pages holding them
- * being writable and executable only for the time of the toggle. Only after stp_object_patch;
- * not thread-safe with itself. Returns 0 or STP_E_PROTECT. */
+ * being writable, and not executable, only for the time of the toggle (a thread executing them
+ * meanwhile faults: see stp_code_being_written). Only after stp_object_patch; not thread-safe
+ * with itself. Returns 0 or STP_E_PROTECT. */
 int stp_object_toggle(struct stp_object *obj, long func, int on);
+
+/* Code being written (patch.c, "The window"): pages are writable and not executable while
+ * sleds are rewritten. stp_code_being_written(addr): a fault at addr (SEGV_ACCERR) comes from a
+ * thread executing such a page: the fault handler calls stp_wait_code_written() and returns, and
+ * the instruction runs again. Both async-signal-safe. A program's own mprotect calls must be
+ * bracketed by stp_program_mprotect_begin/end (they wait for an open window), so that none
+ * lands between the reading and the restoring of a protection. */
+int stp_code_being_written(uintptr_t addr);
+void stp_wait_code_written(void);
+void stp_program_mprotect_begin(void);
+void stp_program_mprotect_end(void);
 
 /* Proves one sled in a byte table: `code` holds the function's bytes from its start, mapped at
  * `func_addr`; the sled is at `sled_addr` (func_addr <= sled_addr < func_addr + len). Every

@@ -37,6 +37,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -651,6 +652,19 @@ __attribute__((visibility("default"))) int dlclose(void *handle)
         pthread_mutex_unlock(&objs_lock);
         errno = saved;
     }
+    return rc;
+}
+
+/* The program's own mprotect: it waits while the runtime rewrites code (patcher/patch.c, "The
+ * window"), so that a program hot-patching its own code never has a protection it set undone
+ * by the runtime restoring one it read before. */
+__attribute__((visibility("default"))) int mprotect(void *addr, size_t len, int prot)
+{
+    stp_program_mprotect_begin();
+    int rc = (int)syscall(SYS_mprotect, addr, len, prot);
+    int err = errno;
+    stp_program_mprotect_end();
+    errno = err;
     return rc;
 }
 

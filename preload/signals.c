@@ -44,6 +44,7 @@
  * delivered on another thread has a race without sledtrace too.
  */
 #include "str.h"
+#include "stp.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -160,6 +161,14 @@ static int call_program_handler(int sig, siginfo_t *si, void *uc, int saved)
 static void on_fatal(int sig, siginfo_t *si, void *uc)
 {
     int saved = errno;
+    if (sig == SIGSEGV && si && si->si_code == SEGV_ACCERR &&
+        stp_code_being_written((uintptr_t)si->si_addr)) {
+        /* A page of code the runtime is rewriting (not executable meanwhile, patcher/patch.c):
+         * wait, and the instruction runs again. */
+        stp_wait_code_written();
+        errno = saved;
+        return;
+    }
     if (call_program_handler(sig, si, uc, saved)) {
         /* abort(): when the program's SIGABRT handler returns, glibc sets SIGABRT to SIG_DFL
          * itself (not through sigaction: nothing here sees it) and raises it again, and the

@@ -60,6 +60,10 @@
  *   thread-churn  CHURN rounds of pthread_create + join of a thread that calls fib(5), with
  *                 8 MiB thread stacks (run under `ulimit -v`): prints how many creations
  *                 failed; untraced, none does.
+ *   hotpatch      one thread rewrites a byte of its own code (mprotect RWX, write, mprotect
+ *                 RX) HOT_ROUNDS times; another switches tracing off and on (sledtrace.h,
+ *                 through dlsym) as often; a third calls traced code in the same pages all the
+ *                 while. Then prints how many mappings are writable and executable ("wx 0").
  *   chroot-exit   chroots into an empty directory (argv: run as root), starts a thread that
  *                 makes fib(12) calls for about 300 ms, and calls pthread_exit in main: the
  *                 process must end by itself, with status 0, once that thread has.
@@ -628,6 +632,74 @@ __attribute__((xray_never_instrument)) static int thread_churn(void)
     return 0;
 }
 
+enum { HOT_ROUNDS = 3000 };
+
+static atomic_int hot_done;
+
+/* Never traced; its first byte is rewritten (with its own value) by hot_patcher. */
+__attribute__((xray_never_instrument, noinline)) int hot_target(int x)
+{
+    return x * 3 + 1;
+}
+
+__attribute__((xray_never_instrument)) static void *hot_patcher(void *arg)
+{
+    (void)arg;
+    long page = sysconf(_SC_PAGESIZE);
+    uint8_t *code = (uint8_t *)(uintptr_t)hot_target;
+    void *start = (void *)((uintptr_t)code & ~(uintptr_t)(page - 1));
+    for (int i = 0; i < HOT_ROUNDS; i++) {
+        if (mprotect(start, (size_t)page, PROT_READ | PROT_WRITE | PROT_EXEC) != 0)
+            return (void *)1;
+        __atomic_store_n(code, __atomic_load_n(code, __ATOMIC_RELAXED), __ATOMIC_RELEASE);
+        if (mprotect(start, (size_t)page, PROT_READ | PROT_EXEC) != 0)
+            return (void *)1;
+    }
+    return NULL;
+}
+
+__attribute__((xray_never_instrument)) static void *hot_toggler(void *arg)
+{
+    (void)arg;
+    int (*patch)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "sledtrace_patch");
+    int (*unpatch)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "sledtrace_unpatch");
+    for (int i = 0; patch && unpatch && i < HOT_ROUNDS; i++) {
+        unpatch();
+        patch();
+    }
+    return NULL;
+}
+
+__attribute__((xray_never_instrument)) static void *hot_caller(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&hot_done))
+        fibp(5);
+    return NULL;
+}
+
+__attribute__((xray_never_instrument)) static int hotpatch(void)
+{
+    pthread_t p, t, c;
+    pthread_create(&c, NULL, hot_caller, NULL);
+    pthread_create(&p, NULL, hot_patcher, NULL);
+    pthread_create(&t, NULL, hot_toggler, NULL);
+    void *rp, *rt;
+    pthread_join(p, &rp);
+    pthread_join(t, &rt);
+    atomic_store(&hot_done, 1);
+    pthread_join(c, NULL);
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512];
+    int wx = 0;
+    while (f && fgets(line, sizeof line, f))
+        wx += strncmp(strchr(line, ' ') + 1, "rwx", 3) == 0;
+    if (f)
+        fclose(f);
+    printf("patcher %s\nwx %d\nresult %d\n", rp ? "failed" : "ok", wx, hot_target(2));
+    return 0;
+}
+
 __attribute__((xray_never_instrument)) static void *slow_fibs(void *arg)
 {
     (void)arg;
@@ -684,6 +756,8 @@ __attribute__((xray_never_instrument)) int main(int argc, char **argv)
         return small_altstack();
     if (strcmp(how, "thread-churn") == 0)
         return thread_churn();
+    if (strcmp(how, "hotpatch") == 0)
+        return hotpatch();
     fprintf(stderr, "hostile: unknown mode '%s'\n", how);
     return 2;
 }

@@ -493,3 +493,27 @@ Test(host, thread_creation_under_an_address_space_limit)
     e2e_run_free(&t);
     e2e_rmtree(work);
 }
+
+/* 9.13 (live patching): a program that hot-patches its own code (mprotect RWX, write, RX) while
+ * another thread switches tracing off and on, and a third runs traced code in those pages.
+ * Before: toggles mapped the text writable and executable, and restored a protection read
+ * before the program changed it: the program's write faulted (SIGSEGV, 3 of 3 runs). Now the
+ * runtime never maps code writable and executable, the program's mprotect waits for a rewrite
+ * in progress, and threads that run into it wait: same output as untraced, no wx mapping left. */
+Test(host, hot_patching_program_while_tracing_is_toggled)
+{
+    const char *bin = BIN("hostile-pie-nort");
+    for (int i = 0; i < 2; i++) {
+        char out[PATH_MAX], trace[PATH_MAX];
+        struct e2e_run t;
+        run_hostile(bin, "hotpatch", NULL, &t, out, sizeof out);
+        cr_assert_str_eq(t.out, "patcher ok\nwx 0\nresult 7\n");
+        cr_assert_str_empty(t.err, "%s", t.err);
+        struct e2e_trace tr;
+        e2e_trace_path(trace, sizeof trace, out, bin, t.pid, "fdr");
+        e2e_read_trace(trace, &tr);
+        cr_assert_gt(tr.records, 0);
+        e2e_run_free(&t);
+        e2e_rmtree(out);
+    }
+}
