@@ -19,8 +19,9 @@
  * is open, wait for it to close: so no program mprotect lands between the reading and the
  * restoring of a protection (the Dekker handshake: each side stores its flag, then reads the
  * other's, both seq_cst). A thread that executes a page of the window faults (SEGV_ACCERR,
- * the page is not executable); the runtime's SIGSEGV handler sees stp_code_being_written, waits
- * for the window to close and returns, and the instruction runs again. The patcher's own
+ * the page is not executable); the runtime's SIGSEGV handler asks stp_fault_in_rewrite, which
+ * waits for the window to close (if it still is open) and says to return: the instruction runs
+ * again. A fault handled after its window closed is retried once per thread and window. The patcher's own
  * mprotect calls are raw system calls, never the interposed one. Windows are serialised by the
  * caller (the runtime's objs_lock).
  */
@@ -42,9 +43,18 @@
 
 enum { STUB_SLOT = 16, REACH = 0x7fff0000 };
 
-static _Atomic int window;
-static _Atomic uintptr_t window_lo, window_hi;
+/* The window (see the top of this file). window_seq is odd while one is open; the ranges of
+ * the last WINDOWS windows are kept, so that a fault taken inside a window but handled after it
+ * closed (or after the next one opened) is still recognised. */
+enum { WINDOWS = 8 };
+static _Atomic unsigned window_seq;
+static struct {
+    _Atomic uintptr_t lo, hi;
+    _Atomic unsigned seq; /* the window's odd (open) sequence number */
+} windows[WINDOWS];
 static _Atomic long program_mprotects;
+/* Per thread: the window a fault was last retried for (a second fault there is genuine). */
+static __thread unsigned retried __attribute__((tls_model("initial-exec")));
 
 /* mprotect as a system call: the runtime interposes mprotect for the program (see above). */
 static int raw_mprotect(void *addr, size_t len, int prot)
@@ -60,39 +70,55 @@ static void nap(void)
 
 static void window_open(uintptr_t lo, uintptr_t hi)
 {
-    atomic_store_explicit(&window_lo, lo, memory_order_relaxed);
-    atomic_store_explicit(&window_hi, hi, memory_order_relaxed);
-    atomic_store_explicit(&window, 1, memory_order_seq_cst);
+    unsigned seq = atomic_load_explicit(&window_seq, memory_order_relaxed) + 1;
+    unsigned w = (seq / 2) % WINDOWS;
+    atomic_store_explicit(&windows[w].lo, lo, memory_order_relaxed);
+    atomic_store_explicit(&windows[w].hi, hi, memory_order_relaxed);
+    atomic_store_explicit(&windows[w].seq, seq, memory_order_relaxed);
+    /* seq_cst: the Dekker handshake with stp_program_mprotect_begin; it also publishes the
+     * range to the fault handler's seq_cst load. */
+    atomic_store_explicit(&window_seq, seq, memory_order_seq_cst);
     while (atomic_load_explicit(&program_mprotects, memory_order_seq_cst) != 0)
         nap();
 }
 
 static void window_close(void)
 {
-    atomic_store_explicit(&window, 0, memory_order_seq_cst);
+    atomic_fetch_add_explicit(&window_seq, 1, memory_order_seq_cst);
 }
 
-int stp_code_being_written(uintptr_t addr)
+int stp_fault_in_rewrite(uintptr_t addr)
 {
-    return atomic_load_explicit(&window, memory_order_seq_cst) &&
-           addr >= atomic_load_explicit(&window_lo, memory_order_relaxed) &&
-           addr < atomic_load_explicit(&window_hi, memory_order_relaxed);
-}
-
-void stp_wait_code_written(void)
-{
-    while (atomic_load_explicit(&window, memory_order_seq_cst))
-        nap();
+    unsigned now = atomic_load_explicit(&window_seq, memory_order_seq_cst);
+    for (unsigned k = 0; k < WINDOWS; k++) {
+        unsigned seq = atomic_load_explicit(&windows[k].seq, memory_order_relaxed);
+        if (!seq || addr < atomic_load_explicit(&windows[k].lo, memory_order_relaxed) ||
+            addr >= atomic_load_explicit(&windows[k].hi, memory_order_relaxed))
+            continue;
+        if (seq == now) { /* open: wait for it to close, then the instruction runs again */
+            while (atomic_load_explicit(&window_seq, memory_order_seq_cst) == seq)
+                nap();
+            retried = seq;
+            return 1;
+        }
+        if (retried != seq) { /* closed since the fault was taken: once more */
+            retried = seq;
+            return 1;
+        }
+    }
+    return 0;
 }
 
 void stp_program_mprotect_begin(void)
 {
     for (;;) {
         atomic_fetch_add_explicit(&program_mprotects, 1, memory_order_seq_cst);
-        if (!atomic_load_explicit(&window, memory_order_seq_cst))
+        unsigned seq = atomic_load_explicit(&window_seq, memory_order_seq_cst);
+        if (!(seq & 1))
             return;
         atomic_fetch_sub_explicit(&program_mprotects, 1, memory_order_seq_cst);
-        stp_wait_code_written();
+        while (atomic_load_explicit(&window_seq, memory_order_seq_cst) == seq)
+            nap();
     }
 }
 

@@ -131,13 +131,13 @@ int stp_object_patch(struct stp_object *obj, const struct stp_targets *t);
 int stp_object_toggle(struct stp_object *obj, long func, int on);
 
 /* Code being written (patch.c, "The window"): pages are writable and not executable while
- * sleds are rewritten. stp_code_being_written(addr): a fault at addr (SEGV_ACCERR) comes from a
- * thread executing such a page: the fault handler calls stp_wait_code_written() and returns, and
- * the instruction runs again. Both async-signal-safe. A program's own mprotect calls must be
- * bracketed by stp_program_mprotect_begin/end (they wait for an open window), so that none
- * lands between the reading and the restoring of a protection. */
-int stp_code_being_written(uintptr_t addr);
-void stp_wait_code_written(void);
+ * sleds are rewritten. stp_fault_in_rewrite(addr), for a fault at addr (SEGV_ACCERR): 1 when it
+ * comes from a thread that executed such a page (after waiting for the rewrite to end, if it
+ * has not): the handler returns and the instruction runs again; 0 for any other fault.
+ * Async-signal-safe. A program's own mprotect calls must be bracketed by
+ * stp_program_mprotect_begin/end (they wait for an open window), so that none lands between
+ * the reading and the restoring of a protection. */
+int stp_fault_in_rewrite(uintptr_t addr);
 void stp_program_mprotect_begin(void);
 void stp_program_mprotect_end(void);
 

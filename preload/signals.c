@@ -162,10 +162,9 @@ static void on_fatal(int sig, siginfo_t *si, void *uc)
 {
     int saved = errno;
     if (sig == SIGSEGV && si && si->si_code == SEGV_ACCERR &&
-        stp_code_being_written((uintptr_t)si->si_addr)) {
-        /* A page of code the runtime is rewriting (not executable meanwhile, patcher/patch.c):
-         * wait, and the instruction runs again. */
-        stp_wait_code_written();
+        stp_fault_in_rewrite((uintptr_t)si->si_addr)) {
+        /* A page of code the runtime is (or was just) rewriting, not executable meanwhile
+         * (patcher/patch.c): the instruction runs again. */
         errno = saved;
         return;
     }
