@@ -178,11 +178,42 @@ static int seg_prot(unsigned flags)
     return (flags & 4 ? PROT_READ : 0) | (flags & 2 ? PROT_WRITE : 0) | (flags & 1 ? PROT_EXEC : 0);
 }
 
-/* Maps a page from which every address in [lo, hi) is within rel32 reach. */
+static void *map_at(uint64_t a, uint64_t page)
+{
+    void *p = mmap((void *)(uintptr_t)a, page, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    if ((uint64_t)(uintptr_t)p == a)
+        return p;
+    munmap(p, page); /* an old kernel ignored the hint */
+    return NULL;
+}
+
+/* Maps a page from which every address in [lo, hi) is within rel32 reach. First at a random
+ * distance of 64 MiB to 1 GiB below lo: not right next to the object, where a program's own
+ * MAP_FIXED mapping is likeliest to land (with ASLR off, as under gdb, the page used to sit right
+ * under the executable), and not above it, where the heap of an executable grows. Then the
+ * nearest free page, up or down. A MAP_FIXED mapping over the stub page itself still breaks the
+ * object's patched sleds (README). */
 static void *map_stub_page(uint64_t lo, uint64_t hi, uint64_t page)
 {
     uint64_t min = hi > REACH ? hi - REACH : page;
     uint64_t max = lo + REACH - page;
+    enum { NEAR = 64u << 20, FAR = 1u << 30 };
+    if (lo > NEAR + page) {
+        uint64_t top = lo - NEAR, bottom = lo > FAR ? lo - FAR : page;
+        if (bottom < min)
+            bottom = min;
+        uint64_t x = __builtin_ia32_rdtsc() ^ (lo * 0x9e3779b97f4a7c15ull);
+        for (int k = 0; k < 16 && bottom < top; k++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            uint64_t a = (bottom + (x >> 20) % (top - bottom)) & ~(page - 1);
+            void *p = map_at(a, page);
+            if (p)
+                return p;
+        }
+    }
     uint64_t up = (hi + page - 1) & ~(page - 1);
     uint64_t down = (lo & ~(page - 1)) - page;
     for (uint64_t step = 0; step < REACH; step += 16 * page) {
@@ -191,13 +222,9 @@ static void *map_stub_page(uint64_t lo, uint64_t hi, uint64_t page)
             uint64_t a = cand[k];
             if (a < min || a > max || a < page)
                 continue;
-            void *p = mmap((void *)(uintptr_t)a, page, PROT_READ | PROT_WRITE,
-                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-            if (p == MAP_FAILED)
-                continue;
-            if ((uint64_t)(uintptr_t)p == a)
+            void *p = map_at(a, page);
+            if (p)
                 return p;
-            munmap(p, page); /* an old kernel ignored the hint */
         }
     }
     return NULL;

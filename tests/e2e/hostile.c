@@ -64,6 +64,9 @@
  *                 RX) HOT_ROUNDS times; another switches tracing off and on (sledtrace.h,
  *                 through dlsym) as often; a third calls traced code in the same pages all the
  *                 while. Then prints how many mappings are writable and executable ("wx 0").
+ *   map-fixed     maps 64 KiB MAP_FIXED right below its executable (where a page of the
+ *                 runtime's used to sit when ASLR is off, as under gdb or `setarch -R`), fills
+ *                 it with int3, then makes FIXED_LOOPS calls of fib(8).
  *   chroot-exit   chroots into an empty directory (argv: run as root), starts a thread that
  *                 makes fib(12) calls for about 300 ms, and calls pthread_exit in main: the
  *                 process must end by itself, with status 0, once that thread has.
@@ -700,6 +703,26 @@ __attribute__((xray_never_instrument)) static int hotpatch(void)
     return 0;
 }
 
+enum { FIXED_LOOPS = 100 };
+
+extern char __executable_start[];
+
+__attribute__((xray_never_instrument)) static int map_fixed(void)
+{
+    fibp(2); /* traced: the runtime is set up */
+    size_t len = 64 * 1024;
+    char *at = __executable_start - len;
+    char *m = mmap(at, len, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m != at)
+        return 3;
+    memset(m, 0xcc, len);
+    for (int i = 0; i < FIXED_LOOPS; i++)
+        fibp(8);
+    printf("count fib %ld\nthreads 1\nthreadwork %ld\n", fib_calls(2) + FIXED_LOOPS * fib_calls(8),
+           fib_calls(2) + FIXED_LOOPS * fib_calls(8));
+    return 0;
+}
+
 __attribute__((xray_never_instrument)) static void *slow_fibs(void *arg)
 {
     (void)arg;
@@ -758,6 +781,8 @@ __attribute__((xray_never_instrument)) int main(int argc, char **argv)
         return thread_churn();
     if (strcmp(how, "hotpatch") == 0)
         return hotpatch();
+    if (strcmp(how, "map-fixed") == 0)
+        return map_fixed();
     fprintf(stderr, "hostile: unknown mode '%s'\n", how);
     return 2;
 }

@@ -517,3 +517,26 @@ Test(host, hot_patching_program_while_tracing_is_toggled)
         e2e_rmtree(out);
     }
 }
+
+/* 9.13 (stub page): with ASLR off (setarch -R, as under gdb), the page of stubs the patched
+ * sleds jump through sat right below the executable, where a program's own MAP_FIXED mapping
+ * replaced it (SIGSEGV, 3 of 3). It now lies 64 MiB to 1 GiB below, at random. */
+Test(host, map_fixed_below_the_executable_with_aslr_off)
+{
+    const char *bin = BIN("hostile-pie-nort");
+    char work[PATH_MAX], out[PATH_MAX];
+    e2e_workdir(work, sizeof work);
+    snprintf(out, sizeof out, "%s/out", work);
+    for (int i = 0; i < 3; i++) {
+        struct e2e_run t;
+        e2e_run_sh(work, &t,
+                   "env LD_PRELOAD='" E2E_PRELOAD "' SLEDTRACE_OUTPUT='%s' setarch -R '%s' "
+                   "map-fixed",
+                   out, bin);
+        cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0, "status %#x: %s", t.status,
+                  t.err);
+        check_parent_trace(bin, out, &t, "map-fixed");
+        e2e_run_free(&t);
+    }
+    e2e_rmtree(work);
+}
