@@ -42,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -1063,10 +1064,16 @@ void str_buffers_finish(void)
 struct xfsz_guard {
     sigset_t old;
     int was_pending;
+    int active; /* only under a finite RLIMIT_FSIZE: nothing to guard against otherwise, and a
+                   sandbox need not allow rt_sigpending */
 };
 
 static void xfsz_block(struct xfsz_guard *g)
 {
+    struct rlimit rl;
+    g->active = getrlimit(RLIMIT_FSIZE, &rl) != 0 || rl.rlim_cur != RLIM_INFINITY;
+    if (!g->active)
+        return;
     sigset_t s, pend;
     sigemptyset(&s);
     sigaddset(&s, SIGXFSZ);
@@ -1077,6 +1084,8 @@ static void xfsz_block(struct xfsz_guard *g)
 
 static void xfsz_unblock(struct xfsz_guard *g)
 {
+    if (!g->active)
+        return;
     sigset_t s, pend;
     sigemptyset(&s);
     sigaddset(&s, SIGXFSZ);

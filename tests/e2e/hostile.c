@@ -45,6 +45,14 @@
  *   seccomp-open  installs (for every thread: TSYNC) a seccomp filter that kills the process
  *                 on open and openat, then three threads make SANDBOX_LOOPS calls of fib(8)
  *                 spread over about 4 flush periods. The program opens nothing afterwards.
+ *   seccomp-list  the same work under a whitelist (TSYNC, anything else kills the process):
+ *                 read write close fstat newfstatat lseek pwrite64 mmap munmap mprotect madvise
+ *                 brk futex clone clone3 set_robust_list rseq rt_sigprocmask rt_sigreturn
+ *                 clock_gettime clock_nanosleep nanosleep sched_yield getpid gettid exit
+ *                 exit_group, and for glibc and stdio ioctl rt_sigaction sigaltstack prlimit64
+ *                 getrandom mremap tgkill: what a sandboxed
+ *                 multi-threaded program allows; the README says
+ *                 which of them the runtime needs.
  *   seccomp-strict  a thread enters SECCOMP_MODE_STRICT (only read, write, exit and sigreturn
  *                 allowed) and makes STRICT_LOOPS calls of fib(8), more than its 4 KiB chunks
  *                 hold (run with SLEDTRACE_BUFFER_KB=4), then leaves with the exit system call.
@@ -504,10 +512,13 @@ __attribute__((xray_never_instrument)) static void *paced_work(void *arg)
     return NULL;
 }
 
-__attribute__((xray_never_instrument)) static int seccomp_open(void)
+#define ALLOW(nr)                                                                                  \
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
+
+__attribute__((xray_never_instrument)) static int seccomp_open(int whitelist)
 {
     fibp(2); /* traced before the filter: start-up is done */
-    struct sock_filter f[] = {
+    struct sock_filter deny_open[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat, 0, 1),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
@@ -515,7 +526,47 @@ __attribute__((xray_never_instrument)) static int seccomp_open(void)
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
     };
-    struct sock_fprog prog = {sizeof f / sizeof f[0], f};
+    struct sock_filter allow_list[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        ALLOW(SYS_read),
+        ALLOW(SYS_write),
+        ALLOW(SYS_close),
+        ALLOW(SYS_fstat),
+        ALLOW(SYS_newfstatat),
+        ALLOW(SYS_lseek),
+        ALLOW(SYS_pwrite64),
+        ALLOW(SYS_mmap),
+        ALLOW(SYS_munmap),
+        ALLOW(SYS_mprotect),
+        ALLOW(SYS_madvise),
+        ALLOW(SYS_brk),
+        ALLOW(SYS_futex),
+        ALLOW(SYS_clone),
+        ALLOW(SYS_clone3),
+        ALLOW(SYS_set_robust_list),
+        ALLOW(SYS_rseq),
+        ALLOW(SYS_rt_sigprocmask),
+        ALLOW(SYS_rt_sigreturn),
+        ALLOW(SYS_clock_gettime),
+        ALLOW(SYS_clock_nanosleep),
+        ALLOW(SYS_nanosleep),
+        ALLOW(SYS_sched_yield),
+        ALLOW(SYS_getpid),
+        ALLOW(SYS_gettid),
+        ALLOW(SYS_exit),
+        ALLOW(SYS_exit_group),
+        ALLOW(SYS_ioctl),
+        ALLOW(SYS_rt_sigaction),
+        ALLOW(SYS_sigaltstack),
+        ALLOW(SYS_prlimit64),
+        ALLOW(SYS_getrandom),
+        ALLOW(SYS_mremap),
+        ALLOW(SYS_tgkill),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+    };
+    struct sock_fprog prog =
+        whitelist ? (struct sock_fprog){sizeof allow_list / sizeof allow_list[0], allow_list}
+                  : (struct sock_fprog){sizeof deny_open / sizeof deny_open[0], deny_open};
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
         syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog) != 0)
         return 3;
@@ -770,7 +821,9 @@ __attribute__((xray_never_instrument)) int main(int argc, char **argv)
     if (strcmp(how, "open-numbers") == 0)
         return open_numbers();
     if (strcmp(how, "seccomp-open") == 0)
-        return seccomp_open();
+        return seccomp_open(0);
+    if (strcmp(how, "seccomp-list") == 0)
+        return seccomp_open(1);
     if (strcmp(how, "seccomp-strict") == 0)
         return seccomp_strict();
     if (strcmp(how, "chroot-exit") == 0)

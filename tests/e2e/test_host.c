@@ -413,6 +413,22 @@ Test(host, seccomp_filter_killing_open)
     e2e_rmtree(out);
 }
 
+/* The same under a strict whitelist (hostile.c seccomp-list: what a sandboxed multi-threaded
+ * program allows, anything else kills the process). Before: the flush thread's /proc reads,
+ * and at exit rt_sigpending (the SIGXFSZ guard, now only under a finite RLIMIT_FSIZE), killed
+ * it with SIGSYS. */
+Test(host, seccomp_whitelist)
+{
+    const char *bin = BIN("hostile-pie-nort");
+    char out[PATH_MAX];
+    struct e2e_run t;
+    run_hostile(bin, "seccomp-list", NULL, &t, out, sizeof out);
+    cr_assert_str_empty(t.err, "%s", t.err);
+    check_parent_trace(bin, out, &t, "seccomp-list");
+    e2e_run_free(&t);
+    e2e_rmtree(out);
+}
+
 /* A thread in SECCOMP_MODE_STRICT, where the kernel kills on any system call but read, write
  * and exit and turns rdtsc into a fault: before, the thread died at its first traced call
  * after prctl (SIGSEGV on rdtsc, then SIGKILL), silently. Now it runs to its end; what it did
