@@ -6,13 +6,15 @@
  *    The one exception: without an invariant TSC (clock.c) they come from the vDSO's
  *    CLOCK_MONOTONIC, which makes a syscall only if the vDSO has no clock_gettime or the
  *    machine's clocksource cannot be read from user space.
- *    stp_event's fast path keeps no value alive across a call, so it spills no callee-saved
- *    register: everything unusual (nesting, a pending side ring, a full chunk, a TSCWrap) leaves
- *    it by a tail call to event_slow, which restores `nest` itself.
+ *    stp_event's fast path keeps almost nothing alive across a call (it saves one callee-saved
+ *    register, for the monotonic clock's call): everything unusual (nesting, a pending side
+ *    ring, a full chunk, a TSCWrap) leaves it by a tail call to event_slow, which restores
+ *    `nest` itself.
  *  - This file is compiled with -mgeneral-regs-only, so it never touches SSE/AVX/x87 state and
  *    the trampolines need not save it. Anything else (the slow path: a new chunk every
  *    chunk_size/8 events, thread set-up, waiting for a free chunk) is reached only through
- *    stp_call_preserving_fpu(), which saves the whole extended state around it.
+ *    slow_path() and stp_call_preserving_fpu(), which saves the whole extended state around
+ *    it: the slow path is where system calls and libc calls happen.
  *  - errno is never written here; the slow path saves and restores it.
  *  - Signal safety. A handler that runs instrumented code may interrupt this path at any
  *    instruction. The cursor's `nest` counts how deep we are: it is incremented on entry and
@@ -43,8 +45,8 @@
  *  - Leaving by longjmp. A handler that interrupted this path may leave with longjmp or
  *    siglongjmp: the interrupted level never restores `nest`. The outermost level puts its
  *    stack pointer into `nest` on entry (enter: no extra store), and the interposed longjmp
- *    family (signals.c) sets `nest` back to 0 when it jumps to an older frame. Every step outside the slow path
- *    leaves the cursor consistent, so cutting it anywhere is safe.
+ *    family (signals.c) sets `nest` back to 0 when it jumps to an older frame. Every step
+ *    outside the slow path leaves the cursor consistent, so cutting it anywhere is safe.
  *  - Memory ordering: `pos` is stored with release by the owner, pairing with the acquire load in
  *    write_committed (buffers.c), which writes out only bytes below it. Under the discard
  *    policy, a thread in a gap reads its next chunk's state with acquire (str_next_chunk_free),
