@@ -51,7 +51,8 @@ struct cs_close {
 };
 
 /* Callbacks (any may be NULL); a non-zero return stops cs_feed with that value. thread is called
- * once per thread, when it is first seen. */
+ * once per thread, when it is first seen. loss: without close_open, the `dropped` frames it
+ * dropped are still readable in t->st[0..dropped) during the call. */
 struct cs_ops {
     int (*thread)(void *ctx, const struct cs_thread *t);
     int (*enter)(void *ctx, const struct cs_thread *t, struct cs_frame *f, size_t depth);

@@ -3,8 +3,9 @@
  * The stack rule is callstack.h's, without close_open: ENTER / ENTER_ARGS push a frame; EXIT or
  * TAIL_EXIT of f closes the nearest open frame of f, frames above it close at the same TSC
  * (repairs); an exit with no open frame of f is ignored ("unmatched"); a loss marker drops the
- * thread's open frames (no call is measured across a gap), and frames open at the end are not
- * counted. A closed frame's duration is exit TSC - entry TSC; self time is the duration minus
+ * thread's open frames (no call is measured across a gap). Frames dropped at a loss marker or
+ * still open at the end are counted as unfinished calls of their function (in `count`, and on
+ * their own: `unfinished`), with no duration: every entered function appears. A closed frame's duration is exit TSC - entry TSC; self time is the duration minus
  * that of its directly closed children. On well-formed traces this counts exactly what
  * `llvm-xray account` counts.
  *
@@ -29,8 +30,10 @@ static void help(FILE *out)
           "                         [--per-thread] [--syms FILE]\n"
           "\n"
           "Per-function call statistics: count, total, self, min, median, p90, p99, max.\n"
-          "Each call with an exit counts once; an exit closes the nearest open frame of its\n"
-          "function (frames above it are closed too and reported as stack repairs).\n"
+          "Each call counts once; an exit closes the nearest open frame of its function\n"
+          "(frames above it are closed too and reported as stack repairs). A call that never\n"
+          "returned (open at the end, or cut by a loss marker) counts as unfinished: in count,\n"
+          "marked '(N unfinished)' (csv and json: an unfinished column), and in no time column.\n"
           "Percentiles come from a histogram with under 0.4% relative error; the other\n"
           "columns are exact.\n"
           "\n"
@@ -50,6 +53,7 @@ struct fstat {
     uint32_t id;
     uint32_t tix; /* thread index (--per-thread), else 0 */
     uint64_t count, total, self, min, max;
+    uint64_t unfinished; /* entered, never exited: open at the end or cut at a loss marker */
     uint64_t *rows[ROWS];
 };
 
@@ -170,6 +174,34 @@ static int on_close(void *ctx, const struct cs_close *c)
     return hist_add(f, dur);
 }
 
+/* Frames a loss marker dropped (still readable in t->st, callstack.h): unfinished calls. */
+static int on_loss(void *ctx, const struct cs_thread *t, uint64_t tsc, uint64_t lost,
+                   size_t dropped)
+{
+    struct acct *a = ctx;
+    (void)tsc, (void)lost;
+    for (size_t k = 0; k < dropped; k++) {
+        struct fstat *f = fget(a, (uint32_t)(t - a->cs.t), t->st[k].id);
+        if (!f)
+            return -1;
+        f->unfinished++;
+    }
+    return 0;
+}
+
+/* Frames still open at the end of the trace: unfinished calls. */
+static int count_open(struct acct *a)
+{
+    for (size_t i = 0; i < a->cs.nt; i++)
+        for (size_t k = 0; k < a->cs.t[i].depth; k++) {
+            struct fstat *f = fget(a, (uint32_t)i, a->cs.t[i].st[k].id);
+            if (!f)
+                return -1;
+            f->unfinished++;
+        }
+    return 0;
+}
+
 enum sort_key { S_TOTAL, S_SELF, S_COUNT, S_MAX, S_NAME, S_ID };
 
 struct row {
@@ -210,7 +242,7 @@ static int row_cmp(const void *pa, const void *pb)
         c = cmp_u64_desc(a->f->self, b->f->self);
         break;
     case S_COUNT:
-        c = cmp_u64_desc(a->f->count, b->f->count);
+        c = cmp_u64_desc(a->f->count + a->f->unfinished, b->f->count + b->f->unfinished);
         break;
     case S_MAX:
         c = cmp_u64_desc(a->f->max, b->f->max);
@@ -270,37 +302,47 @@ static void put_row(enum format fmt, bool per_thread, const struct cs_thread *th
     };
     for (int k = 0; k < 7; k++)
         v[k] = tool_ticks_to_ns(v[k], freq);
+    /* count: every call entered; the other columns: only the calls that exited (none: '-'
+     * in text, 0 in csv and json) */
+    uint64_t all = n + f->unfinished;
     if (fmt == F_CSV) {
         if (per_thread)
             printf("%" PRId32 ",%" PRId32 ",", th->pid, th->tid);
         csv_field(row_name(r));
-        printf(",%" PRIu32 ",%" PRIu64, f->id, n);
+        printf(",%" PRIu32 ",%" PRIu64, f->id, all);
         for (int k = 0; k < 7; k++)
-            printf(",%" PRIu64, v[k]);
-        putchar('\n');
+            printf(",%" PRIu64, n ? v[k] : 0);
+        printf(",%" PRIu64 "\n", f->unfinished);
     } else if (fmt == F_JSON) {
         fputs(first ? "\n" : ",\n", stdout);
         fputs(per_thread ? "      {\"function\": " : "    {\"function\": ", stdout);
         json_str(row_name(r));
-        printf(", \"id\": %" PRIu32 ", \"count\": %" PRIu64, f->id, n);
+        printf(", \"id\": %" PRIu32 ", \"count\": %" PRIu64, f->id, all);
         for (int k = 0; k < 7; k++)
-            printf(", \"%s\": %" PRIu64, col_names[k], v[k]);
-        putchar('}');
+            printf(", \"%s\": %" PRIu64, col_names[k], n ? v[k] : 0);
+        printf(", \"unfinished\": %" PRIu64 "}", f->unfinished);
     } else {
-        printf("%10" PRIu64, n);
+        printf("%10" PRIu64, all);
         for (int k = 0; k < 7; k++) {
             char b[32];
-            tool_fmt_ns(b, sizeof b, v[k]);
+            if (n)
+                tool_fmt_ns(b, sizeof b, v[k]);
+            else
+                snprintf(b, sizeof b, "-");
             printf(" %12s", b);
         }
-        printf(" %10" PRIu32 "  %s\n", f->id, row_name(r));
+        printf(" %10" PRIu32 "  %s", f->id, row_name(r));
+        if (f->unfinished)
+            printf("  (%" PRIu64 " unfinished)", f->unfinished);
+        putchar('\n');
     }
 }
 
 static void put_header(enum format fmt, bool per_thread)
 {
     if (fmt == F_CSV)
-        printf("%sfunction,id,count,total_ns,self_ns,min_ns,median_ns,p90_ns,p99_ns,max_ns\n",
+        printf("%sfunction,id,count,total_ns,self_ns,min_ns,median_ns,p90_ns,p99_ns,max_ns,"
+               "unfinished\n",
                per_thread ? "pid,tid," : "");
     else if (fmt == F_TEXT)
         printf("%10s %12s %12s %12s %12s %12s %12s %12s %10s  %s\n", "count", "total", "self",
@@ -361,7 +403,7 @@ int cmd_account(int argc, char **argv)
 
     struct acct a = {0};
     a.per_thread = per_thread;
-    static const struct cs_ops ops = {.enter = on_enter, .close = on_close};
+    static const struct cs_ops ops = {.enter = on_enter, .close = on_close, .loss = on_loss};
     struct stf_item it;
     int rc, status = EXIT_OK;
     while ((rc = tool_trace_next(&tr, &it)) == STF_OK) {
@@ -379,6 +421,10 @@ int cmd_account(int argc, char **argv)
     }
     if (tool_trace_end(&tr, rc) != EXIT_OK && status == EXIT_OK)
         status = EXIT_BAD_TRACE;
+    if (status == EXIT_OK && count_open(&a) != 0) {
+        tool_err("out of memory");
+        status = EXIT_BAD_TRACE;
+    }
 
     struct row *rows = status == EXIT_OK ? calloc(a.nf ? a.nf : 1, sizeof *rows) : NULL;
     if (status == EXIT_OK && !rows) {
@@ -388,8 +434,8 @@ int cmd_account(int argc, char **argv)
     if (status == EXIT_OK) {
         size_t nrows = 0;
         for (size_t i = 0; i < a.nf; i++) {
-            if (a.f[i].count == 0)
-                continue; /* never exited: nothing to report */
+            if (a.f[i].count == 0 && a.f[i].unfinished == 0)
+                continue;
             rows[nrows].f = &a.f[i];
             const char *nm = stf_syms_name(syms, a.f[i].id, rows[nrows].buf, sizeof rows[0].buf);
             rows[nrows].sym = nm == rows[nrows].buf ? NULL : nm;
@@ -470,7 +516,7 @@ int cmd_account(int argc, char **argv)
         if (status == EXIT_OK && a.cs.gaps)
             fprintf(foot,
                     "# gaps: %" PRIu64 " (%" PRIu64 " events dropped by the runtime); %" PRIu64
-                    " frames open at a gap were left out\n",
+                    " frames open at a gap count as unfinished\n",
                     a.cs.gaps, a.cs.gap_events, a.cs.gap_frames);
     }
     free(rows);

@@ -66,17 +66,17 @@ Test(tools, account_csv_sort_top)
     struct tr_out r = tr_run(argv);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
     cr_assert_str_eq(r.o, "function,id,count,total_ns,self_ns,min_ns,median_ns,p90_ns,p99_ns,"
-                          "max_ns\n"
-                          "f,2,2,1300,1300,300,1000,1000,1000,1000\n"
-                          "main,1,1,3000,1650,3000,3000,3000,3000,3000\n"
-                          "#3,3,1,50,50,50,50,50,50,50\n");
+                          "max_ns,unfinished\n"
+                          "f,2,2,1300,1300,300,1000,1000,1000,1000,0\n"
+                          "main,1,1,3000,1650,3000,3000,3000,3000,3000,0\n"
+                          "#3,3,1,50,50,50,50,50,50,50,0\n");
     tr_out_free(&r);
     const char *argv2[] = {tr_bin(),      "account", p,   "--format=csv",
                            "--sort=name", "--top",   "1", NULL};
     r = tr_run(argv2);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
     cr_assert_str_eq(r.o, "function,id,count,total_ns,self_ns,min_ns,median_ns,p90_ns,p99_ns,"
-                          "max_ns\n#3,3,1,50,50,50,50,50,50,50\n");
+                          "max_ns,unfinished\n#3,3,1,50,50,50,50,50,50,50,0\n");
     tr_out_free(&r);
     const char *argv3[] = {tr_bin(), "account", p, "--sort", "bogus", NULL};
     r = tr_run(argv3);
@@ -102,9 +102,10 @@ Test(tools, account_repairs_and_unmatched)
     struct tr_out r = tr_run(argv);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
     cr_assert_str_eq(r.o, "function,id,count,total_ns,self_ns,min_ns,median_ns,p90_ns,p99_ns,"
-                          "max_ns\n"
-                          "#1,1,1,100,10,100,100,100,100,100\n"
-                          "#2,2,1,90,90,90,90,90,90,90\n");
+                          "max_ns,unfinished\n"
+                          "#1,1,1,100,10,100,100,100,100,100,0\n"
+                          "#2,2,1,90,90,90,90,90,90,90,0\n"
+                          "#4,4,1,0,0,0,0,0,0,0,1\n");
     cr_assert(strstr(r.e, "stack repairs: 1, unmatched exits: 1, unfinished frames: 1"), "%s", r.e);
     cr_assert(strstr(r.e, "warning: no symbols file"), "%s", r.e);
     tr_out_free(&r);
@@ -154,13 +155,13 @@ Test(tools, account_json_golden)
              "  \"functions\": [\n"
              "    {\"function\": \"main\", \"id\": 1, \"count\": 1, \"total_ns\": 3000, "
              "\"self_ns\": 1650, \"min_ns\": 3000, \"median_ns\": 3000, \"p90_ns\": 3000, "
-             "\"p99_ns\": 3000, \"max_ns\": 3000},\n"
+             "\"p99_ns\": 3000, \"max_ns\": 3000, \"unfinished\": 0},\n"
              "    {\"function\": \"f\", \"id\": 2, \"count\": 2, \"total_ns\": 1300, "
              "\"self_ns\": 1300, \"min_ns\": 300, \"median_ns\": 1000, \"p90_ns\": 1000, "
-             "\"p99_ns\": 1000, \"max_ns\": 1000},\n"
+             "\"p99_ns\": 1000, \"max_ns\": 1000, \"unfinished\": 0},\n"
              "    {\"function\": \"#3\", \"id\": 3, \"count\": 1, \"total_ns\": 50, "
              "\"self_ns\": 50, \"min_ns\": 50, \"median_ns\": 50, \"p90_ns\": 50, "
-             "\"p99_ns\": 50, \"max_ns\": 50}\n"
+             "\"p99_ns\": 50, \"max_ns\": 50, \"unfinished\": 0}\n"
              "  ],\n"
              "  \"summary\": {\"functions\": 3, \"calls\": 4, \"stack_repairs\": 0, "
              "\"unmatched_exits\": 0, \"unfinished_frames\": 0, \"gaps\": 0, \"gap_events\": 0, "
@@ -191,10 +192,10 @@ Test(tools, account_json_golden)
              "  \"functions\": [\n"
              "    {\"function\": \"f\", \"id\": 2, \"count\": 2, \"total_ns\": 1300, "
              "\"self_ns\": 1300, \"min_ns\": 300, \"median_ns\": 1000, \"p90_ns\": 1000, "
-             "\"p99_ns\": 1000, \"max_ns\": 1000},\n"
+             "\"p99_ns\": 1000, \"max_ns\": 1000, \"unfinished\": 0},\n"
              "    {\"function\": \"q\\\"b\\\\s\\u0001\xc3\xa9\", \"id\": 1, \"count\": 1, "
              "\"total_ns\": 3000, \"self_ns\": 1650, \"min_ns\": 3000, \"median_ns\": 3000, "
-             "\"p90_ns\": 3000, \"p99_ns\": 3000, \"max_ns\": 3000}\n"
+             "\"p90_ns\": 3000, \"p99_ns\": 3000, \"max_ns\": 3000, \"unfinished\": 0}\n"
              "  ],\n"
              "  \"summary\": {\"functions\": 3, \"calls\": 4, \"stack_repairs\": 0, "
              "\"unmatched_exits\": 0, \"unfinished_frames\": 0, \"gaps\": 0, \"gap_events\": 0, "
@@ -282,6 +283,8 @@ Test(tools, account_per_thread)
              "        600ns        600ns          2  f\n"
              "         1        580ns        580ns        580ns        580ns        580ns"
              "        580ns        580ns          4  #4\n"
+             "         1            -            -            -            -            -"
+             "            -            -          1  main  (1 unfinished)\n"
              "\n"
              "# threads: 2, functions: 4, calls: 6, stack repairs: 1, unmatched exits: 0, "
              "unfinished frames: 1\n",
@@ -296,11 +299,11 @@ Test(tools, account_per_thread)
     r = tr_run(argv1);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
     cr_assert_str_eq(r.o, "function,id,count,total_ns,self_ns,min_ns,median_ns,p90_ns,p99_ns,"
-                          "max_ns\n"
-                          "main,1,1,3000,1650,3000,3000,3000,3000,3000\n"
-                          "f,2,3,1900,1320,300,602,1000,1000,1000\n"
-                          "#3,3,1,50,50,50,50,50,50,50\n"
-                          "#4,4,1,580,580,580,580,580,580,580\n");
+                          "max_ns,unfinished\n"
+                          "main,1,2,3000,1650,3000,3000,3000,3000,3000,1\n"
+                          "f,2,3,1900,1320,300,602,1000,1000,1000,0\n"
+                          "#3,3,1,50,50,50,50,50,50,50,0\n"
+                          "#4,4,1,580,580,580,580,580,580,580,0\n");
     tr_out_free(&r);
 
     /* csv: leading pid,tid; --top applies per thread */
@@ -310,11 +313,11 @@ Test(tools, account_per_thread)
     r = tr_run(argv2);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
     cr_assert_str_eq(r.o, "pid,tid,function,id,count,total_ns,self_ns,min_ns,median_ns,p90_ns,"
-                          "p99_ns,max_ns\n"
-                          "100,100,f,2,2,1300,1300,300,1000,1000,1000,1000\n"
-                          "100,100,main,1,1,3000,1650,3000,3000,3000,3000,3000\n"
-                          "100,200,f,2,1,600,20,600,600,600,600,600\n"
-                          "100,200,#4,4,1,580,580,580,580,580,580,580\n");
+                          "p99_ns,max_ns,unfinished\n"
+                          "100,100,f,2,2,1300,1300,300,1000,1000,1000,1000,0\n"
+                          "100,100,main,1,1,3000,1650,3000,3000,3000,3000,3000,0\n"
+                          "100,200,main,1,1,0,0,0,0,0,0,0,1\n"
+                          "100,200,f,2,1,600,20,600,600,600,600,600,0\n");
     cr_assert_str_eq(r.e, "# threads: 2, functions: 4, calls: 6, stack repairs: 1, "
                           "unmatched exits: 0, unfinished frames: 1\n");
     tr_out_free(&r);
@@ -330,21 +333,24 @@ Test(tools, account_per_thread)
              "    {\"pid\": 100, \"tid\": 100, \"functions\": [\n"
              "      {\"function\": \"main\", \"id\": 1, \"count\": 1, \"total_ns\": 3000, "
              "\"self_ns\": 1650, \"min_ns\": 3000, \"median_ns\": 3000, \"p90_ns\": 3000, "
-             "\"p99_ns\": 3000, \"max_ns\": 3000},\n"
+             "\"p99_ns\": 3000, \"max_ns\": 3000, \"unfinished\": 0},\n"
              "      {\"function\": \"f\", \"id\": 2, \"count\": 2, \"total_ns\": 1300, "
              "\"self_ns\": 1300, \"min_ns\": 300, \"median_ns\": 1000, \"p90_ns\": 1000, "
-             "\"p99_ns\": 1000, \"max_ns\": 1000},\n"
+             "\"p99_ns\": 1000, \"max_ns\": 1000, \"unfinished\": 0},\n"
              "      {\"function\": \"#3\", \"id\": 3, \"count\": 1, \"total_ns\": 50, "
              "\"self_ns\": 50, \"min_ns\": 50, \"median_ns\": 50, \"p90_ns\": 50, "
-             "\"p99_ns\": 50, \"max_ns\": 50}\n"
+             "\"p99_ns\": 50, \"max_ns\": 50, \"unfinished\": 0}\n"
              "    ]},\n"
              "    {\"pid\": 100, \"tid\": 200, \"functions\": [\n"
+             "      {\"function\": \"main\", \"id\": 1, \"count\": 1, \"total_ns\": 0, "
+             "\"self_ns\": 0, \"min_ns\": 0, \"median_ns\": 0, \"p90_ns\": 0, "
+             "\"p99_ns\": 0, \"max_ns\": 0, \"unfinished\": 1},\n"
              "      {\"function\": \"f\", \"id\": 2, \"count\": 1, \"total_ns\": 600, "
              "\"self_ns\": 20, \"min_ns\": 600, \"median_ns\": 600, \"p90_ns\": 600, "
-             "\"p99_ns\": 600, \"max_ns\": 600},\n"
+             "\"p99_ns\": 600, \"max_ns\": 600, \"unfinished\": 0},\n"
              "      {\"function\": \"#4\", \"id\": 4, \"count\": 1, \"total_ns\": 580, "
              "\"self_ns\": 580, \"min_ns\": 580, \"median_ns\": 580, \"p90_ns\": 580, "
-             "\"p99_ns\": 580, \"max_ns\": 580}\n"
+             "\"p99_ns\": 580, \"max_ns\": 580, \"unfinished\": 0}\n"
              "    ]}\n"
              "  ],\n"
              "  \"summary\": {\"functions\": 4, \"calls\": 6, \"stack_repairs\": 1, "
