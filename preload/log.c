@@ -34,6 +34,7 @@ struct str_config str_cfg = {
     .disable = 0,
     .policy = STR_LOSSLESS,
     .dump_signal = SIGUSR2,
+    .file_mode = 0600,
 };
 
 static char held[2048];
@@ -229,6 +230,17 @@ void str_config_load(void)
     if (v && !*v)
         str_log(STR_WARN, "SLEDTRACE_OUTPUT is empty; using the current directory");
     str_cfg.output = resolve_output(v && *v ? v : ".");
+    v = getenv("SLEDTRACE_FILE_MODE");
+    if (v && *v) {
+        char *end;
+        errno = 0;
+        unsigned long m = strtoul(v, &end, 8);
+        if (errno || *end || m > 0666)
+            str_log(STR_WARN, "SLEDTRACE_FILE_MODE=%s is not an octal mode up to 0666; using 0600",
+                    v);
+        else
+            str_cfg.file_mode = (unsigned)m;
+    }
     unsigned long x = str_cfg.flush_ms;
     get_uint("SLEDTRACE_FLUSH_MS", 1, 60000, &x);
     str_cfg.flush_ms = (unsigned)x;

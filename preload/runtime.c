@@ -71,11 +71,33 @@ static int make_dir(const char *path)
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
 }
 
+/* Whether the output directory is safe for traces: other users must not be able to remove,
+ * replace or read them. Refused: a directory owned by another user (root aside: it can do
+ * anything anyway), or writable by group or others without the sticky bit (in a sticky one,
+ * like /tmp, only an entry's owner may remove or rename it). Sets errno-like text in *why. */
+static int safe_dir(const char *path, const char **why)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        *why = strerror(errno);
+        return 0;
+    }
+    if (st.st_uid != geteuid() && st.st_uid != 0) {
+        *why = "owned by another user";
+        return 0;
+    }
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) {
+        *why = "writable by others without the sticky bit";
+        return 0;
+    }
+    return 1;
+}
+
 /* Creates a file exclusively, never through a symlink, and moves it to the top of the program's
  * descriptor range (str_fd_high). */
 static int create_file(const char *path)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, str_cfg.file_mode);
     return fd < 0 ? -1 : str_fd_high(fd);
 }
 
@@ -107,6 +129,7 @@ static struct traced objs[MAX_OBJECTS];
 static unsigned nobjs;
 static pthread_mutex_t objs_lock = PTHREAD_MUTEX_INITIALIZER;
 static char syms_now[PATH_MAX]; /* this process's sidecar, for objects that come later */
+static struct stat syms_st;     /* and its identity */
 /* Start-up finished, objects patched: dlopen/dlclose rescan. Set once, under objs_lock when it
  * happens in dlopen (a lazy start); its release store pairs with the acquire loads in dlopen,
  * dlclose and switch_all, which then see the objects and buffers set up before it. */
@@ -135,8 +158,12 @@ static void syms_object(FILE *f, unsigned objid)
 static int write_syms(const char *path)
 {
     int fd = create_file(path);
-    if (fd < 0)
+    if (fd < 0 || fstat(fd, &syms_st) != 0) {
+        if (fd >= 0)
+            close(fd);
+        syms_now[0] = '\0'; /* never appended to: its identity is unknown */
         return -1;
+    }
     FILE *f = fdopen(fd, "w");
     if (!f) {
         close(fd);
@@ -148,17 +175,28 @@ static int write_syms(const char *path)
     return fclose(f) == 0 ? 0 : -1;
 }
 
-/* Adds an object found after the sidecar was written. */
+/* Adds an object found after the sidecar was written. The sidecar is reopened by its name, but
+ * never blocking (a FIFO put in its place by someone else must not hang dlopen) and only if it
+ * is still the file created at start-up (device and inode): anything else is left alone. */
 static void append_syms(unsigned objid)
 {
     if (!syms_now[0])
         return;
-    int fd = open(syms_now, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+    int fd = open(syms_now, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) != 0 || st.st_dev != syms_st.st_dev ||
+                    st.st_ino != syms_st.st_ino || !S_ISREG(st.st_mode))) {
+        close(fd);
+        fd = -1;
+        errno = EEXIST;
+    }
     FILE *f = fd >= 0 ? fdopen(fd, "a") : NULL;
     if (!f) {
         if (fd >= 0)
             close(fd);
-        str_log(STR_WARN, "cannot add %s to %s (%s)", objs[objid].name, syms_now, strerror(errno));
+        str_log(STR_WARN, "cannot add %s to %s (%s); its functions will show as ids",
+                objs[objid].name, syms_now,
+                errno == EEXIST ? "the file was replaced" : strerror(errno));
         return;
     }
     syms_object(f, objid);
@@ -392,6 +430,14 @@ int str_open_outputs(char *path, size_t plen, char *syms, size_t slen)
     if (make_dir(str_cfg.output) != 0) {
         str_log(STR_WARN, "cannot create output directory %s (%s); running untraced",
                 str_cfg.output, strerror(errno));
+        return -1;
+    }
+    const char *why;
+    if (!safe_dir(str_cfg.output, &why)) {
+        str_log(STR_WARN,
+                "output directory %s is %s: other users could remove or replace the "
+                "trace; running untraced",
+                str_cfg.output, why);
         return -1;
     }
     int pid = (int)getpid();

@@ -37,6 +37,7 @@ struct str_config {
     int toggle_signal;   /* SLEDTRACE_TOGGLE_SIGNAL, 0 = none */
     const char *filter;  /* SLEDTRACE_FILTER: comma-separated [LIB:]GLOB, NULL = everything */
     const char *exclude; /* SLEDTRACE_EXCLUDE: same syntax */
+    unsigned file_mode;  /* SLEDTRACE_FILE_MODE: the trace's and sidecar's mode (octal) */
 };
 
 STR_HIDDEN extern struct str_config str_cfg;

@@ -75,6 +75,9 @@
  *   map-fixed     maps 64 KiB MAP_FIXED right below its executable (where a page of the
  *                 runtime's used to sit when ASLR is off, as under gdb or `setarch -R`), fills
  *                 it with int3, then makes FIXED_LOOPS calls of fib(8).
+ *   fifo-sidecar  replaces its own sidecar ($SLEDTRACE_OUTPUT/sledtrace.PROG.PID.syms) with a
+ *                 FIFO, as another user could in a shared directory, then dlopens $HOSTILE_LIB
+ *                 (libslb.so) and calls b_entry(10): dlopen must not hang on the FIFO.
  *   chroot-exit   chroots into an empty directory (argv: run as root), starts a thread that
  *                 makes fib(12) calls for about 300 ms, and calls pthread_exit in main: the
  *                 process must end by itself, with status 0, once that thread has.
@@ -95,6 +98,7 @@
 #include <linux/seccomp.h>
 #include <stddef.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/prctl.h>
 #include <sys/auxv.h>
 #include <sys/resource.h>
@@ -774,6 +778,24 @@ __attribute__((xray_never_instrument)) static int map_fixed(void)
     return 0;
 }
 
+__attribute__((xray_never_instrument)) static int fifo_sidecar(void)
+{
+    fibp(2);
+    const char *dir = getenv("SLEDTRACE_OUTPUT"), *lib = getenv("HOSTILE_LIB");
+    char path[4096];
+    if (dir) {
+        snprintf(path, sizeof path, "%s/sledtrace.hostile-pie-nort.%d.syms", dir, (int)getpid());
+        if (unlink(path) != 0 || mkfifo(path, 0600) != 0)
+            return 3;
+    }
+    void *h = lib ? dlopen(lib, RTLD_NOW) : NULL;
+    long (*entry)(long) = h ? (long (*)(long))dlsym(h, "b_entry") : NULL;
+    if (!entry)
+        return 4;
+    printf("result %ld\n", entry(10));
+    return 0;
+}
+
 __attribute__((xray_never_instrument)) static void *slow_fibs(void *arg)
 {
     (void)arg;
@@ -836,6 +858,8 @@ __attribute__((xray_never_instrument)) int main(int argc, char **argv)
         return hotpatch();
     if (strcmp(how, "map-fixed") == 0)
         return map_fixed();
+    if (strcmp(how, "fifo-sidecar") == 0)
+        return fifo_sidecar();
     fprintf(stderr, "hostile: unknown mode '%s'\n", how);
     return 2;
 }

@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -554,5 +555,45 @@ Test(host, map_fixed_below_the_executable_with_aslr_off)
         check_parent_trace(bin, out, &t, "map-fixed");
         e2e_run_free(&t);
     }
+    e2e_rmtree(work);
+}
+
+/* 10.5: a sidecar replaced by a FIFO (another user in a shared directory could) used to hang
+ * the program in its next dlopen, which reopened the sidecar by name to append the library.
+ * Now the reopen never blocks and checks it is still the same file; one warning says the
+ * library's functions will show as ids. Trace files are created 0600. */
+Test(host, sidecar_replaced_by_a_fifo)
+{
+    const char *bin = BIN("hostile-pie-nort");
+    char out[PATH_MAX], trace[PATH_MAX];
+    struct e2e_run t;
+    run_hostile(bin, "fifo-sidecar", ENV("HOSTILE_LIB=" E2E_DIR "/libslb.so"), &t, out, sizeof out);
+    cr_assert_str_eq(t.out, "result 55\n");
+    cr_assert(strstr(t.err, "cannot add ") && strstr(t.err, "its functions will show as ids"), "%s",
+              t.err);
+    e2e_trace_path(trace, sizeof trace, out, bin, t.pid, "fdr");
+    struct stat st;
+    cr_assert_eq(stat(trace, &st), 0);
+    cr_assert_eq(st.st_mode & 0777, 0600, "mode %o", st.st_mode & 0777);
+    e2e_run_free(&t);
+    e2e_rmtree(out);
+}
+
+/* 10.5: an output directory others can write to without the sticky bit is refused: one
+ * warning, the program runs untraced, nothing is created there. */
+Test(host, output_directory_writable_by_others)
+{
+    char work[PATH_MAX], out[PATH_MAX];
+    e2e_workdir(work, sizeof work);
+    snprintf(out, sizeof out, "%s/shared", work);
+    cr_assert_eq(mkdir(out, 0777), 0);
+    cr_assert_eq(chmod(out, 0777), 0);
+    struct e2e_spec s = {.prog = BIN("fib-pie-nort"), .argv1 = "5", .preload = 1, .outdir = out};
+    struct e2e_run t;
+    e2e_run(work, &s, &t);
+    cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0);
+    cr_assert(strstr(t.err, "is writable by others without the sticky bit") != NULL, "%s", t.err);
+    cr_assert_eq(e2e_dir_entries(out), 0);
+    e2e_run_free(&t);
     e2e_rmtree(work);
 }
