@@ -50,7 +50,7 @@ static int find_main(struct dl_phdr_info *info, size_t size, void *data)
     return 1; /* the first object is the main program */
 }
 
-/* mkdir -p */
+/* mkdir -p, 0755 minus the umask */
 static int make_dir(const char *path)
 {
     char buf[PATH_MAX];
@@ -63,7 +63,7 @@ static int make_dir(const char *path)
             continue;
         char c = buf[i];
         buf[i] = '\0';
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST) /* never writable by others (safe_dir) */
             return -1;
         buf[i] = c;
     }
