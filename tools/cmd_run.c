@@ -38,7 +38,8 @@ static void help(FILE *out)
           out);
 }
 
-/* mkdir -p: every missing component of `path`, mode 0777 minus the umask. */
+/* mkdir -p: every missing component of `path`, mode 0755 minus the umask (the runtime refuses
+ * a directory others can write to). */
 static int make_dirs(const char *path)
 {
     char *buf = strdup(path);
@@ -50,7 +51,7 @@ static int make_dirs(const char *path)
             continue;
         char c = *p;
         *p = '\0';
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
             rc = -1;
         *p = c;
         if (c == '\0' || rc != 0)
