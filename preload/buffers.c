@@ -44,6 +44,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -71,6 +72,10 @@ static uint64_t bytes_written, bytes_lost, chunks_written;
  * at thread exit, read at the final flush. */
 static _Atomic uint64_t exited_lost_nested, exited_dropped, exited_discarded;
 static int write_error;
+/* SLEDTRACE_MAX_SIZE: past max_size (0: none) nothing more is written; the events of what was
+ * not written are counted (capped_events) and a loss marker says so at the end. */
+static uint64_t max_size, capped_events;
+static int capped, over_cap;
 static uint64_t tsc0;
 static uint64_t freq_estimate; /* from the flush thread's start-up calibration */
 static struct timespec raw0;
@@ -205,8 +210,47 @@ static int write_all(const void *buf, size_t len)
 
 /* Writes one block from two pieces. A block that cannot be written whole (disk full, file size
  * limit) is cut off again, so the file always ends on a block boundary and stays readable. */
+/* Events in [p, p + len) of what the runtime writes: function records and custom/typed events
+ * count one each, a loss marker the events it stands for; block headers none. */
+static uint64_t events_in(const uint8_t *p, size_t len)
+{
+    const uint8_t *end = p + len;
+    uint64_t n = 0;
+    while (p < end) {
+        if (!(p[0] & 1)) {
+            n++;
+            p += STF_FUNC_SIZE;
+            continue;
+        }
+        unsigned kind = p[0] >> 1;
+        if (kind == STF_M_CUSTOM_EVENT || kind == STF_M_TYPED_EVENT) {
+            int32_t size;
+            memcpy(&size, p + 1, 4);
+            size_t sz = size > 0 ? (size_t)size : 0;
+            uint64_t lost;
+            if (sz > (size_t)(end - p) - STF_META_SIZE)
+                break;
+            n += kind == STF_M_CUSTOM_EVENT && stf_decode_loss(p + STF_META_SIZE, sz, &lost) ? lost
+                                                                                             : 1;
+            p += sz;
+        }
+        p += STF_META_SIZE;
+    }
+    return n;
+}
+
 static int write_block(const void *a, size_t alen, const void *b, size_t blen)
 {
+    if (capped || (max_size && !over_cap && bytes_written + alen + blen > max_size)) {
+        if (!capped)
+            str_log(STR_WARN,
+                    "the trace reached SLEDTRACE_MAX_SIZE (%llu bytes): nothing more is "
+                    "written; the program runs on, and the events left out are counted",
+                    (unsigned long long)max_size);
+        capped = 1;
+        capped_events += events_in(a, alen) + events_in(b, blen);
+        return -1;
+    }
     uint64_t start = bytes_written;
     if (write_all(a, alen) == 0 && (blen == 0 || write_all(b, blen) == 0))
         return 0;
@@ -294,19 +338,24 @@ static void write_chunk(struct str_thread *th, struct str_chunk *c, size_t upto)
  * the loss marker, so the trace says where its records stop. */
 static void write_queue(void);
 
-static void write_gap_block(struct str_thread *th)
+static void write_loss_block(int32_t tid, uint64_t lost)
 {
     uint8_t b[STR_BLOCK_HEAD + STF_LOSS_SIZE];
     struct timespec wall;
     clock_gettime(CLOCK_REALTIME, &wall);
     stf_meta_u64(b, STF_M_BUFFER_EXTENTS, sizeof b - STF_META_SIZE);
-    stf_meta_new_buffer(b + 16, th->tid);
+    stf_meta_new_buffer(b + 16, tid);
     stf_meta_walltime(b + 32, wall.tv_sec, (uint32_t)(wall.tv_nsec / 1000));
     stf_meta_pid(b + 48, pid);
     stf_meta_new_cpu(b + 64, 0, str_now());
-    stf_encode_loss(b + STR_BLOCK_HEAD, th->gap);
-    write_block(b, sizeof b, NULL, 0);
-    chunks_written++;
+    stf_encode_loss(b + STR_BLOCK_HEAD, lost);
+    if (write_block(b, sizeof b, NULL, 0) == 0)
+        chunks_written++;
+}
+
+static void write_gap_block(struct str_thread *th)
+{
+    write_loss_block(th->tid, th->gap);
 }
 
 /* Final flush only: losses to report. */
@@ -871,6 +920,12 @@ static int begin_file(int fd, const char *path, const char *spath)
     pid = (int32_t)getpid();
     bytes_written = bytes_lost = chunks_written = 0;
     write_error = 0;
+    capped = over_cap = 0;
+    capped_events = 0;
+    max_size = str_cfg.max_size;
+    struct statvfs vfs;
+    if (!str_cfg.max_size_set)
+        max_size = fstatvfs(fd, &vfs) == 0 ? (uint64_t)vfs.f_bavail * vfs.f_frsize / 2 : 0;
     uint8_t h[STF_HEADER_SIZE];
     struct stf_header hd = {STF_VERSION, STF_TYPE_FDR, header_bits, 0, str_cfg.chunk_size};
     stf_encode_header(h, &hd);
@@ -1157,6 +1212,11 @@ void str_checkpoint(void)
 
 static void report_losses(const struct losses *lost, uint64_t dropped)
 {
+    if (capped)
+        str_log(STR_WARN,
+                "trace incomplete: it stopped at SLEDTRACE_MAX_SIZE (%llu bytes); %llu events "
+                "after that were not written (a loss marker at its end says so)",
+                (unsigned long long)max_size, (unsigned long long)capped_events);
     uint64_t strict = atomic_load_explicit(&str_strict_dropped, memory_order_relaxed);
     if (strict)
         str_log(STR_WARN,
@@ -1185,6 +1245,12 @@ static void final_flush_writes(void)
     write_queue();
     flush_committed(&lost);
     write_queue();
+    if (capped) {
+        over_cap = 1; /* the marker goes past the cap by its 96 bytes */
+        capped = 0;
+        write_loss_block(pid, capped_events);
+        capped = 1;
+    }
     atomic_store_explicit(&state, ST_DONE, memory_order_seq_cst);
     if (chunks_written == 0 && !write_error) {
         /* Nothing was recorded: a header-only file is no trace (llvm-xray rejects it). Events

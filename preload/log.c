@@ -241,6 +241,32 @@ void str_config_load(void)
         else
             str_cfg.file_mode = (unsigned)m;
     }
+    v = getenv("SLEDTRACE_MAX_SIZE");
+    if (v && *v) {
+        char *end;
+        errno = 0;
+        unsigned long long n = strtoull(v, &end, 10);
+        unsigned shift = 0;
+        if (*end == 'K' || *end == 'k')
+            shift = 10;
+        else if (*end == 'M' || *end == 'm')
+            shift = 20;
+        else if (*end == 'G' || *end == 'g')
+            shift = 30;
+        else if (*end == 'T' || *end == 't')
+            shift = 40;
+        if (shift)
+            end++;
+        if (errno || end == v || *end || v[0] == '-' || (n && (n << shift) >> shift != n))
+            str_log(STR_WARN,
+                    "SLEDTRACE_MAX_SIZE=%s is not a size (bytes, or with K, M, G, T; 0 for no "
+                    "cap); using half the free space",
+                    v);
+        else {
+            str_cfg.max_size = (uint64_t)n << shift;
+            str_cfg.max_size_set = 1;
+        }
+    }
     unsigned long x = str_cfg.flush_ms;
     get_uint("SLEDTRACE_FLUSH_MS", 1, 60000, &x);
     str_cfg.flush_ms = (unsigned)x;

@@ -38,6 +38,8 @@ struct str_config {
     const char *filter;  /* SLEDTRACE_FILTER: comma-separated [LIB:]GLOB, NULL = everything */
     const char *exclude; /* SLEDTRACE_EXCLUDE: same syntax */
     unsigned file_mode;  /* SLEDTRACE_FILE_MODE: the trace's and sidecar's mode (octal) */
+    int max_size_set;    /* SLEDTRACE_MAX_SIZE given: */
+    uint64_t max_size;   /* bytes, 0 = no cap; else half the free space at start-up */
 };
 
 STR_HIDDEN extern struct str_config str_cfg;

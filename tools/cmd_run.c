@@ -2,7 +2,7 @@
  *
  * Sets LD_PRELOAD (the runtime first, then any existing entries), SLEDTRACE_OUTPUT (absolute
  * output directory, so a chdir in the program does not matter) and, when given,
- * SLEDTRACE_LOG / SLEDTRACE_FLUSH_MS; fork + execvp; waits while ignoring SIGINT/SIGQUIT (the
+ * SLEDTRACE_LOG / SLEDTRACE_FLUSH_MS / SLEDTRACE_MAX_SIZE; fork + execvp; waits while ignoring SIGINT/SIGQUIT (the
  * terminal delivers them to the program); then reports on stderr where the trace went
  * (DIR/sledtrace.*.<pid>.fdr, and .<pid>.<n>.fdr for images it exec'd) and exits with the program's
  * status, or 128 + signal number if a signal killed it (not re-raised). exec failures exit 127
@@ -34,6 +34,8 @@ static void help(FILE *out)
           "  -o, --output DIR  directory for sledtrace.PROG.PID.fdr/.syms (default: .)\n"
           "  --log LEVEL       runtime log level (SLEDTRACE_LOG)\n"
           "  --flush-ms N      runtime flush interval in ms (SLEDTRACE_FLUSH_MS)\n"
+          "  --max-size SIZE   stop writing the trace past SIZE bytes (K, M, G, T; 0: no cap;\n"
+          "                    default: half the free space) (SLEDTRACE_MAX_SIZE)\n"
           "  --preload LIB     runtime library to preload (default: found next to sledtrace)\n",
           out);
 }
@@ -130,7 +132,7 @@ static void report_traces(const char *dir, pid_t pid)
 
 int cmd_run(int argc, char **argv)
 {
-    const char *out = ".", *log = NULL, *flush = NULL, *preload = NULL;
+    const char *out = ".", *log = NULL, *flush = NULL, *preload = NULL, *max_size = NULL;
     int i = 1;
     for (; i < argc; i++) {
         const char *o = argv[i];
@@ -154,6 +156,10 @@ int cmd_run(int argc, char **argv)
             dst = &flush;
         else if (strcmp(o, "--preload") == 0)
             dst = &preload;
+        else if (strcmp(o, "--max-size") == 0)
+            dst = &max_size;
+        else if (strncmp(o, "--max-size=", 11) == 0)
+            dst = &max_size, v = o + 11;
         else if (strncmp(o, "--output=", 9) == 0)
             dst = &out, v = o + 9;
         else if (strncmp(o, "--log=", 6) == 0)
@@ -254,7 +260,8 @@ int cmd_run(int argc, char **argv)
         sigaction(SIGQUIT, &oldquit, NULL);
         if (setenv("LD_PRELOAD", ldp, 1) != 0 || setenv("SLEDTRACE_OUTPUT", dir, 1) != 0 ||
             (log && setenv("SLEDTRACE_LOG", log, 1) != 0) ||
-            (flush && setenv("SLEDTRACE_FLUSH_MS", flush, 1) != 0)) {
+            (flush && setenv("SLEDTRACE_FLUSH_MS", flush, 1) != 0) ||
+            (max_size && setenv("SLEDTRACE_MAX_SIZE", max_size, 1) != 0)) {
             tool_err("setenv: %s", strerror(errno));
             _exit(127);
         }

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "e2e.h"
@@ -240,6 +241,41 @@ Test(policy, flight_dump_signal_then_sigkill)
         cr_assert_eq(q.v[i] & 15, acts[k - q.n + i], "record %zu of the dump", i);
     free(q.v);
     e2e_run_free(&b);
+    e2e_run_free(&t);
+    e2e_rmtree(work);
+}
+
+/* 10.4: SLEDTRACE_MAX_SIZE. fib(22) makes 114628 events, about 920 KB of trace; with a 64 KiB
+ * cap the file stops there (plus the 96-byte marker), the program runs on as untraced, and the
+ * marker accounts for every event not written: recorded + marked lost = made, exactly. */
+Test(policy, max_size_caps_the_trace_and_counts_the_rest)
+{
+    char work[PATH_MAX], out[PATH_MAX], trace[PATH_MAX];
+    e2e_workdir(work, sizeof work);
+    snprintf(out, sizeof out, "%s/out", work);
+    struct e2e_spec s = {.prog = BIN("fib-pie-nort"),
+                         .argv1 = "22",
+                         .preload = 1,
+                         .outdir = out,
+                         .env = {"SLEDTRACE_MAX_SIZE=64K"}};
+    struct e2e_run t;
+    e2e_run(work, &s, &t);
+    cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0, "status %#x", t.status);
+    uint64_t made = events_made(t.out);
+    e2e_trace_path(trace, sizeof trace, out, BIN("fib-pie-nort"), t.pid, "fdr");
+    struct stat st;
+    cr_assert_eq(stat(trace, &st), 0);
+    cr_assert_leq(st.st_size, 64 * 1024 + 96, "size %lld", (long long)st.st_size);
+    struct tally y;
+    tally(trace, &y);
+    cr_assert_gt(y.lost, 0);
+    cr_assert_eq(y.records + y.lost, made,
+                 "recorded %" PRIu64 " + marked lost %" PRIu64 " != %" PRIu64 " made", y.records,
+                 y.lost, made);
+    cr_assert(strstr(t.err, "reached SLEDTRACE_MAX_SIZE (65536 bytes)") != NULL, "%s", t.err);
+    char want[160];
+    snprintf(want, sizeof want, "; %" PRIu64 " events after that were not written", y.lost);
+    cr_assert(strstr(t.err, want) != NULL, "%s", t.err);
     e2e_run_free(&t);
     e2e_rmtree(work);
 }
