@@ -452,7 +452,8 @@ Test(disk_full, tmpfs_enospc)
         cr_skip_test("cannot mount a tmpfs here: %s", strerror(err));
     }
     const char *bin = BIN("fib-pie-nort");
-    const char *env[] = {"SLEDTRACE_FLUSH_MS=60000", NULL};
+    /* no size cap: its default (half the free space) would stop the trace before the disk fills */
+    const char *env[] = {"SLEDTRACE_FLUSH_MS=60000", "SLEDTRACE_MAX_SIZE=0", NULL};
     struct e2e_run t;
     run_same(work, bin, "25", out, env, NULL, NULL, &t);
     incomplete_line(t.err, "No space left on device");
