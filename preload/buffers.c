@@ -617,8 +617,15 @@ static struct str_thread *new_thread(void)
     if (m == MAP_FAILED && errno == ENOMEM && str_reclaim()) /* exited threads' buffers */
         m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1,
                  0);
-    if (m == MAP_FAILED)
+    if (m == MAP_FAILED) {
+        static _Atomic int said;
+        if (!atomic_exchange_explicit(&said, 1, memory_order_relaxed))
+            str_log(STR_WARN,
+                    "cannot allocate a thread's buffers (%zu KiB: SLEDTRACE_BUFFERS x "
+                    "SLEDTRACE_BUFFER_KB, %s); its events are dropped and counted",
+                    size / 1024, strerror(errno));
         return NULL;
+    }
     struct str_thread *th = m;
     th->map_size = size;
     th->cursor = &str_cursor;
@@ -1212,6 +1219,12 @@ void str_checkpoint(void)
 
 static void report_losses(const struct losses *lost, uint64_t dropped)
 {
+    uint64_t late = atomic_load_explicit(&str_after_exit_dropped, memory_order_relaxed);
+    if (late)
+        str_log(STR_WARN,
+                "trace incomplete: %llu events recorded by threads after the runtime retired them "
+                "(code run from pthread key destructors) were not recorded",
+                (unsigned long long)late);
     if (capped)
         str_log(STR_WARN,
                 "trace incomplete: it stopped at SLEDTRACE_MAX_SIZE (%llu bytes); %llu events "

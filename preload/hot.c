@@ -65,6 +65,20 @@
 __thread struct str_cursor str_cursor __attribute__((tls_model("initial-exec")));
 __thread struct str_tls str_tls __attribute__((tls_model("initial-exec")));
 
+_Atomic uint64_t str_strict_dropped;
+_Atomic uint64_t str_after_exit_dropped;
+
+/* An event that found no buffer. A thread that has already been retired (code run by pthread
+ * key destructors after the runtime's own) has no later moment to report its count: those go
+ * straight into a global counter, reported at exit with their cause. */
+static void drop_one(void)
+{
+    if (__builtin_expect(str_tls.dead, 0))
+        atomic_fetch_add_explicit(&str_after_exit_dropped, 1, memory_order_relaxed);
+    else
+        str_tls.dropped++;
+}
+
 /* CLOCK_MONOTONIC in ns through the vDSO (built without vector registers, like this file), or
  * the raw syscall when the vDSO has no clock_gettime. Only without an invariant TSC. */
 static uint64_t __attribute__((noinline)) monotonic_ns(void)
@@ -191,7 +205,7 @@ static void emit(struct str_cursor *c, uint32_t word, uint64_t tsc, uint64_t arg
         if (th && th->dropping)
             th->gap++;
         else
-            str_tls.dropped++;
+            drop_one();
         return;
     }
     uint64_t delta = tsc - c->last_tsc;
@@ -222,7 +236,7 @@ static void nested(struct str_cursor *c, uint32_t word, uint64_t tsc, uint64_t a
 {
     struct str_thread *th = str_tls.th;
     if (!th) {
-        str_tls.dropped++;
+        drop_one();
         return;
     }
     uint32_t w = atomic_fetch_add_explicit(&c->side_w, 1, memory_order_relaxed);
@@ -246,7 +260,7 @@ void str_drain_side(void)
             return;
         struct str_thread *th = str_tls.th;
         if (!th) {
-            str_tls.dropped++;
+            drop_one();
         } else {
             struct str_side_entry *e = &th->side[r % STR_SIDE_N];
             if (atomic_load_explicit(&e->seq, memory_order_relaxed) == r + 1)
@@ -260,7 +274,6 @@ void str_drain_side(void)
 
 /* Everything the fast path leaves out. Restores `nest` itself, so that the fast path reaches it
  * by a tail call. */
-_Atomic uint64_t str_strict_dropped;
 
 /* tsc == 0: not read yet (the fast path leaves the clock to this path when it is nested: a
  * strict thread must not read it at all). */
@@ -367,14 +380,14 @@ static void event_payload(unsigned kind, uint16_t type, const void *data, uint64
         if (n != 0 && str_tls.th)
             str_tls.th->lost_nested++;
         else
-            str_tls.dropped++;
+            drop_one();
         goto out;
     }
     if (side_pending(c))
         str_drain_side();
     uintptr_t p = room(c, 16 + 16 + len, tsc);
     if (p == 0) {
-        str_tls.dropped++;
+        drop_one();
         goto out;
     }
     uint64_t delta = tsc - c->last_tsc;

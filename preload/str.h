@@ -173,6 +173,8 @@ STR_HIDDEN void str_thread_strict(void);
 STR_HIDDEN void str_thread_unstrict(void);
 /* Events dropped by strict threads (hot.c), reported at exit. */
 STR_HIDDEN extern _Atomic uint64_t str_strict_dropped;
+/* Events of threads already retired (run from pthread key destructors), reported at exit. */
+STR_HIDDEN extern _Atomic uint64_t str_after_exit_dropped;
 STR_HIDDEN void str_crash_flush(void);
 STR_HIDDEN void str_checkpoint(void);
 /* Flight policy: asks the flush thread to write every thread's ring (async-signal-safe). */

@@ -78,6 +78,9 @@
  *   fifo-sidecar  replaces its own sidecar ($SLEDTRACE_OUTPUT/sledtrace.PROG.PID.syms) with a
  *                 FIFO, as another user could in a shared directory, then dlopens $HOSTILE_LIB
  *                 (libslb.so) and calls b_entry(10): dlopen must not hang on the FIFO.
+ *   key-dtor      a thread makes one fib(5) call and sets a pthread key whose destructor makes
+ *                 KEY_CALLS calls of fib(1): they run after the runtime retired the thread, so
+ *                 they cannot be recorded, and must be reported (2 x KEY_CALLS events).
  *   chroot-exit   chroots into an empty directory (argv: run as root), starts a thread that
  *                 makes fib(12) calls for about 300 ms, and calls pthread_exit in main: the
  *                 process must end by itself, with status 0, once that thread has.
@@ -796,6 +799,35 @@ __attribute__((xray_never_instrument)) static int fifo_sidecar(void)
     return 0;
 }
 
+enum { KEY_CALLS = 800 };
+
+static pthread_key_t late_key;
+
+__attribute__((xray_never_instrument)) static void late_calls(void *v)
+{
+    (void)v;
+    for (int i = 0; i < KEY_CALLS; i++)
+        fibp(1);
+}
+
+__attribute__((xray_never_instrument)) static void *keyed(void *arg)
+{
+    (void)arg;
+    fibp(5);
+    pthread_setspecific(late_key, (void *)1);
+    return NULL;
+}
+
+__attribute__((xray_never_instrument)) static int key_dtor(void)
+{
+    pthread_key_create(&late_key, late_calls);
+    pthread_t t;
+    pthread_create(&t, NULL, keyed, NULL);
+    pthread_join(t, NULL);
+    printf("count fib %ld\nthreads 1\nthreadwork %ld\n", fib_calls(5), fib_calls(5));
+    return 0;
+}
+
 __attribute__((xray_never_instrument)) static void *slow_fibs(void *arg)
 {
     (void)arg;
@@ -860,6 +892,8 @@ __attribute__((xray_never_instrument)) int main(int argc, char **argv)
         return map_fixed();
     if (strcmp(how, "fifo-sidecar") == 0)
         return fifo_sidecar();
+    if (strcmp(how, "key-dtor") == 0)
+        return key_dtor();
     fprintf(stderr, "hostile: unknown mode '%s'\n", how);
     return 2;
 }
