@@ -188,11 +188,14 @@ int cmd_info(int argc, char **argv)
                (h->bits & STF_BIT_NONSTOP_TSC) ? "yes" : "no", h->bits);
         printf("cycle freq:    %" PRIu64 " Hz%s\n", freq,
                freq ? "" : " (unknown: TSC shown as ns)");
-        if (h->bits & STF_BIT_CONSTANT_TSC)
+        /* 1e9 Hz exactly is a clock's nanoseconds, not a TSC, whatever the bits say (they
+         * tell what CPUID said about the TSC): sledtrace's CLOCK_MONOTONIC, or compiler-rt's
+         * clock_gettime when it finds no TSC frequency (on KVM guests). */
+        if (freq == 1000000000u)
+            printf("clock:         nanoseconds of a clock, not a TSC (1e9 Hz: sledtrace's "
+                   "CLOCK_MONOTONIC, or compiler-rt's clock_gettime fallback)\n");
+        else if (h->bits & STF_BIT_CONSTANT_TSC)
             printf("clock:         TSC (invariant)\n");
-        else if (freq == 1000000000u)
-            printf("clock:         nanoseconds (CLOCK_MONOTONIC: no invariant TSC, or "
-                   "SLEDTRACE_CLOCK=monotonic)\n");
         else
             printf("clock:         TSC, not invariant (times may drift between CPUs)\n");
         printf("buffer size:   %" PRIu64 " bytes\n", h->buffer_size);

@@ -427,6 +427,9 @@ Test(tools, info_golden_lines)
         "format:        FDR version 5 (type 1)\n",
         "tsc:           constant=yes nonstop=yes (bits 0x3)\n",
         "cycle freq:    1000000000 Hz\n",
+        /* 1e9 Hz with the constant-TSC bit: as compiler-rt writes on KVM guests */
+        "clock:         nanoseconds of a clock, not a TSC (1e9 Hz: sledtrace's CLOCK_MONOTONIC, "
+        "or compiler-rt's clock_gettime fallback)\n",
         "buffer size:   4096 bytes\n",
         "blocks:        2\n",
         "records:       19\n",
