@@ -268,12 +268,16 @@ static int convert_fdr_from(const char *src, const char *path, const char *out)
 
     /* Pass 2. */
     int in = -1, fd = -1;
+    struct tool_out o = {0};
     if (status == EXIT_OK) {
         in = open(src, O_RDONLY | O_CLOEXEC);
-        fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (in < 0 || fd < 0) {
-            tool_err("%s: %s", in < 0 ? path : out, strerror(errno));
+        if (in < 0) {
+            tool_err("%s: %s", path, strerror(errno));
             status = EXIT_BAD_TRACE;
+        } else if (!tool_out_open(&o, out)) {
+            status = EXIT_BAD_TRACE;
+        } else {
+            fd = fileno(o.f); /* written with write(2) only; closed by tool_out_close */
         }
     }
     if (status == EXIT_OK) {
@@ -294,16 +298,15 @@ static int convert_fdr_from(const char *src, const char *path, const char *out)
             for (size_t k = 0; ok && k < t->n; k++)
                 ok = copy_range(in, fd, t->b[k].start, t->b[k].end) == 0;
         }
-        if (!ok || close(fd) != 0) {
+        if (!ok) {
             tool_err("%s: %s", out, errno ? strerror(errno) : "write failed");
             status = EXIT_BAD_TRACE;
         }
-        fd = -1;
     }
+    if (o.f && tool_out_close(&o, status == EXIT_OK) != 0)
+        status = EXIT_BAD_TRACE;
     if (in >= 0)
         close(in);
-    if (fd >= 0)
-        close(fd);
     tool_warn_summary(path);
     for (size_t i = 0; i < s.nt; i++)
         free(s.t[i].b);
@@ -315,21 +318,12 @@ static int convert_fdr_from(const char *src, const char *path, const char *out)
 
 /* ---- shared helpers (convert.h) ---------------------------------------------------------- */
 
-FILE *conv_open_out(const char *out)
-{
-    if (!out)
-        return stdout;
-    FILE *f = fopen(out, "w");
-    if (!f)
-        tool_err("%s: %s", out, strerror(errno));
-    return f;
-}
-
-FILE *conv_begin(struct tool_trace *tr, const char *path, const char *out, const char *syms_opt)
+FILE *conv_begin(struct tool_trace *tr, struct tool_out *o, const char *path, const char *out,
+                 const char *syms_opt)
 {
     if (tool_trace_open(tr, path, syms_opt, "converting", out == NULL) != EXIT_OK)
         return NULL;
-    FILE *f = conv_open_out(out);
+    FILE *f = tool_out_open(o, out);
     if (!f) {
         tool_trace_close(tr);
         return NULL;
@@ -338,19 +332,4 @@ FILE *conv_begin(struct tool_trace *tr, const char *path, const char *out, const
     if (f != stdout)
         setvbuf(f, obuf, _IOFBF, sizeof obuf);
     return f;
-}
-
-int conv_close_out(FILE *f, const char *out)
-{
-    errno = 0;
-    int bad = ferror(f);
-    if (f == stdout)
-        bad |= fflush(f) != 0;
-    else
-        bad |= fclose(f) != 0;
-    if (bad) {
-        tool_err("%s: %s", out ? out : "stdout", errno ? strerror(errno) : "write failed");
-        return EXIT_BAD_TRACE;
-    }
-    return EXIT_OK;
 }

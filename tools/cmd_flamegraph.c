@@ -5,6 +5,7 @@
  * name, widths proportional to the inclusive weight. An embedded script (no network) zooms on a
  * clicked frame, resets the zoom, and searches frame names by regular expression (prompt()). */
 #include "callstack.h"
+#include "output.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -269,16 +270,14 @@ int cmd_flamegraph(int argc, char **argv)
             x[i] = off;
             off += (double)tot[i];
         }
-        FILE *f = fopen(out, "w");
+        struct tool_out o;
+        FILE *f = tool_out_open(&o, out);
         if (!f) {
-            tool_err("%s: cannot write: %s", out, strerror(errno));
             status = EXIT_BAD_TRACE;
         } else {
             write_svg(f, &tree, names, tot, x, depth, order, nn, maxd, by_count);
-            if (ferror(f) | (fclose(f) != 0)) {
-                tool_err("%s: write failed: %s", out, strerror(errno));
+            if (tool_out_close(&o, 1) != 0)
                 status = EXIT_BAD_TRACE;
-            }
         }
         if (status == EXIT_OK)
             cs_summary(stderr, &cs, freq);

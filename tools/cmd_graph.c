@@ -197,7 +197,8 @@ int cmd_graph(int argc, char **argv)
         tool_err("out of memory");
         status = EXIT_BAD_TRACE;
     }
-    FILE *f = status == EXIT_OK ? conv_open_out(out) : NULL;
+    struct tool_out o = {0};
+    FILE *f = status == EXIT_OK ? tool_out_open(&o, out) : NULL;
     if (status == EXIT_OK && !f)
         status = EXIT_BAD_TRACE;
     if (f) {
@@ -221,7 +222,7 @@ int cmd_graph(int argc, char **argv)
                 "  // calls: %" PRIu64 ", stack repairs: %" PRIu64 ", unmatched exits: %" PRIu64
                 ", gaps: %" PRIu64 "\n}\n",
                 cs.calls, cs.repairs, cs.unmatched, cs.gaps);
-        status = conv_close_out(f, out);
+        status = tool_out_close(&o, 1) ? EXIT_BAD_TRACE : EXIT_OK;
     }
     cs_free(&cs);
     free(g.n);

@@ -181,7 +181,8 @@ static void instant(struct chrome *c, const struct stf_item *it)
 int convert_chrome(const char *path, const char *out, const char *syms_opt)
 {
     struct tool_trace tr;
-    FILE *f = conv_begin(&tr, path, out, syms_opt);
+    struct tool_out o;
+    FILE *f = conv_begin(&tr, &o, path, out, syms_opt);
     if (!f)
         return EXIT_BAD_TRACE;
     struct chrome c = {
@@ -212,7 +213,7 @@ int convert_chrome(const char *path, const char *out, const char *syms_opt)
             ",\"stack_repairs\":%" PRIu64 ",\"unmatched_exits\":%" PRIu64 ",\"gaps\":%" PRIu64
             ",\"events_lost\":%" PRIu64 "}}\n",
             cs.calls, cs.repairs, cs.unmatched, cs.gaps, cs.gap_events);
-    int st = conv_close_out(f, out);
+    int st = tool_out_close(&o, status == EXIT_OK) ? EXIT_BAD_TRACE : EXIT_OK;
     if (status == EXIT_OK)
         status = st;
     cs_free(&cs);

@@ -293,7 +293,8 @@ static int yaml_item(struct yaml *y, const struct stf_item *it)
 int convert_yaml(const char *path, const char *out, const char *syms_opt)
 {
     struct tool_trace tr;
-    FILE *f = conv_begin(&tr, path, out, syms_opt);
+    struct tool_out o;
+    FILE *f = conv_begin(&tr, &o, path, out, syms_opt);
     if (!f)
         return EXIT_BAD_TRACE;
     const struct stf_header *h = stf_cursor_header(tr.c);
@@ -320,7 +321,7 @@ int convert_yaml(const char *path, const char *out, const char *syms_opt)
         status = EXIT_BAD_TRACE;
     }
     fputs("...\n", f);
-    int st = conv_close_out(f, out);
+    int st = tool_out_close(&o, status == EXIT_OK) ? EXIT_BAD_TRACE : EXIT_OK;
     if (status == EXIT_OK)
         status = st;
     free(y.t);

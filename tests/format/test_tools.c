@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -627,6 +628,52 @@ Test(llvm_xray, v1_trace_accepted)
     cr_assert_eq(r.code, 0, "%s", r.e);
     cr_assert_str_eq(r.o, "OK: 12 records, 2 blocks\n");
     tr_out_free(&r);
+    tr_remove_trace(p);
+    tg_free(&g);
+}
+
+/* 10.4: commands that write a file (convert, graph, flamegraph) write it beside and rename it
+ * at the end: a write that fails (here under a file size limit of 0, SIGXFSZ ignored) leaves an
+ * existing file as it was and no temporary file behind; `-o -` writes to stdout. */
+Test(tools, outputs_are_written_whole_or_not_at_all)
+{
+    struct tg g;
+    golden_trace(&g);
+    char *p = tr_write_trace(&g, true);
+    char *dir = tg_tmpname(".d");
+    unlink(dir); /* a unique name: a directory of that name instead */
+    cr_assert_eq(mkdir(dir, 0700), 0);
+    const char *cmds[] = {"convert '%s' --format chrome -o '%s/out'",
+                          "convert '%s' --format yaml -o '%s/out'", "graph '%s' -o '%s/out'",
+                          "flamegraph '%s' -o '%s/out'"};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        char path[1024], sub[1024], cmd[4096];
+        snprintf(path, sizeof path, "%s/out", dir);
+        FILE *f = fopen(path, "w");
+        cr_assert_not_null(f);
+        fputs("old content\n", f);
+        fclose(f);
+        snprintf(sub, sizeof sub, cmds[i], p, dir);
+        /* no byte may be written: every command fails at its first write */
+        snprintf(cmd, sizeof cmd,
+                 "sh -c \"trap '' XFSZ; ulimit -f 0; exec '%s' %s\" 2>/dev/null; test $? -eq 1",
+                 tr_bin(), sub);
+        cr_assert_eq(system(cmd), 0, "not exit 1: %s", sub);
+        char *txt = tr_slurp(path);
+        cr_assert_str_eq(txt, "old content\n", "%s: the old output was replaced", sub);
+        free(txt);
+        snprintf(cmd, sizeof cmd, "test -z \"$(ls -A '%s' | grep sledtrace-)\"", dir);
+        cr_assert_eq(system(cmd), 0, "%s: a temporary file was left behind", sub);
+        unlink(path);
+    }
+    /* -o - is stdout */
+    const char *argv[] = {tr_bin(), "flamegraph", p, "-o", "-", NULL};
+    struct tr_out r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "%s", r.e);
+    cr_assert(strncmp(r.o, "<?xml", 5) == 0, "%.40s", r.o);
+    tr_out_free(&r);
+    rmdir(dir);
+    free(dir);
     tr_remove_trace(p);
     tg_free(&g);
 }

@@ -1,0 +1,27 @@
+/* Output files of the sledtrace command: written whole or not at all.
+ *
+ * A command that writes a file (convert -o, flamegraph -o, graph -o) writes it as a temporary
+ * file beside it (same directory, so rename(2) is atomic), and renames it into place only when
+ * the whole output is written; on any error the temporary file is removed and a file that was
+ * already there is left as it was. The new file gets the mode fopen(3) would give it (an
+ * existing file's mode, else 0666 minus the umask). Without a path, or with "-", the output is
+ * stdout. */
+#ifndef SLEDTRACE_TOOLS_OUTPUT_H
+#define SLEDTRACE_TOOLS_OUTPUT_H
+
+#include <limits.h>
+#include <stdio.h>
+
+struct tool_out {
+    FILE *f;
+    const char *path; /* NULL: stdout */
+    char tmp[PATH_MAX];
+};
+
+/* Opens the output (o->f); NULL after one error message. */
+FILE *tool_out_open(struct tool_out *o, const char *path);
+/* Finishes it: with complete != 0 flushes it and renames it into place; else (or if that
+ * fails) removes it. Returns 0, or 1 after one error message (the tools' EXIT_BAD_TRACE). */
+int tool_out_close(struct tool_out *o, int complete);
+
+#endif
