@@ -16,6 +16,30 @@ FILE *tool_out_open(struct tool_out *o, const char *path)
         o->f = stdout;
         return o->f;
     }
+    /* A destination that is not a regular file (a device such as /dev/stdout, a FIFO, a
+     * socket; also through a symlink) is written directly, as fopen would: there is nothing to
+     * keep whole, and a rename would replace the special file. A symlink to a regular file is
+     * followed: the new file replaces its target, not the link. */
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        o->f = fopen(path, "w");
+        if (!o->f)
+            tool_err("%s: %s", path, strerror(errno));
+        o->direct = 1;
+        o->path = path;
+        return o->f;
+    }
+    if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+        char *real = realpath(path, NULL);
+        if (!real || strlen(real) >= sizeof o->real) {
+            tool_err("%s: %s", path, real ? "path too long" : strerror(errno));
+            free(real);
+            return NULL;
+        }
+        memcpy(o->real, real, strlen(real) + 1);
+        free(real);
+        path = o->real;
+    }
     o->path = path;
     const char *slash = strrchr(path, '/');
     int dirlen = slash ? (int)(slash - path + 1) : 0;
@@ -29,7 +53,6 @@ FILE *tool_out_open(struct tool_out *o, const char *path)
         tool_err("%s: cannot write beside it: %s", path, strerror(errno));
         return NULL;
     }
-    struct stat st;
     mode_t mode;
     if (stat(path, &st) == 0) {
         mode = st.st_mode & 07777;
@@ -62,6 +85,11 @@ int tool_out_close(struct tool_out *o, int complete)
     }
     bad |= fclose(o->f) != 0;
     o->f = NULL;
+    if (o->direct) {
+        if (bad)
+            tool_err("%s: %s", o->path, errno ? strerror(errno) : "write failed");
+        return bad ? 1 : 0;
+    }
     if (complete && !bad && rename(o->tmp, o->path) == 0)
         return 0;
     if (complete)

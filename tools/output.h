@@ -4,8 +4,9 @@
  * file beside it (same directory, so rename(2) is atomic), and renames it into place only when
  * the whole output is written; on any error the temporary file is removed and a file that was
  * already there is left as it was. The new file gets the mode fopen(3) would give it (an
- * existing file's mode, else 0666 minus the umask). Without a path, or with "-", the output is
- * stdout. */
+ * existing file's mode, else 0666 minus the umask); a symlink is followed. A destination that
+ * exists and is not a regular file (/dev/stdout, a FIFO) is written in place, as fopen would.
+ * Without a path, or with "-", the output is stdout. */
 #ifndef SLEDTRACE_TOOLS_OUTPUT_H
 #define SLEDTRACE_TOOLS_OUTPUT_H
 
@@ -15,7 +16,8 @@
 struct tool_out {
     FILE *f;
     const char *path; /* NULL: stdout */
-    char tmp[PATH_MAX];
+    int direct;       /* not a regular file: written in place */
+    char tmp[PATH_MAX], real[PATH_MAX];
 };
 
 /* Opens the output (o->f); NULL after one error message. */

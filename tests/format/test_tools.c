@@ -666,9 +666,16 @@ Test(tools, outputs_are_written_whole_or_not_at_all)
         cr_assert_eq(system(cmd), 0, "%s: a temporary file was left behind", sub);
         unlink(path);
     }
+    /* a destination that is not a regular file is written in place, never replaced */
+    const char *argv0[] = {tr_bin(), "graph", p, "-o", "/dev/null", NULL};
+    struct tr_out r = tr_run(argv0);
+    cr_assert_eq(r.code, 0, "%s", r.e);
+    tr_out_free(&r);
+    struct stat st;
+    cr_assert(stat("/dev/null", &st) == 0 && S_ISCHR(st.st_mode), "/dev/null was replaced");
     /* -o - is stdout */
     const char *argv[] = {tr_bin(), "flamegraph", p, "-o", "-", NULL};
-    struct tr_out r = tr_run(argv);
+    r = tr_run(argv);
     cr_assert_eq(r.code, 0, "%s", r.e);
     cr_assert(strncmp(r.o, "<?xml", 5) == 0, "%.40s", r.o);
     tr_out_free(&r);
