@@ -141,6 +141,28 @@ __attribute__((xray_never_instrument)) static void *busy(void *arg)
     return NULL;
 }
 
+/* The busy threads of fork-busy and fork-raw: started, then stopped, joined and counted. */
+__attribute__((xray_never_instrument)) static void busy_start(pthread_t *t, long *loops)
+{
+    for (int i = 0; i < BUSY_THREADS; i++)
+        pthread_create(&t[i], NULL, busy, &loops[i]);
+}
+
+__attribute__((xray_never_instrument)) static void busy_finish(pthread_t *t, long *loops, int hung,
+                                                               int failed)
+{
+    atomic_store(&stop, 1);
+    long total = 0;
+    for (int i = 0; i < BUSY_THREADS; i++) {
+        pthread_join(t[i], NULL);
+        total += loops[i];
+    }
+    printf("hung %d\nfailed %d\n", hung, failed);
+    printf("count fib %ld\nthreads %d\n", total * fib_calls(8), BUSY_THREADS);
+    for (int i = 0; i < BUSY_THREADS; i++)
+        printf("threadwork %ld\n", loops[i] * fib_calls(8));
+}
+
 /* Waits for pid at most `ms`; kills it after that. Returns 1 if it had to be killed. */
 __attribute__((xray_never_instrument)) static int wait_or_kill(pid_t pid, int ms, int *status)
 {
@@ -159,8 +181,7 @@ __attribute__((xray_never_instrument)) static int fork_busy(void)
 {
     pthread_t t[BUSY_THREADS];
     long loops[BUSY_THREADS] = {0};
-    for (int i = 0; i < BUSY_THREADS; i++)
-        pthread_create(&t[i], NULL, busy, &loops[i]);
+    busy_start(t, loops);
     int hung = 0, failed = 0;
     for (int i = 0; i < FORKS; i++) {
         fflush(stdout);
@@ -177,16 +198,7 @@ __attribute__((xray_never_instrument)) static int fork_busy(void)
         if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
             failed++;
     }
-    atomic_store(&stop, 1);
-    long total = 0;
-    for (int i = 0; i < BUSY_THREADS; i++) {
-        pthread_join(t[i], NULL);
-        total += loops[i];
-    }
-    printf("hung %d\nfailed %d\n", hung, failed);
-    printf("count fib %ld\nthreads %d\n", total * fib_calls(8), BUSY_THREADS);
-    for (int i = 0; i < BUSY_THREADS; i++)
-        printf("threadwork %ld\n", loops[i] * fib_calls(8));
+    busy_finish(t, loops, hung, failed);
     return 0;
 }
 
@@ -398,8 +410,7 @@ __attribute__((xray_never_instrument)) static int fork_raw(void)
 {
     pthread_t t[BUSY_THREADS];
     long loops[BUSY_THREADS] = {0};
-    for (int i = 0; i < BUSY_THREADS; i++)
-        pthread_create(&t[i], NULL, busy, &loops[i]);
+    busy_start(t, loops);
     int hung = 0, failed = 0;
     for (int i = 0; i < 2 * RAW_CHILDREN && !hung; i++) {
         fflush(stdout);
@@ -417,16 +428,7 @@ __attribute__((xray_never_instrument)) static int fork_raw(void)
         else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
             failed++;
     }
-    atomic_store(&stop, 1);
-    long total = 0;
-    for (int i = 0; i < BUSY_THREADS; i++) {
-        pthread_join(t[i], NULL);
-        total += loops[i];
-    }
-    printf("hung %d\nfailed %d\n", hung, failed);
-    printf("count fib %ld\nthreads %d\n", total * fib_calls(8), BUSY_THREADS);
-    for (int i = 0; i < BUSY_THREADS; i++)
-        printf("threadwork %ld\n", loops[i] * fib_calls(8));
+    busy_finish(t, loops, hung, failed);
     return 0;
 }
 
