@@ -594,7 +594,7 @@ static void start_block(struct str_cursor *cur, struct str_thread *th, uint64_t 
     memset(p, 0, STF_META_SIZE); /* BufferExtents, filled when written */
     stf_meta_new_buffer(p + 16, th->tid);
     stf_meta_walltime(p + 32, wall.tv_sec, (uint32_t)(wall.tv_nsec / 1000));
-    stf_meta_pid(p + 48, pid);
+    stf_meta_pid(p + 48, th->pid);
     stf_meta_new_cpu(p + 64, (uint16_t)(aux & 0xfff), tsc);
     cur->last_tsc = tsc;
     atomic_store_explicit(&c->state, STR_FILLING, memory_order_relaxed);
@@ -604,7 +604,10 @@ static void start_block(struct str_cursor *cur, struct str_thread *th, uint64_t 
     atomic_store_explicit(&cur->end, (uintptr_t)p + str_cfg.chunk_size, memory_order_relaxed);
 }
 
-static struct str_thread *new_thread(void)
+/* A thread's buffers; a vfork child's (vfork_child) are neither registered nor keyed: the
+ * child must take no lock (it may die holding it, and its parent would then wait forever), and
+ * its parent retires them when the vfork returns (str_vfork_end). */
+static struct str_thread *new_thread(int vfork_child)
 {
     size_t head = sizeof(struct str_thread) + str_cfg.nchunks * sizeof(struct str_chunk);
     head = (head + 4095) & ~(size_t)4095;
@@ -630,11 +633,14 @@ static struct str_thread *new_thread(void)
     th->map_size = size;
     th->cursor = &str_cursor;
     th->tid = (int32_t)syscall(SYS_gettid);
+    th->pid = vfork_child ? (int32_t)syscall(SYS_getpid) : pid;
     th->nchunks = str_cfg.nchunks;
     for (unsigned i = 0; i < th->nchunks; i++) {
         th->chunks[i].owner = th;
         th->chunks[i].base = (uint8_t *)m + head + i * str_cfg.chunk_size;
     }
+    if (vfork_child)
+        return th;
     pthread_mutex_lock(&registry_lock);
     th->next = registry;
     registry = th;
@@ -771,21 +777,21 @@ void str_refill(void *arg)
 /* A process made without fork's atfork handlers (_Fork, clone without CLONE_VM) runs with a
  * copy of its parent's state and no flush thread: it would wait for a free chunk forever.
  * Every slow path compares the process id (one system call per chunk switch) and treats such a
- * child as fork's child handler would have. A vfork or CLONE_VM child also has a new pid but
- * shares the parent's memory: nothing of it may be reset, so kcmp asks the kernel whether the
- * memory is shared (assumed not where kcmp is unavailable). Returns 1 when the caller must
- * leave without touching anything. */
+ * child as fork's child handler would have (PROC_SAME after that). A vfork or CLONE_VM child
+ * also has a new pid but shares the parent's memory: nothing of it may be reset, so kcmp asks
+ * the kernel whether the memory is shared (assumed not where kcmp is unavailable): PROC_SHARED. */
+enum { PROC_SAME, PROC_SHARED };
 static int new_process_check(void)
 {
     int32_t now = (int32_t)syscall(SYS_getpid);
     int st = atomic_load_explicit(&state, memory_order_relaxed);
     if (now == pid || now <= 0 || (st != ST_ACTIVE && st != ST_FORKED))
-        return 0; /* same process (or a sandbox that refuses getpid: then assume so) */
+        return PROC_SAME; /* same process (or a sandbox that refuses getpid: then assume so) */
     enum { KCMP_VM_ = 1 };
     if (syscall(SYS_kcmp, (long)now, (long)pid, KCMP_VM_, 0L, 0L) == 0)
-        return 1; /* vfork / CLONE_VM: the parent's memory */
+        return PROC_SHARED; /* vfork / CLONE_VM: the parent's memory */
     str_fork_child();
-    return 0;
+    return PROC_SAME;
 }
 
 static void refill(uint64_t tsc)
@@ -793,10 +799,17 @@ static void refill(uint64_t tsc)
     struct str_cursor *cur = &str_cursor;
     struct str_tls *t = &str_tls;
     int saved = errno;
-    if (new_process_check()) {
+    int proc = new_process_check();
+    if (proc == PROC_SHARED && !t->vfork) {
+        /* A child sharing the memory (made by a raw system call: the wrappers of vfork.c did
+         * not see it) on a cursor that is not its own: leave everything as it is. */
         errno = saved;
         return;
     }
+    /* A vforking thread itself, between putting its state aside and the system call (a
+     * signal handler's events): dropped and counted, its buffers are the child's now. */
+    if (t->vfork && proc != PROC_SHARED)
+        goto drop;
     struct str_thread *th = t->th;
     int st = atomic_load_explicit(&state, memory_order_acquire);
     if (st == ST_FORKED)
@@ -804,7 +817,7 @@ static void refill(uint64_t tsc)
     if (st != ST_ACTIVE || t->dead)
         goto drop;
     if (!th) {
-        th = new_thread();
+        th = new_thread(t->vfork);
         if (!th)
             goto drop;
         t->th = th;
@@ -843,20 +856,12 @@ drop:
     errno = saved;
 }
 
-/* pthread key destructor: the thread is exiting. */
-void str_thread_exit(void *arg)
+/* Retires th, the calling thread's (TLS) buffers: its records go out, its counts are added to
+ * the exited threads', the cursor is emptied. Asynchronous signals are blocked by the caller. */
+static void retire(struct str_thread *th)
 {
-    struct str_thread *th = arg;
     struct str_tls *t = &str_tls;
     struct str_cursor *cur = &str_cursor;
-    int saved = errno;
-    if (!th || t->th != th)
-        return;
-    /* No handler runs until the thread is retired (block_async): not while the lock is held,
-     * nor between leaving the registry and queueing the last chunk (a handler calling _exit
-     * there would find the thread's records nowhere). */
-    sigset_t mask;
-    block_async(&mask);
     cur->nest++;
     str_drain_side();
     pthread_mutex_lock(&registry_lock);
@@ -880,7 +885,6 @@ void str_thread_exit(void *arg)
     atomic_fetch_add_explicit(&exited_lost_nested, th->lost_nested, memory_order_relaxed);
     atomic_fetch_add_explicit(&exited_dropped, t->dropped, memory_order_relaxed);
     t->dropped = 0;
-    t->dead = 1;
     t->th = NULL;
     /* The cursor is this thread's TLS, gone once it exits: nothing may read it through th from
      * now on (the flight policy's dump of an exited thread's ring, write_committed). hand_over
@@ -894,6 +898,132 @@ void str_thread_exit(void *arg)
     atomic_signal_fence(memory_order_seq_cst);
     atomic_store_explicit(&cur->pos, 0, memory_order_relaxed);
     cur->nest--;
+}
+
+/* pthread key destructor: the thread is exiting. */
+void str_thread_exit(void *arg)
+{
+    struct str_thread *th = arg;
+    struct str_tls *t = &str_tls;
+    int saved = errno;
+    if (!th || t->th != th)
+        return;
+    /* No handler runs until the thread is retired (block_async): not while the lock is held,
+     * nor between leaving the registry and queueing the last chunk (a handler calling _exit
+     * there would find the thread's records nowhere). */
+    sigset_t mask;
+    block_async(&mask);
+    t->dead = 1;
+    retire(th);
+    pthread_sigmask(SIG_SETMASK, &mask, NULL);
+    errno = saved;
+}
+
+void str_thread_share(void)
+{
+    str_tls.shared = 1;
+    str_thread_strict();
+}
+
+void str_thread_unshare(void)
+{
+    str_tls.shared = 0;
+    str_tls.dead = 0; /* the next event registers the thread afresh */
+    str_thread_unstrict();
+}
+
+/* vfork: see str.h. Nothing is done unless the thread is tracing, outside the tracer (a vfork
+ * from a handler that interrupted it leaves everything as it is: the child then records
+ * nothing, see refill) and not already vforking or shared. The registry lock orders the switch
+ * of th->cursor with the flush thread, which reads a thread's committed records through it. */
+void str_vfork_begin(void)
+{
+    struct str_tls *t = &str_tls;
+    struct str_cursor *c = &str_cursor, *keep = &t->vfork_cursor;
+    if (t->vfork) {
+        t->vfork++; /* a vfork in a vfork child: its child records as the child's, see end */
+        return;
+    }
+    int saved = errno;
+    if (t->shared || t->dead || c->nest != 0 ||
+        atomic_load_explicit(&state, memory_order_acquire) != ST_ACTIVE ||
+        (int32_t)syscall(SYS_getpid) != pid) {
+        errno = saved;
+        return;
+    }
+    sigset_t mask;
+    block_async(&mask);
+    c->nest++;
+    str_drain_side();
+    c->nest--;
+    pthread_mutex_lock(&registry_lock);
+    keep->last_tsc = c->last_tsc;
+    keep->nest = 0;
+    keep->side_r = c->side_r;
+    atomic_store_explicit(&keep->side_w, atomic_load_explicit(&c->side_w, memory_order_relaxed),
+                          memory_order_relaxed);
+    atomic_store_explicit(&keep->end, atomic_load_explicit(&c->end, memory_order_relaxed),
+                          memory_order_relaxed);
+    /* Release: pairs with the acquire in write_committed, which reads pos through th->cursor. */
+    atomic_store_explicit(&keep->pos, atomic_load_explicit(&c->pos, memory_order_relaxed),
+                          memory_order_release);
+    if (t->th)
+        t->th->cursor = keep;
+    pthread_mutex_unlock(&registry_lock);
+    t->vfork_th = t->th;
+    t->vfork_dropped = t->dropped;
+    t->th = NULL;
+    t->dropped = 0;
+    atomic_store_explicit(&c->end, 0, memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst);
+    atomic_store_explicit(&c->pos, 0, memory_order_relaxed);
+    c->side_r = 0;
+    atomic_store_explicit(&c->side_w, 0, memory_order_relaxed);
+    t->vfork = 1;
+    pthread_sigmask(SIG_SETMASK, &mask, NULL);
+    errno = saved;
+}
+
+/* In the parent once vfork has returned (or failed): the child has exec'd or ended, and the
+ * buffers it recorded into (t->th, not registered) are retired as an exiting thread's would
+ * be, by this thread, on the cursor the child left. Then the thread's own state comes back. */
+void str_vfork_end(void)
+{
+    struct str_tls *t = &str_tls;
+    struct str_cursor *c = &str_cursor, *keep = &t->vfork_cursor;
+    if (!t->vfork)
+        return;
+    if (t->vfork > 1) {
+        t->vfork--;
+        return;
+    }
+    int saved = errno;
+    sigset_t mask;
+    block_async(&mask);
+    if (t->th)
+        retire(t->th);
+    /* The child may have left the cursor anywhere (killed inside the tracer, or exec'd from a
+     * handler): all of it is put back. */
+    c->nest = 0;
+    pthread_mutex_lock(&registry_lock);
+    atomic_store_explicit(&c->end, 0, memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst);
+    atomic_store_explicit(&c->pos, atomic_load_explicit(&keep->pos, memory_order_relaxed),
+                          memory_order_release);
+    c->last_tsc = keep->last_tsc;
+    c->side_r = keep->side_r;
+    atomic_store_explicit(&c->side_w, atomic_load_explicit(&keep->side_w, memory_order_relaxed),
+                          memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst);
+    atomic_store_explicit(&c->end, atomic_load_explicit(&keep->end, memory_order_relaxed),
+                          memory_order_relaxed);
+    t->th = t->vfork_th;
+    if (t->th)
+        t->th->cursor = c;
+    pthread_mutex_unlock(&registry_lock);
+    t->dropped = t->vfork_dropped;
+    t->vfork_th = NULL;
+    t->vfork = 0;
     pthread_sigmask(SIG_SETMASK, &mask, NULL);
     errno = saved;
 }
@@ -1029,6 +1159,7 @@ void str_fork_child(void)
     if (me) {
         me->next = NULL;
         me->tid = (int32_t)syscall(SYS_gettid);
+        me->pid = (int32_t)getpid();
         atomic_store_explicit(&me->cur, 0, memory_order_relaxed);
         me->lost_nested = 0;
         me->dropping = 0;
@@ -1230,6 +1361,13 @@ static void report_losses(const struct losses *lost, uint64_t dropped)
                 "trace incomplete: it stopped at SLEDTRACE_MAX_SIZE (%llu bytes); %llu events "
                 "after that were not written (a loss marker at its end says so)",
                 (unsigned long long)max_size, (unsigned long long)capped_events);
+    uint64_t shared = atomic_load_explicit(&str_shared_dropped, memory_order_relaxed);
+    if (shared)
+        str_log(STR_WARN,
+                "trace incomplete: %llu events were not recorded: a thread made a "
+                "clone(CLONE_VM) child without CLONE_SETTLS, which shares its TLS; neither "
+                "is traced from that clone on",
+                (unsigned long long)shared);
     uint64_t strict = atomic_load_explicit(&str_strict_dropped, memory_order_relaxed);
     if (strict)
         str_log(STR_WARN,

@@ -42,6 +42,11 @@
  *    turns rdtsc into a fault). Such a thread carries STR_NEST_STRICT in `nest` (threads.c);
  *    the fast path reads the clock only after its nest check, so those events go to
  *    event_slow, which counts and drops them before any clock is read.
+ *  - Shared TLS. A clone(CLONE_VM) child made without CLONE_SETTLS runs on its parent
+ *    thread's TLS, at the same time as that thread (vfork.c): the thread is retired at the
+ *    clone and marked STR_NEST_STRICT and `shared`. Two threads then race on `nest`; the race
+ *    can only leave it higher, never 0, so every event of either still goes to event_slow or
+ *    to a path without a buffer, and is counted (atomically) in str_shared_dropped.
  *  - Leaving by longjmp. A handler that interrupted this path may leave with longjmp or
  *    siglongjmp: the interrupted level never restores `nest`. The outermost level puts its
  *    stack pointer into `nest` on entry (enter: no extra store), and the interposed longjmp
@@ -67,13 +72,17 @@ __thread struct str_tls str_tls __attribute__((tls_model("initial-exec")));
 
 _Atomic uint64_t str_strict_dropped;
 _Atomic uint64_t str_after_exit_dropped;
+_Atomic uint64_t str_shared_dropped;
 
 /* An event that found no buffer. A thread that has already been retired (code run by pthread
  * key destructors after the runtime's own) has no later moment to report its count: those go
- * straight into a global counter, reported at exit with their cause. */
+ * straight into a global counter, reported at exit with their cause. So do the events of a
+ * thread whose TLS a clone child shares (two threads may be counting at once: atomic). */
 static void drop_one(void)
 {
-    if (__builtin_expect(str_tls.dead, 0))
+    if (__builtin_expect(str_tls.shared, 0))
+        atomic_fetch_add_explicit(&str_shared_dropped, 1, memory_order_relaxed);
+    else if (__builtin_expect(str_tls.dead, 0))
         atomic_fetch_add_explicit(&str_after_exit_dropped, 1, memory_order_relaxed);
     else
         str_tls.dropped++;
@@ -281,7 +290,8 @@ static void __attribute__((noinline))
 event_slow(struct str_cursor *c, uint64_t n, uint32_t word, uint64_t tsc, uint64_t arg)
 {
     if (__builtin_expect(n & STR_NEST_STRICT, 0)) {
-        atomic_fetch_add_explicit(&str_strict_dropped, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(str_tls.shared ? &str_shared_dropped : &str_strict_dropped, 1,
+                                  memory_order_relaxed);
         atomic_signal_fence(memory_order_seq_cst);
         c->nest = n;
         return;
@@ -372,7 +382,8 @@ static void event_payload(unsigned kind, uint16_t type, const void *data, uint64
     struct str_cursor *c = &str_cursor;
     uint64_t n = enter(c);
     if (n & STR_NEST_STRICT) {
-        atomic_fetch_add_explicit(&str_strict_dropped, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(str_tls.shared ? &str_shared_dropped : &str_strict_dropped, 1,
+                                  memory_order_relaxed);
         goto out;
     }
     uint64_t tsc = rdtsc();

@@ -122,6 +122,15 @@ struct str_tls {
     uint32_t dead;    /* thread has exited (TLS destructors may still run code) */
     uint64_t dropped; /* events that found no buffer (disabled, dead, fork child) */
     struct str_thread *th;
+    /* A clone(CLONE_VM) child without CLONE_SETTLS runs on this TLS too (vfork.c): the thread
+     * is retired and every later event of either is counted in str_shared_dropped. */
+    uint32_t shared;
+    /* The thread is in vfork (vfork.c, buffers.c): its child runs on this TLS with a cursor and
+     * a str_thread of its own until it execs or ends; the thread's own are kept here. */
+    uint32_t vfork;
+    struct str_cursor vfork_cursor;
+    struct str_thread *vfork_th;
+    uint64_t vfork_dropped;
 };
 
 STR_HIDDEN extern __thread struct str_cursor str_cursor __attribute__((tls_model("initial-exec")));
@@ -132,6 +141,7 @@ struct str_thread {
     struct str_cursor *cursor; /* owner's TLS cursor; NULL once the owner has exited */
     size_t map_size;
     int32_t tid;
+    int32_t pid; /* the process the thread belongs to: a vfork child's is its own */
     uint32_t nchunks;
     uint32_t cur;            /* index of the FILLING chunk */
     _Atomic uint32_t queued; /* chunks QUEUED and not yet written */
@@ -175,6 +185,18 @@ STR_HIDDEN void str_thread_unstrict(void);
 STR_HIDDEN extern _Atomic uint64_t str_strict_dropped;
 /* Events of threads already retired (run from pthread key destructors), reported at exit. */
 STR_HIDDEN extern _Atomic uint64_t str_after_exit_dropped;
+/* The calling thread is about to make a clone(CLONE_VM) child that shares its TLS: it is
+ * retired and marked (str_tls.shared); str_thread_unshare undoes that when the clone failed. */
+STR_HIDDEN void str_thread_share(void);
+STR_HIDDEN void str_thread_unshare(void);
+/* Events of threads sharing their TLS with a clone child, and of those children (hot.c). */
+STR_HIDDEN extern _Atomic uint64_t str_shared_dropped;
+/* vfork (vfork.c): before the system call, the calling thread's cursor and str_thread are put
+ * aside, so that the child, which runs on this thread's TLS, records into a str_thread of its
+ * own (its pid and tid); after it (in the parent, the child having exec'd or ended), the
+ * child's records are handed over and the thread's own state is put back. */
+STR_HIDDEN void str_vfork_begin(void);
+STR_HIDDEN void str_vfork_end(void);
 STR_HIDDEN void str_crash_flush(void);
 STR_HIDDEN void str_checkpoint(void);
 /* Flight policy: asks the flush thread to write every thread's ring (async-signal-safe). */

@@ -110,8 +110,10 @@ static void check_trace_of(const char *dir, const char *prog, pid_t pid, const c
 /* ---- vfork --------------------------------------------------------------------------------- */
 
 /* vforkprog.c: the parent's trace is exact (fib(15) before the vfork, fib(10) after) whatever the
- * child does. The child never records an event, so it leaves no files: the directory holds
- * exactly the parent's .fdr and .syms, except for exec-traced, whose new image traces itself.
+ * child does. A child that makes calls before its exec or _exit (calls-*) has them in the
+ * parent's trace, exactly, as a thread of its own (its pid and tid), not as the parent's; no
+ * child leaves files of its own: the directory holds exactly the parent's .fdr and .syms,
+ * except for exec-traced, whose new image traces itself.
  *
  * stderr: a child that execs /bin/true with LD_PRELOAD kept loads the runtime into an
  * uninstrumented binary, which has nothing to trace and so says nothing at the default level:
@@ -160,6 +162,60 @@ Test(vfork, exec_nopie_xray_runtime)
 {
     check_vfork(BIN("vforkprog-nopie-rt"), "exec");
 }
+Test(vfork, calls_exit_pie)
+{
+    check_vfork(BIN("vforkprog-pie-nort"), "calls-exit");
+}
+Test(vfork, calls_exec_nopie_xray_runtime)
+{
+    check_vfork(BIN("vforkprog-nopie-rt"), "calls-exec");
+}
+Test(vfork, clone_vfork_pie)
+{
+    check_vfork(BIN("vforkprog-pie-nort"), "clone-vfork");
+}
+
+/* clone(CLONE_VM) without CLONE_SETTLS: parent and child run on one TLS at the same time. The
+ * trace holds exactly what came before the clone, and the one line on stderr gives the exact
+ * number of events of both that were not recorded, with the cause. */
+static void check_clone_shared(const char *bin)
+{
+    struct pair p;
+    run_pair(&p, bin, "clone-shared");
+    cr_assert(WIFEXITED(p.b.status) && WEXITSTATUS(p.b.status) == 0, "untraced status %#x: %s",
+              p.b.status, p.b.out);
+    char *bo = without_lines(p.b.out, "vforked "), *to = without_lines(p.t.out, "vforked ");
+    cr_assert_str_eq(to, bo, "stdout differs under the preload");
+    free(bo);
+    free(to);
+    cr_assert_str_empty(p.b.err, "untraced stderr:\n%s", p.b.err);
+    long lost = -1;
+    const char *u = strstr(p.t.out, "unrecorded ");
+    cr_assert(u && sscanf(u, "unrecorded %ld", &lost) == 1, "no unrecorded line:\n%s", p.t.out);
+    char want[512];
+    snprintf(want, sizeof want,
+             "sledtrace: warning: trace incomplete: %ld events were not recorded: a thread made a "
+             "clone(CLONE_VM) child without CLONE_SETTLS, which shares its TLS; neither is traced "
+             "from that clone on\n",
+             lost);
+    cr_assert_str_eq(p.t.err, want, "stderr under the preload");
+    char *out = without_lines(p.t.out, "unrecorded ");
+    check_trace_of(p.out, bin, p.t.pid, out, "clone-shared parent");
+    free(out);
+    cr_assert_eq(e2e_dir_entries(p.out), 2, "%d files in the trace directory",
+                 e2e_dir_entries(p.out));
+    pair_free(&p);
+}
+
+Test(vfork, clone_shared_pie)
+{
+    check_clone_shared(BIN("vforkprog-pie-nort"));
+}
+Test(vfork, clone_shared_nopie_xray_runtime)
+{
+    check_clone_shared(BIN("vforkprog-nopie-rt"));
+}
+
 Test(vfork, exec_traced_pie)
 {
     check_vfork(BIN("vforkprog-pie-nort"), "exec-traced");
