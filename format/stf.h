@@ -60,6 +60,38 @@ enum stf_action {
     STF_ENTER_ARGS = 3,
 };
 
+/* Calls of the tracer itself. The runtime records the time its slow path takes inside a
+ * thread (setting up the thread's buffers, moving to the next buffer, waiting for a free one
+ * under the lossless policy, patching a dlopen'd library) as a call of one of these
+ * pseudo-functions, so that no view charges that time to the program's function it happened
+ * in: it is a callee there, with a name of its own. They are function ids of object 0 at the
+ * top of its range, which no instrumented object reaches (the runtime refuses an object with
+ * that many functions). Each call is an enter and an exit record, like any other. */
+enum {
+    STF_FID_TRACER_FIRST = 0xfffff0,
+    STF_ID_TRACER_PATCHING = 0xfffffc,
+    STF_ID_TRACER_WAIT = 0xfffffd,
+    STF_ID_TRACER_SWITCH = 0xfffffe,
+    STF_ID_TRACER_SETUP = 0xffffff,
+};
+
+/* The pseudo-function's name for a tracer id, NULL for any other id. */
+static inline const char *stf_tracer_name(uint32_t id)
+{
+    switch (id) {
+    case STF_ID_TRACER_SETUP:
+        return "[sledtrace] thread set-up";
+    case STF_ID_TRACER_SWITCH:
+        return "[sledtrace] buffer switch";
+    case STF_ID_TRACER_WAIT:
+        return "[sledtrace] buffer wait";
+    case STF_ID_TRACER_PATCHING:
+        return "[sledtrace] patching";
+    default:
+        return NULL;
+    }
+}
+
 struct stf_header {
     uint16_t version;
     uint16_t type;
@@ -384,7 +416,8 @@ static inline void stf_split_id(uint32_t id, uint32_t *objid, uint32_t *fid)
     *fid = id & 0xffffffu;
 }
 
-/* Name for a trace function id: the symbol, or "#<id>" formatted into buf. */
+/* Name for a trace function id: a tracer pseudo-function's name (stf_tracer_name), the
+ * symbol, or "#<id>" formatted into buf. */
 const char *stf_syms_name(const struct stf_syms *s, uint32_t id, char *buf, size_t buflen);
 
 #ifdef __cplusplus

@@ -390,6 +390,9 @@ const char *stf_syms_object(const struct stf_syms *s, uint32_t objid)
 
 const char *stf_syms_name(const struct stf_syms *s, uint32_t id, char *buf, size_t buflen)
 {
+    const char *tracer = stf_tracer_name(id);
+    if (tracer)
+        return tracer;
     uint32_t objid, fid;
     stf_split_id(id, &objid, &fid);
     const char *n = stf_syms_lookup(s, objid, fid);

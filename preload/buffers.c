@@ -218,7 +218,9 @@ static uint64_t events_in(const uint8_t *p, size_t len)
     uint64_t n = 0;
     while (p < end) {
         if (!(p[0] & 1)) {
-            n++;
+            uint32_t w;
+            memcpy(&w, p, 4);
+            n += !stf_tracer_name(w >> 4); /* the tracer's own pseudo-calls are not events */
             p += STF_FUNC_SIZE;
             continue;
         }
@@ -708,6 +710,7 @@ static int next_chunk(struct str_thread *th, int wait)
             }
             if (atomic_load_explicit(&state, memory_order_relaxed) != ST_ACTIVE)
                 return 0;
+            str_tls.overhead = STF_ID_TRACER_WAIT;
             pause_ns(20000);
         }
         /* Release: pairs with the acquire in flush_committed_locked (queued is already counted). */
@@ -723,6 +726,7 @@ static int next_chunk(struct str_thread *th, int wait)
         }
         if (!wait)
             return 0;
+        str_tls.overhead = STF_ID_TRACER_WAIT;
         pause_ns(50000);
     }
     /* Release: pairs with the acquire in flush_committed_locked (queued is already counted). */
@@ -822,9 +826,11 @@ static void refill(uint64_t tsc)
             goto drop;
         t->th = th;
         start_block(cur, th, tsc);
+        t->overhead = STF_ID_TRACER_SETUP;
         errno = saved;
         return;
     }
+    t->overhead = STF_ID_TRACER_SWITCH; /* next_chunk makes it a wait when it waits */
     if (th->dropping) {
         /* In a gap (discard policy): its chunk was handed over when the gap began. */
         if (!next_chunk(th, 0))
@@ -849,6 +855,7 @@ static void refill(uint64_t tsc)
     errno = saved;
     return;
 drop:
+    t->overhead = 0;
     /* end before pos: the fast path relies on pos == 0 implying end == 0. */
     atomic_store_explicit(&cur->end, 0, memory_order_relaxed);
     atomic_signal_fence(memory_order_seq_cst);

@@ -35,6 +35,9 @@
  *    stack of the runtime's own, with asynchronous signals blocked (slow_path: two raw
  *    system calls per chunk switch), so no handler nests inside it: they are delivered when it
  *    returns.
+ *    The slow path's time is the tracer's: emit() records it as a call of a pseudo-function
+ *    (thread set-up, buffer switch, lossless wait: stf.h) in the caller's frame, so that no
+ *    view charges it to the function whose entry or exit it delayed.
  *    LIMIT: the ring holds STR_SIDE_N events. It overflows only if the outermost level stays
  *    inside the fast path while that many nested events arrive: a stall on a slow page
  *    (thread memory is populated up front to avoid those).
@@ -185,8 +188,14 @@ static void __attribute__((noinline)) slow_path(uint64_t *tsc)
     raw_sigmask(2 /* SIG_SETMASK */, &old, NULL);
 }
 
-/* Makes room for `need` bytes; returns the write position or 0 (drop). */
-static inline uintptr_t room(struct str_cursor *c, size_t need, uint64_t tsc)
+/* Room a slow path's pseudo-call takes: two function records, each after a possible TSCWrap. */
+enum { OVERHEAD_ROOM = 2 * (16 + 8) };
+
+/* Makes room for `need` bytes; returns the write position or 0 (drop). When a slow path ran and
+ * oh is not NULL, *oh is what it did (an STF_ID_TRACER_* id, or 0 when there is no room left for
+ * recording it) and *t1 the time it ended. */
+static inline uintptr_t room(struct str_cursor *c, size_t need, uint64_t tsc, uint32_t *oh,
+                             uint64_t *t1)
 {
     uintptr_t p = atomic_load_explicit(&c->pos, memory_order_relaxed);
     if (__builtin_expect(p + need > atomic_load_explicit(&c->end, memory_order_relaxed), 0)) {
@@ -194,21 +203,52 @@ static inline uintptr_t room(struct str_cursor *c, size_t need, uint64_t tsc)
         struct str_thread *th = str_tls.th;
         if (th && th->dropping && !str_next_chunk_free(th))
             return 0;
+        str_tls.overhead = 0;
         slow_path(&tsc);
         p = atomic_load_explicit(&c->pos, memory_order_relaxed);
         /* The slow path may leave without room (a vfork child must not touch its parent's
          * cursor): drop. */
-        if (p + need > atomic_load_explicit(&c->end, memory_order_relaxed))
+        uintptr_t end = atomic_load_explicit(&c->end, memory_order_relaxed);
+        if (p + need > end)
             return 0;
+        if (oh && str_tls.overhead && p + need + OVERHEAD_ROOM <= end) {
+            *oh = str_tls.overhead;
+            *t1 = rdtsc();
+        }
     }
     return p;
 }
 
-/* Appends one function record (and `arg` as a CallArgument when word says enter-with-args). */
+/* Writes one function record at p (after a TSCWrap when its delta does not fit in 32 bits, or
+ * time went backwards: a drained nested event); returns the next position. */
+static inline uintptr_t put_function(struct str_cursor *c, uintptr_t p, uint32_t word, uint64_t tsc)
+{
+    uint64_t delta = tsc - c->last_tsc;
+    if (__builtin_expect(delta > UINT32_MAX, 0)) {
+        ((uint64_t *)p)[0] = 0x07u | (tsc << 8);
+        ((uint64_t *)p)[1] = tsc >> 56;
+        p += 16;
+        delta = 0;
+    }
+    *(uint64_t *)p = (uint64_t)word | (delta << 32);
+    c->last_tsc = tsc;
+    return p + 8;
+}
+
+/* Appends one function record (and `arg` as a CallArgument when word says enter-with-args).
+ *
+ * The time a slow path takes (thread set-up, buffer switch, lossless wait) is the tracer's: it
+ * is recorded as a call of its pseudo-function (stf.h) in the caller's frame, never inside the
+ * function whose entry or exit it delays. An entry is recorded after it (the pseudo-call, then
+ * the entry at the time the slow path ended); an exit before it (the exit at its own time, then
+ * the pseudo-call). */
 static void emit(struct str_cursor *c, uint32_t word, uint64_t tsc, uint64_t arg)
 {
-    int with_arg = ((word >> 1) & 7) == 3;
-    uintptr_t p = room(c, 16 + 8 + (with_arg ? 16 : 0), tsc);
+    unsigned action = (word >> 1) & 7;
+    int with_arg = action == 3;
+    uint32_t oh = 0;
+    uint64_t t1 = tsc;
+    uintptr_t p = room(c, 16 + 8 + (with_arg ? 16 : 0), tsc, &oh, &t1);
     if (__builtin_expect(p == 0, 0)) {
         struct str_thread *th = str_tls.th;
         if (th && th->dropping)
@@ -217,22 +257,22 @@ static void emit(struct str_cursor *c, uint32_t word, uint64_t tsc, uint64_t arg
             drop_one();
         return;
     }
-    uint64_t delta = tsc - c->last_tsc;
-    if (__builtin_expect(delta > UINT32_MAX, 0)) {
-        /* TSCWrap: the delta would not fit, or time went backwards (a drained nested event). */
-        ((uint64_t *)p)[0] = 0x07u | (tsc << 8);
-        ((uint64_t *)p)[1] = tsc >> 56;
-        p += 16;
-        delta = 0;
+    int entry = action == 0 || with_arg;
+    if (__builtin_expect(oh != 0 && entry, 0)) {
+        p = put_function(c, p, oh << 4, tsc);
+        p = put_function(c, p, (oh << 4) | (1u << 1), t1);
+        tsc = t1;
     }
-    *(uint64_t *)p = (uint64_t)word | (delta << 32);
-    p += 8;
+    p = put_function(c, p, word, tsc);
+    if (__builtin_expect(oh != 0 && !entry, 0)) {
+        p = put_function(c, p, oh << 4, tsc);
+        p = put_function(c, p, (oh << 4) | (1u << 1), t1);
+    }
     if (with_arg) {
         ((uint64_t *)p)[0] = 0x0du | (arg << 8); /* CallArgument: kind 6 */
         ((uint64_t *)p)[1] = arg >> 56;
         p += 16;
     }
-    c->last_tsc = tsc;
     atomic_store_explicit(&c->pos, p, memory_order_release);
 }
 
@@ -396,7 +436,7 @@ static void event_payload(unsigned kind, uint16_t type, const void *data, uint64
     }
     if (side_pending(c))
         str_drain_side();
-    uintptr_t p = room(c, 16 + 16 + len, tsc);
+    uintptr_t p = room(c, 16 + 16 + len, tsc, NULL, NULL);
     if (p == 0) {
         drop_one();
         goto out;

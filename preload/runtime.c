@@ -22,6 +22,7 @@
  */
 #include "sledtrace.h"
 #include "str.h"
+#include "stf.h"
 #include "stp.h"
 
 #include <errno.h>
@@ -349,6 +350,13 @@ static int add_object(const char *path, uintptr_t bias, const struct stat *st)
         stp_object_close(obj);
         return ADD_NONE;
     }
+    if (stp_object_nfuncs(obj) >= STF_FID_TRACER_FIRST) {
+        /* Its ids would reach the tracer's own pseudo-functions (stf.h). */
+        str_log(STR_WARN, "%s: %zu functions, more than a trace can number; left alone", path,
+                stp_object_nfuncs(obj));
+        stp_object_close(obj);
+        return ADD_NONE;
+    }
     unsigned objid = (unsigned)num;
     int reused = objid < nobjs;
     if (reused)
@@ -668,9 +676,17 @@ __attribute__((visibility("default"))) void *dlopen(const char *file, int mode)
     void *h = real(file, mode);
     if (h && atomic_load_explicit(&tracing, memory_order_acquire)) {
         int saved = errno;
+        /* The scan (proofs and patching) is the tracer's time, not the caller's: in a thread
+         * that records (a traced function may be on its stack), it is recorded as a call of
+         * its pseudo-function (stf.h). */
+        int record = str_tls.th != NULL;
+        if (record)
+            stp_event(STF_ID_TRACER_PATCHING, 0);
         pthread_mutex_lock(&objs_lock);
         scan_objects();
         pthread_mutex_unlock(&objs_lock);
+        if (record)
+            stp_event(STF_ID_TRACER_PATCHING, 1);
         errno = saved;
     } else if (h && atomic_load_explicit(&lazy, memory_order_relaxed)) {
         int saved = errno;

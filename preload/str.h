@@ -119,8 +119,9 @@ struct str_cursor {
 enum { STR_NEST_STRICT = 0x80 };
 
 struct str_tls {
-    uint32_t dead;    /* thread has exited (TLS destructors may still run code) */
-    uint64_t dropped; /* events that found no buffer (disabled, dead, fork child) */
+    uint32_t dead;     /* thread has exited (TLS destructors may still run code) */
+    uint32_t overhead; /* what the last slow path did: an STF_ID_TRACER_* id, 0 if nothing */
+    uint64_t dropped;  /* events that found no buffer (disabled, dead, fork child) */
     struct str_thread *th;
     /* A clone(CLONE_VM) child without CLONE_SETTLS runs on this TLS too (vfork.c): the thread
      * is retired and every later event of either is counted in str_shared_dropped. */

@@ -182,7 +182,9 @@ static const char *yname(const struct stf_syms *s, uint32_t id, char *buf, size_
 {
     uint32_t obj, fid;
     stf_split_id(id, &obj, &fid);
-    const char *nm = stf_syms_lookup(s, obj, fid);
+    const char *nm = stf_tracer_name(id);
+    if (!nm)
+        nm = stf_syms_lookup(s, obj, fid);
     if (nm)
         return nm;
     snprintf(buf, len, "%" PRIu32, id);

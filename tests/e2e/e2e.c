@@ -279,7 +279,13 @@ void e2e_read_trace(const char *trace, struct e2e_trace *t)
     while ((rc = stf_reader_next(r, &it)) == STF_OK) {
         if (it.kind != STF_K_FUNCTION)
             continue;
-        t->records++;
+        /* The tracer's own pseudo-calls (stf.h) are counted apart: they are not the program's,
+         * and must nest properly like any call. */
+        int tracer = stf_tracer_name(it.func_id) != NULL;
+        if (tracer)
+            t->tracer_records++;
+        else
+            t->records++;
         int ti = 0;
         while (ti < t->ntids && t->tid[ti] != it.tid)
             ti++;
@@ -288,12 +294,15 @@ void e2e_read_trace(const char *trace, struct e2e_trace *t)
             t->tid[t->ntids++] = it.tid;
         }
         struct stack *s = &st[ti];
-        int fi = trace_func(t, syms, it.func_id);
+        int fi = tracer ? -1 : trace_func(t, syms, it.func_id);
+        const char *fname = tracer ? stf_tracer_name(it.func_id) : t->f[fi].name;
         switch (it.action) {
         case STF_ENTER:
         case STF_ENTER_ARGS:
-            t->f[fi].enter++;
-            t->tid_enters[ti]++;
+            if (!tracer) {
+                t->f[fi].enter++;
+                t->tid_enters[ti]++;
+            }
             if (s->n == s->cap) {
                 s->cap = s->cap ? 2 * s->cap : 256;
                 s->ids = realloc(s->ids, s->cap * sizeof *s->ids);
@@ -303,17 +312,19 @@ void e2e_read_trace(const char *trace, struct e2e_trace *t)
             break;
         case STF_EXIT:
         case STF_TAIL_EXIT:
-            if (it.action == STF_EXIT)
+            if (tracer)
+                ;
+            else if (it.action == STF_EXIT)
                 t->f[fi].exit++;
             else
                 t->f[fi].tail++;
             if (s->n == 0)
                 violation(t, "tid %d: %s of %s at offset %llu with an empty stack", it.tid,
-                          stf_action_name(it.action), t->f[fi].name, (unsigned long long)it.offset);
+                          stf_action_name(it.action), fname, (unsigned long long)it.offset);
             else if (s->ids[s->n - 1] != it.func_id)
                 violation(t, "tid %d: %s of %s at offset %llu, but the innermost call is #%u",
-                          it.tid, stf_action_name(it.action), t->f[fi].name,
-                          (unsigned long long)it.offset, s->ids[s->n - 1]);
+                          it.tid, stf_action_name(it.action), fname, (unsigned long long)it.offset,
+                          s->ids[s->n - 1]);
             if (s->n)
                 s->n--;
             break;

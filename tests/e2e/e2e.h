@@ -65,7 +65,8 @@ struct e2e_trace {
     int ntids;
     int32_t tid[E2E_MAX_TIDS];
     long tid_enters[E2E_MAX_TIDS];
-    long records; /* function records */
+    long records;        /* function records of the program's functions */
+    long tracer_records; /* function records of the tracer's pseudo-functions (stf.h) */
     long blocks;
     char error[512]; /* first reader error or call-stack violation, "" if none */
     int unbalanced;  /* threads whose stack was not empty at the end */

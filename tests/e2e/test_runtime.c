@@ -281,7 +281,7 @@ static long records_before(const char *trace, long limit)
     long n = 0;
     int rc;
     while ((rc = stf_reader_next(r, &it)) == STF_OK)
-        if (it.kind == STF_K_FUNCTION && (long)it.offset < limit)
+        if (it.kind == STF_K_FUNCTION && !stf_tracer_name(it.func_id) && (long)it.offset < limit)
             n++;
     cr_assert_eq(rc, STF_END, "%s", stf_reader_error(r, NULL));
     stf_reader_close(r);
