@@ -431,6 +431,17 @@ static int syms_from_binary(struct stf_syms **s, const char *path, char *err, si
     return rc;
 }
 
+/* The sidecar's warnings (lines skipped, ids named twice), each once: the first
+ * MAX_WARNINGS_SHOWN, then a count. */
+static void syms_warnings(const struct stf_syms *s, const char *path)
+{
+    size_t n = stf_syms_warnings(s);
+    for (size_t i = 0; i < n && i < MAX_WARNINGS_SHOWN && stf_syms_warning(s, i); i++)
+        tool_err("warning: %s", stf_syms_warning(s, i));
+    if (n > MAX_WARNINGS_SHOWN)
+        tool_err("warning: %s: %zu more warnings not shown", path, n - MAX_WARNINGS_SHOWN);
+}
+
 static struct stf_syms *load_syms(const char *trace_path, const char *syms_opt, bool *ok)
 {
     char err[512];
@@ -443,6 +454,7 @@ static struct stf_syms *load_syms(const char *trace_path, const char *syms_opt, 
             tool_err("%s", err[0] ? err : stf_strerror(rc));
             *ok = false;
         }
+        syms_warnings(s, syms_opt);
         return s;
     }
     if (strcmp(trace_path, "-") == 0) {
@@ -463,6 +475,7 @@ static struct stf_syms *load_syms(const char *trace_path, const char *syms_opt, 
         tool_err("%s", err[0] ? err : stf_strerror(rc));
         *ok = false;
     }
+    syms_warnings(s, path);
     free(path);
     return s;
 }
