@@ -491,3 +491,95 @@ Test(hostile, names_from_a_binary_are_escaped)
     tr_out_free(&r);
     tr_remove_trace(p);
 }
+
+/* ---- deep stacks -------------------------------------------------------------------------- */
+
+/* Line number n (1-based) of text, without its newline, into buf. */
+static void nth_line(const char *text, int n, char *buf, size_t len)
+{
+    const char *p = text;
+    for (int i = 1; i < n && p; i++) {
+        p = strchr(p, '\n');
+        p = p ? p + 1 : NULL;
+    }
+    cr_assert(p && *p, "no line %d", n);
+    size_t k = strcspn(p, "\n");
+    cr_assert(k < len);
+    memcpy(buf, p, k);
+    buf[k] = '\0';
+}
+
+/* replay's indentation stops at depth 64 (128 spaces); deeper lines say "[depth N] ". With
+ * 10,000 nested calls every line stays short (full indentation would print 200 MB). */
+Test(hostile, replay_indentation_is_capped, .timeout = 60)
+{
+    enum { DEPTH = 10000 };
+    struct tg g;
+    tg_init(&g, 5, 1000000000, 1 << 20);
+    tg_block_begin(&g, 1, 1, 0, 0);
+    for (uint32_t i = 0; i < DEPTH; i++)
+        tg_func(&g, 1, STF_ENTER, 10 + i);
+    for (uint32_t i = 0; i < DEPTH; i++)
+        tg_func(&g, 1, STF_EXIT, 10 + DEPTH + i);
+    tg_block_end(&g);
+    char *p = tr_write_trace(&g, false);
+    tg_free(&g);
+    char *s = stf_syms_path_for(p);
+    FILE *f = fopen(s, "w");
+    cr_assert(f);
+    fputs("sledtrace-syms\t1\nf\t0\t1\t0x1000\trec\n", f);
+    fclose(f);
+    free(s);
+    char sp[129];
+    memset(sp, ' ', 128);
+    sp[128] = '\0';
+    char want[512], got[512];
+    const char *orders[] = {"entry", "exit"};
+    for (int k = 0; k < 2; k++) {
+        const char *argv[] = {tr_bin(), "replay", p, "--order", orders[k], NULL};
+        struct tr_out r = tr_run(argv);
+        cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+        /* entry order: 2 * DEPTH - 1 lines (the innermost call is one) and the summary; exit
+         * order: DEPTH lines and the summary */
+        int lines = k == 0 ? 2 * DEPTH : DEPTH + 1;
+        cr_assert_eq(count(r.o, "\n"), lines);
+        /* The longest line: head 21, duration 10 + 2, indentation 128, "[depth 9999] " 13,
+         * "} rec" or "rec {" 5, newline 1: 180 bytes. */
+        size_t n = strlen(r.o);
+        cr_assert_leq(n, (size_t)lines * 180, "%zu bytes for %d lines", n, lines);
+        if (k == 0) {
+            /* depth d enters at tick 10 + d, returns at 20009 - d: 19999 - 2d ticks (ns) */
+            nth_line(r.o, 64, got, sizeof got); /* depth 63: indented, no marker */
+            snprintf(want, sizeof want, "1        0.000000073             %.126srec {", sp);
+            cr_assert_str_eq(got, want);
+            nth_line(r.o, 65, got, sizeof got); /* depth 64: the cap */
+            snprintf(want, sizeof want, "1        0.000000074             %s[depth 64] rec {", sp);
+            cr_assert_str_eq(got, want);
+            nth_line(r.o, 5001, got, sizeof got);
+            snprintf(want, sizeof want, "1        0.000005010             %s[depth 5000] rec {",
+                     sp);
+            cr_assert_str_eq(got, want);
+            nth_line(r.o, DEPTH, got, sizeof got); /* the innermost call: one line */
+            snprintf(want, sizeof want, "1        0.000010009        1ns  %s[depth 9999] rec", sp);
+            cr_assert_str_eq(got, want);
+            nth_line(r.o, DEPTH + 1, got, sizeof got);
+            snprintf(want, sizeof want, "1        0.000010011        3ns  %s[depth 9998] } rec",
+                     sp);
+            cr_assert_str_eq(got, want);
+            nth_line(r.o, 2 * DEPTH - 1, got, sizeof got); /* the outermost call closes */
+            cr_assert_str_eq(got, "1        0.000020009   19.999us  } rec");
+        } else {
+            nth_line(r.o, 1, got, sizeof got); /* the innermost returns first */
+            snprintf(want, sizeof want, "1        0.000010009        1ns  %s[depth 9999] rec", sp);
+            cr_assert_str_eq(got, want);
+            nth_line(r.o, DEPTH - 64, got, sizeof got);
+            snprintf(want, sizeof want, "1        0.000000074   19.871us  %s[depth 64] rec", sp);
+            cr_assert_str_eq(got, want);
+            nth_line(r.o, DEPTH - 63, got, sizeof got);
+            snprintf(want, sizeof want, "1        0.000000073   19.873us  %.126srec", sp);
+            cr_assert_str_eq(got, want);
+        }
+        tr_out_free(&r);
+    }
+    tr_remove_trace(p);
+}
