@@ -413,16 +413,12 @@ static size_t printable_len(const uint8_t *s, size_t n, bool *same)
     return out;
 }
 
-char *tool_printable(const char *text)
+void tool_printable_to(char *buf, const char *text)
 {
     static const char hex[] = "0123456789abcdef";
     const uint8_t *s = (const uint8_t *)text;
     size_t n = strlen(text);
-    bool same;
-    size_t out = printable_len(s, n, &same);
-    char *r = same ? NULL : malloc(out + 1), *q = r;
-    if (!r)
-        return NULL;
+    char *q = buf;
     for (size_t i = 0; i < n;) {
         size_t len = s[i] < 0x80 ? 1 : utf8_len(s + i, n - i);
         bool bad = unprintable(s + i, len);
@@ -441,6 +437,15 @@ char *tool_printable(const char *text)
         }
     }
     *q = '\0';
+}
+
+char *tool_printable(const char *text)
+{
+    bool same;
+    size_t out = printable_len((const uint8_t *)text, strlen(text), &same);
+    char *r = same ? NULL : malloc(out + 1);
+    if (r)
+        tool_printable_to(r, text);
     return r;
 }
 

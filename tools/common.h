@@ -48,6 +48,8 @@ void tool_json_escape(FILE *f, const uint8_t *s, size_t n);
  * unambiguous. Other well-formed UTF-8 stays as it is. Returns a malloc'd string, or NULL when
  * text needs no change or memory ran out. */
 char *tool_printable(const char *text);
+/* The same into buf, which holds at least 4 * strlen(text) + 1 bytes. */
+void tool_printable_to(char *buf, const char *text);
 
 /* "--help"/"-h" among argv[1..]? */
 bool tool_wants_help(int argc, char **argv);

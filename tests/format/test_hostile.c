@@ -583,3 +583,29 @@ Test(hostile, replay_indentation_is_capped, .timeout = 60)
     }
     tr_remove_trace(p);
 }
+
+/* ---- run -------------------------------------------------------------------------------- */
+
+/* `run` lists the traces of the process and of the images it exec'd, whose names the program
+ * chose: a trace file named with an OSC title sequence is listed escaped. */
+Test(hostile, run_lists_trace_names_escaped)
+{
+    char dir[] = "/tmp/stf-run-XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char script[512];
+    snprintf(script, sizeof script,
+             "touch \"%s/sledtrace.$(printf '\\033')]0;x$(printf '\\007').$$.fdr\" && echo $$",
+             dir);
+    const char *argv[] = {tr_bin(), "run", "-o", dir, "--", "/bin/sh", "-c", script, NULL};
+    struct tr_out r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    assert_clean("run", r.e);
+    char want[512];
+    snprintf(want, sizeof want, "sledtrace: trace written to %s/sledtrace.\\x1b]0;x\\x07.%ld.fdr\n",
+             dir, strtol(r.o, NULL, 10));
+    cr_assert(strstr(r.e, want), "'%s' not in:\n%s", want, r.e);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+    tr_out_free(&r);
+}
