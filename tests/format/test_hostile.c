@@ -1,7 +1,8 @@
 /* Hostile inputs to the built `sledtrace` ($SLEDTRACE_BIN): sidecars with malformed lines and
  * ids named twice (skipped with warnings, the rest still named), names full of terminal
- * control bytes (escaped in every output), and call stacks deep enough to make indented output
- * quadratic (replay caps the indentation). */
+ * control bytes, from a sidecar, a binary ($HOSTILE_NAMES_BIN) or a trace file's name (escaped
+ * in every output), and call stacks deep enough to make indented output quadratic (replay caps
+ * the indentation). */
 #include "toolrun.h"
 #include "tracegen.h"
 
