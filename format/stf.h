@@ -380,7 +380,11 @@ void stf_cursor_stats(const struct stf_cursor *c, struct stf_reader_stats *out);
  *     sledtrace-syms<TAB>1
  *     o<TAB>objid<TAB>0xbias<TAB>path
  *     f<TAB>objid<TAB>fid<TAB>0xaddress<TAB>name
- * Lookups are keyed on (objid, fid). Unknown line types are ignored. */
+ * Lookups are keyed on (objid, fid). Unknown line types are ignored. A malformed 'o' or 'f'
+ * line (wrong field count, bad number, NUL byte) is skipped with a warning, and the ids it may
+ * have named (its id fields, when they parse) are left unnamed; a function or object id given
+ * twice is left unnamed / without a path, with a warning (which line is right cannot be told).
+ * Only a bad first line, an empty file, I/O errors and running out of memory fail a load. */
 
 struct stf_syms;
 
@@ -389,17 +393,27 @@ struct stf_syms;
 char *stf_syms_path_for(const char *trace_path);
 
 /* Load a sidecar. STF_ERR_IO if it cannot be opened (errno kept; ENOENT = missing),
- * STF_ERR_SYMS if malformed: err receives "FILE:LINE: reason". */
+ * STF_ERR_SYMS if not a sidecar (first line) or empty: err receives "FILE:LINE: reason".
+ * Lines skipped and ids named twice are warnings, see stf_syms_warnings. */
 int stf_syms_load(struct stf_syms **out, const char *path, char *err, size_t errlen);
 /* The same from an open stream (closed here); path only names it in messages. */
 int stf_syms_load_stream(struct stf_syms **out, FILE *fp, const char *path, char *err,
                          size_t errlen);
 void stf_syms_free(struct stf_syms *s);
 
+/* Warnings of the load: how many there were, and message i (0-based) for the first
+ * STF_SYMS_WARNINGS_KEPT of them, else NULL. Messages are "FILE:LINE: reason, line skipped"
+ * or "FILE:LINE: function F of object O named twice, it is left unnamed" (or the same for an
+ * object); they stay valid until stf_syms_free. */
+enum { STF_SYMS_WARNINGS_KEPT = 10 };
+size_t stf_syms_warnings(const struct stf_syms *s);
+const char *stf_syms_warning(const struct stf_syms *s, size_t i);
+
 /* Name for (objid, fid), or NULL if unknown or empty. s may be NULL. */
 const char *stf_syms_lookup(const struct stf_syms *s, uint32_t objid, uint32_t fid);
 /* Address recorded for (objid, fid); 0 if unknown. */
 uint64_t stf_syms_address(const struct stf_syms *s, uint32_t objid, uint32_t fid);
+/* Functions named or with an empty name (ids left unnamed as ambiguous are not counted). */
 size_t stf_syms_count(const struct stf_syms *s);
 /* Path of object objid as the sidecar gives it (object 0 is the executable), or NULL. */
 const char *stf_syms_object(const struct stf_syms *s, uint32_t objid);
@@ -407,6 +421,9 @@ const char *stf_syms_object(const struct stf_syms *s, uint32_t objid);
  * owns) or NULL to keep the name. Used by the tools to demangle; format/ stays libc-only.
  * Returns the number of names replaced. */
 size_t stf_syms_rename(struct stf_syms *s, char *(*fn)(const char *name, void *arg), void *arg);
+/* The same for the object paths (e.g. to escape control bytes before they are shown). */
+size_t stf_syms_rename_objects(struct stf_syms *s, char *(*fn)(const char *path, void *arg),
+                               void *arg);
 
 /* Map a trace function id to (objid, fid): the runtime packs the object number (0: the
  * executable, then shared objects in the order they were found) into the top 4 of the 28 bits. */

@@ -8,7 +8,13 @@
  *    indexes it. Names are individually allocated strings (an empty name is stored as NULL and
  *    looked up as unknown).
  *  - The first line must be `sledtrace-syms<TAB>1`. Lines of unknown type are ignored so that
- *    later runtimes can add record types; a malformed known line is an error "FILE:LINE: reason".
+ *    later runtimes can add record types. A malformed known line (field count, number, NUL byte)
+ *    is skipped with a warning "FILE:LINE: reason, line skipped": one bad line must not cost
+ *    every other name. The ids such a line may have named (its object and function id fields,
+ *    when they parse) are left unnamed, as is a function or object id given twice: which line
+ *    is right cannot be told, and a wrong name is worse than "#id". Unnamed ids stay in the
+ *    table as entries without a name, so that a later line for them stays unnamed too.
+ *  - Warnings are counted; the first STF_SYMS_WARNINGS_KEPT messages are kept for the caller.
  */
 #include "stf.h"
 
@@ -21,13 +27,14 @@
 struct sym {
     uint32_t objid, fid;
     uint64_t addr;
-    char *name; /* NULL if empty */
+    char *name;     /* NULL if empty or unnamed */
+    bool ambiguous; /* named twice or by a skipped line: stays unnamed */
 };
 
 struct obj {
     uint32_t objid;
     uint64_t bias;
-    char *path;
+    char *path; /* NULL if ambiguous */
 };
 
 struct stf_syms {
@@ -37,6 +44,8 @@ struct stf_syms {
     size_t nobjs, capobjs;
     uint32_t *table; /* index + 1 into syms; 0 = empty */
     size_t tcap;     /* power of two */
+    size_t nwarn;    /* warnings issued while loading */
+    char *warn[STF_SYMS_WARNINGS_KEPT];
 };
 
 static uint64_t key_hash(uint32_t objid, uint32_t fid)
@@ -78,16 +87,16 @@ static int rehash(struct stf_syms *s, size_t ncap)
     return 0;
 }
 
-/* Parse a decimal u32 field exactly. */
-static bool parse_u32(const char *str, uint32_t *out)
+/* Parse a decimal u32 field of n bytes exactly. */
+static bool parse_u32(const char *str, size_t n, uint32_t *out)
 {
-    if (*str < '0' || *str > '9')
+    if (n == 0)
         return false;
     uint64_t v = 0;
-    for (; *str; str++) {
-        if (*str < '0' || *str > '9')
+    for (size_t i = 0; i < n; i++) {
+        if (str[i] < '0' || str[i] > '9')
             return false;
-        v = v * 10 + (uint64_t)(*str - '0');
+        v = v * 10 + (uint64_t)(str[i] - '0');
         if (v > UINT32_MAX)
             return false;
     }
@@ -135,17 +144,40 @@ static bool split(char *line, char **f, int n)
     return true;
 }
 
-static int add_sym(struct stf_syms *s, uint32_t objid, uint32_t fid, uint64_t addr,
-                   const char *name, const char **why)
+/* Keeps "PATH:LINE: msg" as warning number nwarn (if among the first kept) and counts it. */
+static int warn(struct stf_syms *s, const char *path, unsigned long lineno, const char *msg)
 {
+    if (s->nwarn < STF_SYMS_WARNINGS_KEPT) {
+        int n = snprintf(NULL, 0, "%s:%lu: %s", path, lineno, msg);
+        char *m = n >= 0 ? malloc((size_t)n + 1) : NULL;
+        if (!m)
+            return STF_ERR_NOMEM;
+        snprintf(m, (size_t)n + 1, "%s:%lu: %s", path, lineno, msg);
+        s->warn[s->nwarn] = m;
+    }
+    s->nwarn++;
+    return STF_OK;
+}
+
+/* Adds function (objid, fid). A name of NULL marks the id ambiguous: it stays unnamed, whatever
+ * other lines say. *dup is set when the id was already there (the caller warns). */
+static int add_sym(struct stf_syms *s, uint32_t objid, uint32_t fid, uint64_t addr,
+                   const char *name, bool *dup)
+{
+    *dup = false;
     if (s->nsyms + 1 > s->tcap / 2) {
         if (rehash(s, s->tcap ? s->tcap * 2 : 256) != 0)
             return STF_ERR_NOMEM;
     }
     long slot = find_slot(s, objid, fid);
     if (s->table[slot] != 0) {
-        *why = "duplicate function id";
-        return STF_ERR_SYMS;
+        struct sym *e = &s->syms[s->table[slot] - 1];
+        *dup = name != NULL;
+        free(e->name);
+        e->name = NULL;
+        e->addr = 0;
+        e->ambiguous = true;
+        return STF_OK;
     }
     if (s->nsyms == s->capsyms) {
         size_t nc = s->capsyms ? s->capsyms * 2 : 256;
@@ -155,16 +187,11 @@ static int add_sym(struct stf_syms *s, uint32_t objid, uint32_t fid, uint64_t ad
         s->syms = ns;
         s->capsyms = nc;
     }
-    if (s->nsyms >= UINT32_MAX - 1) {
-        *why = "too many functions";
-        return STF_ERR_SYMS;
-    }
+    if (s->nsyms >= UINT32_MAX - 1)
+        return STF_ERR_NOMEM; /* the table's indexes are 32-bit */
     struct sym *e = &s->syms[s->nsyms];
-    e->objid = objid;
-    e->fid = fid;
-    e->addr = addr;
-    e->name = NULL;
-    if (*name) {
+    *e = (struct sym){.objid = objid, .fid = fid, .addr = name ? addr : 0, .ambiguous = !name};
+    if (name && *name) {
         e->name = strdup(name);
         if (!e->name)
             return STF_ERR_NOMEM;
@@ -173,8 +200,18 @@ static int add_sym(struct stf_syms *s, uint32_t objid, uint32_t fid, uint64_t ad
     return STF_OK;
 }
 
-static int add_obj(struct stf_syms *s, uint32_t objid, uint64_t bias, const char *path)
+/* Adds object objid; a path of NULL (or a second line for the id) leaves its path unknown. */
+static int add_obj(struct stf_syms *s, uint32_t objid, uint64_t bias, const char *path, bool *dup)
 {
+    *dup = false;
+    for (size_t i = 0; i < s->nobjs; i++) {
+        if (s->objs[i].objid == objid) {
+            *dup = path != NULL;
+            free(s->objs[i].path);
+            s->objs[i].path = NULL;
+            return STF_OK;
+        }
+    }
     if (s->nobjs == s->capobjs) {
         size_t nc = s->capobjs ? s->capobjs * 2 : 8;
         struct obj *no = realloc(s->objs, nc * sizeof *no);
@@ -184,68 +221,106 @@ static int add_obj(struct stf_syms *s, uint32_t objid, uint64_t bias, const char
         s->capobjs = nc;
     }
     struct obj *o = &s->objs[s->nobjs];
-    o->path = strdup(path);
-    if (!o->path)
-        return STF_ERR_NOMEM;
+    o->path = NULL;
+    if (path) {
+        o->path = strdup(path);
+        if (!o->path)
+            return STF_ERR_NOMEM;
+    }
     o->objid = objid;
     o->bias = bias;
     s->nobjs++;
     return STF_OK;
 }
 
-static int parse_line(struct stf_syms *s, char *line, unsigned long lineno, const char **why)
+/* The first line: STF_OK or STF_ERR_SYMS with *why set. */
+static int parse_first(char *line, const char **why)
 {
+    char *f[2];
+    if (!split(line, f, 2) || strcmp(f[0], "sledtrace-syms") != 0) {
+        *why = "not a sledtrace symbols file (expected \"sledtrace-syms<TAB>1\")";
+        return STF_ERR_SYMS;
+    }
+    if (strcmp(f[1], "1") != 0) {
+        *why = "unsupported symbols file version";
+        return STF_ERR_SYMS;
+    }
+    return STF_OK;
+}
+
+/* The object and function ids of an 'o' or 'f' line, its second and third fields, read before
+ * the rest is checked: 0, 1 (the object id) or 2 (both) of them parse. For 'o' lines only the
+ * object id counts. */
+static int ids_of(const char *line, uint32_t *objid, uint32_t *fid)
+{
+    const char *p = line + 2;
+    size_t k = strcspn(p, "\t");
+    if (!parse_u32(p, k, objid))
+        return 0;
+    if (p[k] != '\t')
+        return 1;
+    p += k + 1;
+    k = strcspn(p, "\t");
+    return parse_u32(p, k, fid) ? 2 : 1;
+}
+
+/* A malformed 'o' or 'f' line: the ids it names (nids of them parsed, see ids_of) become
+ * unnamed, and a warning "PATH:LINE: why, line skipped" is counted. */
+static int skip_line(struct stf_syms *s, char type, int nids, uint32_t objid, uint32_t fid,
+                     const char *path, unsigned long lineno, const char *why)
+{
+    bool dup;
+    int rc = STF_OK;
+    if (type == 'f' && nids == 2)
+        rc = add_sym(s, objid, fid, 0, NULL, &dup);
+    else if (type == 'o' && nids >= 1)
+        rc = add_obj(s, objid, 0, NULL, &dup);
+    if (rc != STF_OK)
+        return rc;
+    char msg[160];
+    snprintf(msg, sizeof msg, "%s, line skipped", why);
+    return warn(s, path, lineno, msg);
+}
+
+/* A line after the first (cut at a NUL byte if nul): STF_OK (added, skipped with a warning, or
+ * ignored) or STF_ERR_NOMEM. */
+static int parse_line(struct stf_syms *s, char *line, bool nul, const char *path,
+                      unsigned long lineno)
+{
+    char type = line[0];
+    if ((type != 'o' && type != 'f') || line[1] != '\t')
+        return STF_OK; /* unknown line type (or blank): ignored */
+    uint32_t objid = 0, fid = 0;
+    int nids = ids_of(line, &objid, &fid); /* before split cuts the line */
+    const char *why = NULL;
     char *f[5];
-    if (lineno == 1) {
-        if (!split(line, f, 2) || strcmp(f[0], "sledtrace-syms") != 0) {
-            *why = "not a sledtrace symbols file (expected \"sledtrace-syms<TAB>1\")";
-            return STF_ERR_SYMS;
-        }
-        if (strcmp(f[1], "1") != 0) {
-            *why = "unsupported symbols file version";
-            return STF_ERR_SYMS;
-        }
-        return STF_OK;
-    }
-    if (line[0] == 'o' && line[1] == '\t') {
-        uint32_t objid;
-        uint64_t bias;
-        if (!split(line, f, 4)) {
-            *why = "object line needs 4 fields";
-            return STF_ERR_SYMS;
-        }
-        if (!parse_u32(f[1], &objid)) {
-            *why = "bad object id";
-            return STF_ERR_SYMS;
-        }
-        if (!parse_hex(f[2], &bias)) {
-            *why = "bad load bias (expected 0x hex)";
-            return STF_ERR_SYMS;
-        }
-        return add_obj(s, objid, bias, f[3]);
-    }
-    if (line[0] == 'f' && line[1] == '\t') {
-        uint32_t objid, fid;
-        uint64_t addr;
-        if (!split(line, f, 5)) {
-            *why = "function line needs 5 fields";
-            return STF_ERR_SYMS;
-        }
-        if (!parse_u32(f[1], &objid)) {
-            *why = "bad object id";
-            return STF_ERR_SYMS;
-        }
-        if (!parse_u32(f[2], &fid)) {
-            *why = "bad function id";
-            return STF_ERR_SYMS;
-        }
-        if (!parse_hex(f[3], &addr)) {
-            *why = "bad address (expected 0x hex)";
-            return STF_ERR_SYMS;
-        }
-        return add_sym(s, objid, fid, addr, f[4], why);
-    }
-    return STF_OK; /* unknown line type (or blank): ignored */
+    uint64_t num;
+    if (nul)
+        why = "NUL byte in line";
+    else if (!split(line, f, type == 'o' ? 4 : 5))
+        why = type == 'o' ? "object line needs 4 fields" : "function line needs 5 fields";
+    else if (nids < 1)
+        why = "bad object id";
+    else if (type == 'f' && nids < 2)
+        why = "bad function id";
+    else if (!parse_hex(f[type == 'o' ? 2 : 3], &num))
+        why = type == 'o' ? "bad load bias (expected 0x hex)" : "bad address (expected 0x hex)";
+    if (why)
+        return skip_line(s, type, nids, objid, fid, path, lineno, why);
+    bool dup;
+    int rc =
+        type == 'o' ? add_obj(s, objid, num, f[3], &dup) : add_sym(s, objid, fid, num, f[4], &dup);
+    if (rc != STF_OK || !dup)
+        return rc;
+    char msg[128];
+    if (type == 'o')
+        snprintf(msg, sizeof msg, "object %" PRIu32 " given twice, its path is left unknown",
+                 objid);
+    else
+        snprintf(msg, sizeof msg,
+                 "function %" PRIu32 " of object %" PRIu32 " named twice, it is left unnamed", fid,
+                 objid);
+    return warn(s, path, lineno, msg);
 }
 
 int stf_syms_load(struct stf_syms **out, const char *path, char *err, size_t errlen)
@@ -292,12 +367,11 @@ int stf_syms_load_stream(struct stf_syms **out, FILE *fp, const char *path, char
         lineno++;
         if (n > 0 && line[n - 1] == '\n')
             line[--n] = '\0';
-        if ((size_t)n != strlen(line)) {
-            why = "NUL byte in line";
-            rc = STF_ERR_SYMS;
-            break;
-        }
-        rc = parse_line(s, line, lineno, &why);
+        bool nul = (size_t)n != strlen(line);
+        if (lineno == 1)
+            rc = nul ? (why = "NUL byte in line", STF_ERR_SYMS) : parse_first(line, &why);
+        else
+            rc = parse_line(s, line, nul, path, lineno);
         if (rc != STF_OK)
             break;
     }
@@ -333,6 +407,8 @@ void stf_syms_free(struct stf_syms *s)
         free(s->syms[i].name);
     for (size_t i = 0; i < s->nobjs; i++)
         free(s->objs[i].path);
+    for (size_t i = 0; i < s->nwarn && i < STF_SYMS_WARNINGS_KEPT; i++)
+        free(s->warn[i]);
     free(s->syms);
     free(s->objs);
     free(s->table);
@@ -350,6 +426,23 @@ size_t stf_syms_rename(struct stf_syms *s, char *(*fn)(const char *name, void *a
             continue;
         free(s->syms[i].name);
         s->syms[i].name = nn;
+        n++;
+    }
+    return n;
+}
+
+size_t stf_syms_rename_objects(struct stf_syms *s, char *(*fn)(const char *path, void *arg),
+                               void *arg)
+{
+    size_t n = 0;
+    for (size_t i = 0; s && i < s->nobjs; i++) {
+        if (!s->objs[i].path)
+            continue;
+        char *np = fn(s->objs[i].path, arg);
+        if (!np)
+            continue;
+        free(s->objs[i].path);
+        s->objs[i].path = np;
         n++;
     }
     return n;
@@ -377,7 +470,20 @@ uint64_t stf_syms_address(const struct stf_syms *s, uint32_t objid, uint32_t fid
 
 size_t stf_syms_count(const struct stf_syms *s)
 {
-    return s ? s->nsyms : 0;
+    size_t n = 0;
+    for (size_t i = 0; s && i < s->nsyms; i++)
+        n += !s->syms[i].ambiguous;
+    return n;
+}
+
+size_t stf_syms_warnings(const struct stf_syms *s)
+{
+    return s ? s->nwarn : 0;
+}
+
+const char *stf_syms_warning(const struct stf_syms *s, size_t i)
+{
+    return s && i < s->nwarn && i < STF_SYMS_WARNINGS_KEPT ? s->warn[i] : NULL;
 }
 
 const char *stf_syms_object(const struct stf_syms *s, uint32_t objid)

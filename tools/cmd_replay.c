@@ -30,7 +30,9 @@ static void help(FILE *out)
           "\n"
           "Per-thread call tree, thread after thread:\n"
           "    TID  TIME  DURATION  <2 spaces per depth>NAME\n"
-          "(TIME: seconds since the earliest thread start.)\n"
+          "(TIME: seconds since the earliest thread start.) Indentation stops at depth 64:\n"
+          "deeper lines keep 128 spaces and show their depth, as '[depth N] NAME'\n"
+          "(top-level calls are depth 0), so output stays linear in the calls.\n"
           "In entry order (the default) a call that makes no call is one line; any other\n"
           "opens with 'NAME {' at its entry (TIME: entry) and closes with '} NAME' and its\n"
           "duration at its exit (TIME: exit). An exit closes the nearest open frame of its\n"
@@ -92,13 +94,19 @@ static char *put_head(const struct replay *rp, char *p, int32_t tid, uint64_t ts
     return q;
 }
 
-/* One line: head, the duration right-aligned in 10 columns, two spaces, two more per depth,
- * then pre, name, args and post. */
+/* Indentation stops growing at this depth: lines at it and deeper keep 2 * MAX_INDENT spaces
+ * and say their depth ("[depth N] "), so that a line's length does not grow with the depth
+ * (3 million nested calls fully indented are terabytes of spaces). */
+enum { MAX_INDENT = 64 };
+
+/* One line: head, the duration right-aligned in 10 columns, two spaces, two more per depth
+ * (MAX_INDENT levels at most, then "[depth N] "), then pre, name, args and post. */
 static void line(const struct replay *rp, int32_t tid, uint64_t tsc, const char *dur, size_t depth,
                  const char *pre, const char *name, const char *args, const char *post)
 {
-    static const char spaces[64] =
-        "                                                               ";
+    static const char spaces[2 * MAX_INDENT + 1] =
+        "                                                                "
+        "                                                                ";
     char buf[128];
     char *q = put_head(rp, buf, tid, tsc);
     size_t dl = strlen(dur);
@@ -111,11 +119,9 @@ static void line(const struct replay *rp, int32_t tid, uint64_t tsc, const char 
     *q++ = ' ';
     *q++ = ' ';
     fwrite(buf, 1, (size_t)(q - buf), stdout);
-    for (size_t left = 2 * depth; left > 0;) {
-        size_t k = left < sizeof spaces - 1 ? left : sizeof spaces - 1;
-        fwrite(spaces, 1, k, stdout);
-        left -= k;
-    }
+    fwrite(spaces, 1, 2 * (depth < MAX_INDENT ? depth : MAX_INDENT), stdout);
+    if (depth >= MAX_INDENT)
+        printf("[depth %zu] ", depth);
     fputs(pre, stdout);
     fputs(name, stdout);
     fputs(args, stdout);

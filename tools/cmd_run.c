@@ -120,7 +120,10 @@ static void report_traces(const char *dir, pid_t pid)
         struct dirent *e;
         while ((e = readdir(d))) {
             if (is_trace_of(e->d_name, pid)) {
-                fprintf(stderr, "sledtrace: trace written to %s/%s\n", dir, e->d_name);
+                /* an exec'd image's name is in it: the program chose that */
+                char shown[4 * sizeof e->d_name + 1];
+                tool_printable_to(shown, e->d_name);
+                fprintf(stderr, "sledtrace: trace written to %s/%s\n", dir, shown);
                 found++;
             }
         }

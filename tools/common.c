@@ -374,12 +374,109 @@ void tool_trace_close(struct tool_trace *t)
     t->spool = -1;
 }
 
+static size_t utf8_len(const uint8_t *s, size_t n);
+
+/* Does the well-formed UTF-8 sequence at s (len bytes) encode a character a terminal acts on:
+ * a C1 control (U+0080-U+009F; U+009B is CSI) or a bidi embedding, override or isolate
+ * (U+202A-U+202E, U+2066-U+2069), which reorder the rest of the line? */
+static bool utf8_control(const uint8_t *s, size_t len)
+{
+    if (len == 2)
+        return s[0] == 0xc2 && s[1] <= 0x9f;
+    if (len == 3 && s[0] == 0xe2)
+        return (s[1] == 0x80 && s[2] >= 0xaa && s[2] <= 0xae) ||
+               (s[1] == 0x81 && s[2] >= 0xa6 && s[2] <= 0xa9);
+    return false;
+}
+
+/* Is the character of len bytes at s (len 0: a byte that starts no well-formed UTF-8
+ * sequence) one tool_printable escapes? */
+static bool unprintable(const uint8_t *s, size_t len)
+{
+    return s[0] < 0x20 || s[0] == 0x7f || len == 0 || (len > 1 && utf8_control(s, len));
+}
+
+/* Bytes of tool_printable(text) without its terminator; *same: text needs no change. */
+static size_t printable_len(const uint8_t *s, size_t n, bool *same)
+{
+    size_t out = 0;
+    *same = true;
+    for (size_t i = 0; i < n;) {
+        size_t len = s[i] < 0x80 ? 1 : utf8_len(s + i, n - i);
+        bool bad = unprintable(s + i, len);
+        len += len == 0;
+        if (bad || s[i] == '\\')
+            *same = false;
+        out += bad ? 4 * len : len + (s[i] == '\\');
+        i += len;
+    }
+    return out;
+}
+
+void tool_printable_to(char *buf, const char *text)
+{
+    static const char hex[] = "0123456789abcdef";
+    const uint8_t *s = (const uint8_t *)text;
+    size_t n = strlen(text);
+    char *q = buf;
+    for (size_t i = 0; i < n;) {
+        size_t len = s[i] < 0x80 ? 1 : utf8_len(s + i, n - i);
+        bool bad = unprintable(s + i, len);
+        len += len == 0;
+        for (size_t k = 0; k < len; k++, i++) {
+            if (bad) {
+                *q++ = '\\';
+                *q++ = 'x';
+                *q++ = hex[s[i] >> 4];
+                *q++ = hex[s[i] & 15];
+                continue;
+            }
+            if (s[i] == '\\')
+                *q++ = '\\';
+            *q++ = (char)s[i];
+        }
+    }
+    *q = '\0';
+}
+
+char *tool_printable(const char *text)
+{
+    bool same;
+    size_t out = printable_len((const uint8_t *)text, strlen(text), &same);
+    char *r = same ? NULL : malloc(out + 1);
+    if (r)
+        tool_printable_to(r, text);
+    return r;
+}
+
+/* stf_syms_rename's callback; *arg (a bool) is set when a change could not be made. */
+static char *printable(const char *text, void *arg)
+{
+    char *r = tool_printable(text);
+    bool same;
+    if (!r)
+        printable_len((const uint8_t *)text, strlen(text), &same);
+    if (!r && !same)
+        *(bool *)arg = true;
+    return r;
+}
+
 struct stf_syms *tool_load_syms(const char *trace_path, const char *syms_opt, bool *ok)
 {
     struct stf_syms *s = load_syms(trace_path, syms_opt, ok);
     const char *no = getenv("SLEDTRACE_NO_DEMANGLE");
     if (s && !(no && *no))
         stf_syms_rename(s, demangle, NULL);
+    /* after demangling, which can make such bytes too */
+    bool oom = false;
+    stf_syms_rename(s, printable, &oom);
+    stf_syms_rename_objects(s, printable, &oom);
+    if (oom) { /* no raw name may be shown */
+        tool_err("out of memory");
+        stf_syms_free(s);
+        *ok = false;
+        return NULL;
+    }
     return s;
 }
 
@@ -412,13 +509,18 @@ static int syms_from_binary(struct stf_syms **s, const char *path, char *err, si
         stp_object_close(obj);
         return STF_ERR_NOMEM;
     }
-    fprintf(w, "sledtrace-syms\t1\no\t0\t0x0\t%s\n", path);
+    /* A line cannot hold a newline: a name or path with one would end its line early and make
+     * the rest a line of its own (a forged entry). Such a function is left unnamed. */
+    fprintf(w, "sledtrace-syms\t1\n");
+    if (!strchr(path, '\n'))
+        fprintf(w, "o\t0\t0x0\t%s\n", path);
     for (size_t i = 0; i < stp_object_nfuncs(obj); i++) {
         uint32_t id;
         uintptr_t addr;
         const char *name;
         stp_object_func(obj, i, &id, &addr, &name);
-        fprintf(w, "f\t0\t%" PRIu32 "\t0x%llx\t%s\n", id, (unsigned long long)addr, name);
+        fprintf(w, "f\t0\t%" PRIu32 "\t0x%llx\t%s\n", id, (unsigned long long)addr,
+                strchr(name, '\n') ? "" : name);
     }
     stp_object_close(obj);
     if (fclose(w) != 0) {
@@ -429,6 +531,17 @@ static int syms_from_binary(struct stf_syms **s, const char *path, char *err, si
     rc = r ? stf_syms_load_stream(s, r, path, err, errlen) : STF_ERR_NOMEM;
     free(text);
     return rc;
+}
+
+/* The sidecar's warnings (lines skipped, ids named twice), each once: the first
+ * MAX_WARNINGS_SHOWN, then a count. */
+static void syms_warnings(const struct stf_syms *s, const char *path)
+{
+    size_t n = stf_syms_warnings(s);
+    for (size_t i = 0; i < n && i < MAX_WARNINGS_SHOWN && stf_syms_warning(s, i); i++)
+        tool_err("warning: %s", stf_syms_warning(s, i));
+    if (n > MAX_WARNINGS_SHOWN)
+        tool_err("warning: %s: %zu more warnings not shown", path, n - MAX_WARNINGS_SHOWN);
 }
 
 static struct stf_syms *load_syms(const char *trace_path, const char *syms_opt, bool *ok)
@@ -443,6 +556,7 @@ static struct stf_syms *load_syms(const char *trace_path, const char *syms_opt, 
             tool_err("%s", err[0] ? err : stf_strerror(rc));
             *ok = false;
         }
+        syms_warnings(s, syms_opt);
         return s;
     }
     if (strcmp(trace_path, "-") == 0) {
@@ -463,6 +577,7 @@ static struct stf_syms *load_syms(const char *trace_path, const char *syms_opt, 
         tool_err("%s", err[0] ? err : stf_strerror(rc));
         *ok = false;
     }
+    syms_warnings(s, path);
     free(path);
     return s;
 }
@@ -677,7 +792,14 @@ void tool_json_escape(FILE *f, const uint8_t *s, size_t n)
         } else if (c < 0x80) {
             fputc(c, f);
             i++;
-        } else if ((len = utf8_len(s + i, n - i)) != 0) {
+        } else if ((len = utf8_len(s + i, n - i)) != 0 && utf8_control(s + i, len)) {
+            /* the code point, which JSON readers decode to the same text */
+            unsigned cp =
+                len == 2 ? (unsigned)(s[i + 1] & 0x3f) | 0x80u
+                         : 0x2000u | (unsigned)(s[i + 1] & 0x3f) << 6 | (unsigned)(s[i + 2] & 0x3f);
+            fprintf(f, "\\u%04x", cp);
+            i += len;
+        } else if (len != 0) {
             fwrite(s + i, 1, len, f);
             i += len;
         } else {

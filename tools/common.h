@@ -34,9 +34,22 @@ void tool_progress_set(struct tool_progress *p, uint64_t done);
 void tool_progress_done(struct tool_progress *p);
 
 /* JSON string body (no quotes) of n bytes: '"' and '\\' escaped, control bytes (< 0x20, 0x7f)
- * as \u00XX, well-formed UTF-8 sequences passed through, and any other byte >= 0x80 as \u00XX
- * (its Latin-1 reading), so the output is always valid JSON and UTF-8 names stay readable. */
+ * as \u00XX, well-formed UTF-8 sequences passed through except C1 controls and bidi controls
+ * (as tool_printable), which are written as \uXXXX escapes of their code points, and any other
+ * byte >= 0x80 as \u00XX (its Latin-1 reading), so the output is always valid JSON, safe on a
+ * terminal, and UTF-8 names stay readable. */
 void tool_json_escape(FILE *f, const uint8_t *s, size_t n);
+
+/* Text from a trace's sidecar or binary made safe to print: every byte a terminal could act
+ * on is written as \xNN (lower-case hex): C0 controls (ESC, BEL, CR, newline, tab, ...), DEL,
+ * bytes that are not well-formed UTF-8, and the UTF-8 encodings of the C1 controls
+ * U+0080-U+009F and of the bidi embeddings, overrides and isolates U+202A-U+202E and
+ * U+2066-U+2069 (all of the sequence's bytes); a backslash becomes \\ so that the rendering is
+ * unambiguous. Other well-formed UTF-8 stays as it is. Returns a malloc'd string, or NULL when
+ * text needs no change or memory ran out. */
+char *tool_printable(const char *text);
+/* The same into buf, which holds at least 4 * strlen(text) + 1 bytes. */
+void tool_printable_to(char *buf, const char *text);
 
 /* "--help"/"-h" among argv[1..]? */
 bool tool_wants_help(int argc, char **argv);
@@ -112,7 +125,9 @@ int tool_reader_fail(struct stf_reader *r, const char *path, int rc);
 void tool_warn_summary(const char *path);
 
 /* Symbols: explicit --syms FILE must load; the default sidecar may be missing (one warning).
- * Sets *ok = false (after printing the error) when the file is malformed/unreadable. */
+ * Sets *ok = false (after printing the error) when the file is malformed/unreadable. Names
+ * are demangled, then names and object paths made printable (tool_printable), once here, so
+ * that every output shows the same text and none reaches a terminal raw. */
 struct stf_syms *tool_load_syms(const char *trace_path, const char *syms_opt, bool *ok);
 
 /* Format a duration in nanoseconds: "512ns", "12.345us", "3.210ms", "1.500000s". */

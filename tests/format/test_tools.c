@@ -179,7 +179,8 @@ Test(tools, account_json_golden)
     tr_out_free(&r);
 
     /* names that need escaping (quote, backslash, a control byte; UTF-8 passed through),
-     * --sort and --top */
+     * --sort and --top. The name is the one every output shows (the control byte as \x01, the
+     * backslash doubled), in JSON's quoting. */
     char *syms = write_tmp(".syms", "sledtrace-syms\t1\no\t0\t0x0\t/bin/prog\n"
                                     "f\t0\t1\t0x1000\tq\"b\\s\x01\xc3\xa9\n"
                                     "f\t0\t2\t0x1100\tf\n");
@@ -194,7 +195,7 @@ Test(tools, account_json_golden)
              "    {\"function\": \"f\", \"id\": 2, \"count\": 2, \"total_ns\": 1300, "
              "\"self_ns\": 1300, \"min_ns\": 300, \"median_ns\": 1000, \"p90_ns\": 1000, "
              "\"p99_ns\": 1000, \"max_ns\": 1000, \"unfinished\": 0},\n"
-             "    {\"function\": \"q\\\"b\\\\s\\u0001\xc3\xa9\", \"id\": 1, \"count\": 1, "
+             "    {\"function\": \"q\\\"b\\\\\\\\s\\\\x01\xc3\xa9\", \"id\": 1, \"count\": 1, "
              "\"total_ns\": 3000, \"self_ns\": 1650, \"min_ns\": 3000, \"median_ns\": 3000, "
              "\"p90_ns\": 3000, \"p99_ns\": 3000, \"max_ns\": 3000, \"unfinished\": 0}\n"
              "  ],\n"
@@ -205,11 +206,11 @@ Test(tools, account_json_golden)
     cr_assert_str_eq(r.o, want);
     j = write_tmp(".json", r.o);
     json_parses(j);
-    /* the parsed name is the original one */
+    /* the parsed name is the name as shown */
     char *res = tg_tmpname(".txt"), cmd[1024];
     snprintf(cmd, sizeof cmd,
              "python3 -c 'import json,sys; d=json.load(open(sys.argv[1], encoding=\"utf-8\")); "
-             "n=d[\"functions\"][1][\"function\"]; assert n==\"q\\\"b\\\\s\\x01\\u00e9\", "
+             "n=d[\"functions\"][1][\"function\"]; assert n==\"q\\\"b\\\\\\\\s\\\\x01\\u00e9\", "
              "repr(n)' %s > %s 2>&1",
              j, res);
     int st = system(cmd);
