@@ -1361,7 +1361,8 @@ static void report_losses(const struct losses *lost, uint64_t dropped)
     if (late)
         str_log(STR_WARN,
                 "trace incomplete: %llu events recorded by threads after the runtime retired them "
-                "(code run from pthread key destructors) were not recorded",
+                "(code run from pthread key destructors, or signal handlers while it exited) were "
+                "not recorded",
                 (unsigned long long)late);
     if (capped)
         str_log(STR_WARN,

@@ -63,15 +63,34 @@ void str_log(int level, const char *fmt, ...)
         return;
     int saved = errno;
     static const char *const names[] = {"error", "warning", "info", "debug"};
-    char buf[1024];
-    int n = snprintf(buf, sizeof buf, "sledtrace: %s: ", names[level]);
+    char msg[1024], buf[1024];
     va_list ap;
     va_start(ap, fmt);
-    int m = vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
+    int m = vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
-    if (len > sizeof buf - 2)
-        len = sizeof buf - 2;
+    size_t mlen = m < 0 ? 0 : (size_t)m < sizeof msg ? (size_t)m : sizeof msg - 1;
+    int n = snprintf(buf, sizeof buf, "sledtrace: %s: ", names[level]);
+    size_t len = (size_t)n;
+    /* Messages carry names the runtime did not choose (paths, symbols): control bytes (C0, DEL,
+     * UTF-8-encoded C1) are written as \xNN, so that none reaches the terminal. */
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < mlen && len + 8 < sizeof buf - 1; i++) {
+        unsigned char c = (unsigned char)msg[i];
+        int c1 = c == 0xc2 && i + 1 < mlen && (unsigned char)msg[i + 1] >= 0x80 &&
+                 (unsigned char)msg[i + 1] <= 0x9f;
+        if (c < 0x20 || c == 0x7f || c1) {
+            for (int k = 0; k <= c1; k++) {
+                unsigned char b = (unsigned char)msg[i + (size_t)k];
+                buf[len++] = '\\';
+                buf[len++] = 'x';
+                buf[len++] = hex[b >> 4];
+                buf[len++] = hex[b & 15];
+            }
+            i += (size_t)c1;
+        } else {
+            buf[len++] = (char)c;
+        }
+    }
     buf[len++] = '\n';
     if (!releasing && level == STR_WARN && str_cfg.log_level < STR_INFO) {
         if (held_len + len <= sizeof held) {

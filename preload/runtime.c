@@ -140,18 +140,26 @@ static _Atomic int tracing;
 static _Atomic int lazy;
 static int patched_now = 1; /* sleds switched on (sledtrace_patch/unpatch, toggle signal) */
 
+/* A sidecar field ends its line: a name or path holding a newline would forge the next line
+ * (say, a name for another id). Such a text is written empty (an unnamed id shows as #<id>); the
+ * tools escape every other control byte when they show it. */
+static const char *one_line(const char *s)
+{
+    return s && !strchr(s, '\n') ? s : "";
+}
+
 static void syms_object(FILE *f, unsigned objid)
 {
     const struct traced *o = &objs[objid];
     fprintf(f, "o\t%u\t0x%llx\t%s\n", objid,
-            (unsigned long long)(o->obj ? stp_object_bias(o->obj) : 0), o->name);
+            (unsigned long long)(o->obj ? stp_object_bias(o->obj) : 0), one_line(o->name));
     size_t n = o->obj ? stp_object_nfuncs(o->obj) : 0; /* an executable without sleds: none */
     for (size_t i = 0; i < n; i++) {
         uint32_t id;
         uintptr_t addr;
         const char *name;
         stp_object_func(o->obj, i, &id, &addr, &name);
-        fprintf(f, "f\t%u\t%u\t0x%llx\t%s\n", objid, id, (unsigned long long)addr, name);
+        fprintf(f, "f\t%u\t%u\t0x%llx\t%s\n", objid, id, (unsigned long long)addr, one_line(name));
     }
 }
 

@@ -604,3 +604,53 @@ Test(log_level, warn_is_quiet_info_is_not)
     free(warn);
     free(info);
 }
+
+/* 10.6: a symbol name holding a newline (tests/format/hostile_names.c: "forge\nf\t0\t1\t0x0\t
+ * forged") must not end its sidecar line and forge a line naming another id: it is written
+ * empty, so that function shows as #2 and function 1 keeps its own name. */
+Test(runtime, sidecar_names_never_span_lines)
+{
+    char work[PATH_MAX], out[PATH_MAX], syms[PATH_MAX];
+    e2e_workdir(work, sizeof work);
+    snprintf(out, sizeof out, "%s/out", work);
+    const char *bin = E2E_HOSTILE_NAMES;
+    struct e2e_spec s = {.prog = bin, .preload = 1, .outdir = out};
+    struct e2e_run t;
+    e2e_run(work, &s, &t);
+    cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0, "status %#x: %s", t.status, t.err);
+    e2e_trace_path(syms, sizeof syms, out, bin, t.pid, "syms");
+    size_t len;
+    char *text = e2e_slurp(syms, &len);
+    cr_assert_not_null(text, "no sidecar %s", syms);
+    cr_assert_null(strstr(text, "forged"), "a forged line in the sidecar:\n%s", text);
+    cr_assert_not_null(strstr(text, "\tshout\x1b[2J\a\n"), "%s", text);
+    cr_assert_not_null(strstr(text, "\nf\t0\t2\t0x"), "%s", text);
+    const char *f2 = strstr(text, "\nf\t0\t2\t0x");
+    const char *eol = strchr(f2 + 1, '\n');
+    cr_assert(eol && eol[-1] == '\t', "function 2's name is not empty:\n%s", text);
+    free(text);
+    e2e_run_free(&t);
+    e2e_rmtree(work);
+}
+
+/* 10.6: the runtime's own messages carry names it did not choose (here the output directory):
+ * their control bytes reach stderr as \xNN, never raw. */
+Test(runtime, log_messages_escape_control_bytes)
+{
+    char work[PATH_MAX], file[PATH_MAX], outdir[PATH_MAX + 32], want[2 * PATH_MAX];
+    e2e_workdir(work, sizeof work);
+    snprintf(file, sizeof file, "%s/file", work);
+    make_file(file, "not a directory\n");
+    snprintf(outdir, sizeof outdir, "%s/\x1b]0;title\a\x1b[2Jx\xc2\x9b", file);
+    struct e2e_spec s = {.prog = BIN("fib-pie-nort"), .argv1 = "3", .preload = 1, .outdir = outdir};
+    struct e2e_run t;
+    e2e_run(work, &s, &t);
+    cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0, "status %#x", t.status);
+    snprintf(want, sizeof want,
+             "sledtrace: warning: cannot create output directory "
+             "%s/\\x1b]0;title\\x07\\x1b[2Jx\\xc2\\x9b (Not a directory); running untraced\n",
+             file);
+    cr_assert_str_eq(t.err, want);
+    e2e_run_free(&t);
+    e2e_rmtree(work);
+}
