@@ -643,6 +643,7 @@ static struct str_thread *new_thread(int vfork_child)
     }
     if (vfork_child)
         return th;
+    str_altstack_thread();
     pthread_mutex_lock(&registry_lock);
     th->next = registry;
     registry = th;
@@ -922,6 +923,7 @@ void str_thread_exit(void *arg)
     block_async(&mask);
     t->dead = 1;
     retire(th);
+    str_altstack_thread_exit();
     pthread_sigmask(SIG_SETMASK, &mask, NULL);
     errno = saved;
 }

@@ -215,6 +215,11 @@ STR_HIDDEN void str_threads_early(void);
 STR_HIDDEN int str_threads_alone(void);
 /* pthread_create for the runtime's own threads, which the program's count leaves out. */
 STR_HIDDEN int str_thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
+/* altstack.c: the runtime's alternate signal stack for a traced thread that has none (set up
+ * with the thread's buffers, given back at its exit), so that a stack overflow still completes
+ * the trace. */
+STR_HIDDEN void str_altstack_thread(void);
+STR_HIDDEN void str_altstack_thread_exit(void);
 /* signals.c */
 /* Resolves what the signal paths call later (the interposed longjmp family's targets), so that
  * they never call dlsym from a handler. Called once at start-up, before any tracing. */

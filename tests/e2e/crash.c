@@ -9,6 +9,10 @@
  *   handler            the program's own SIGSEGV handler (installed with sigaction) runs and
  *                      leaves with _exit(3)
  *   signal             the same handler installed with signal(), and SIGSEGV sent with kill
+ *   overflow           unbounded recursion (not instrumented) overflows the stack; the program
+ *                      has no alternate signal stack and prints what sigaltstack reports
+ *   altstack           no crash: sets, queries, refuses and disables alternate stacks, printing
+ *                      what sigaltstack says each time (the runtime's own must not show), exits 0
  * Signals whose default action ends the process (no handler of the program's):
  *   term int hup alrm usr1 quit   SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGQUIT sent with kill();
  *                      SIGALRM from alarm() while the program waits in pause()
@@ -50,6 +54,46 @@ __attribute__((xray_never_instrument)) static void on_segv(int sig)
     ssize_t w = write(1, msg, sizeof msg - 1);
     (void)w;
     _exit(sig == SIGSEGV ? 3 : 4);
+}
+
+/* Recurses until the stack runs out: 1 KiB a frame that the compiler cannot fold away. */
+__attribute__((xray_never_instrument, noinline)) static long descend(long n)
+{
+    volatile char pad[1024];
+    pad[n % sizeof pad] = (char)n;
+    return descend(n + 1) + pad[(n + 1) % sizeof pad];
+}
+
+__attribute__((xray_never_instrument)) static void show_altstack(const char *what, int r,
+                                                                 const stack_t *o)
+{
+    printf("%s: %d %s flags %d size %zu sp %s\n", what, r, r ? strerror(errno) : "-", o->ss_flags,
+           o->ss_size, o->ss_sp ? "set" : "null");
+}
+
+/* The altstack mode's calls (see the header). */
+__attribute__((xray_never_instrument)) static int altstack_calls(void)
+{
+    static char mine[65536], tiny[100];
+    stack_t o = {0}, s = {mine, 0, sizeof mine}, small = {tiny, 0, sizeof tiny};
+    stack_t off = {NULL, SS_DISABLE, 0}, bad = {NULL, 12345, 0};
+    int r = sigaltstack(NULL, &o);
+    show_altstack("start", r, &o);
+    r = sigaltstack(&small, &o);
+    show_altstack("too small", r, &o);
+    r = sigaltstack(&bad, &o);
+    show_altstack("bad flags", r, &o);
+    r = sigaltstack(&s, &o);
+    show_altstack("set", r, &o);
+    r = sigaltstack(NULL, &o);
+    show_altstack("query", r, &o);
+    r = sigaltstack(&off, &o);
+    show_altstack("disable", r, &o);
+    r = sigaltstack(NULL, &o);
+    show_altstack("query", r, &o);
+    r = sigaltstack(&off, &o);
+    show_altstack("disable again", r, &o);
+    return 0;
 }
 
 static pthread_barrier_t ready;
@@ -139,6 +183,17 @@ __attribute__((xray_never_instrument)) int main(int argc, char **argv)
         signal(SIGINT, SIG_IGN);
         kill(getpid(), SIGINT);
         return 3;
+    }
+    if (strcmp(how, "altstack") == 0)
+        return altstack_calls();
+    if (strcmp(how, "overflow") == 0) {
+        stack_t ss;
+        if (sigaltstack(NULL, &ss) != 0)
+            return 1;
+        printf("altstack %s size %zu\n", (ss.ss_flags & SS_DISABLE) ? "disabled" : "enabled",
+               ss.ss_size);
+        fflush(stdout);
+        return (int)descend(0);
     }
     if (strcmp(how, "segv") == 0) {
         *(volatile int *)(uintptr_t)zero = 1;

@@ -65,6 +65,12 @@ CRASH(abort, SIGABRT, 0)
 CRASH(assert, SIGABRT, 0)
 CRASH(raise, SIGSEGV, 0)
 CRASH(handler, 0, 3)
+/* A stack overflow in a thread without an alternate signal stack: the kernel could run no
+ * handler there and killed the process before the trace was completed (nothing of it was in the
+ * file). The runtime's own alternate stack lets the crash path run; the program still sees none
+ * (crash.c prints what sigaltstack says). */
+CRASH(overflow, SIGSEGV, 0)
+CRASH(altstack, 0, 0)
 CRASH(signal, 0, 3)
 
 /* Signals whose default action ends the process, sent by someone else or by the kernel. */
