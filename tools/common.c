@@ -291,9 +291,44 @@ int tool_trace_open(struct tool_trace *t, const char *path, const char *syms_opt
     return EXIT_OK;
 }
 
+/* --tid N naming no thread of the trace: an error, not an empty answer. */
+enum { NO_SUCH_TID = -100 };
+
+static bool has_tid(struct tool_trace *t)
+{
+    for (size_t i = 0; i < stf_cursor_threads(t->c); i++) {
+        int32_t tid;
+        if (stf_cursor_select(t->c, i, NULL, &tid, NULL) == STF_OK && tid == t->tid)
+            return true;
+    }
+    return false;
+}
+
+/* "1234, 1235, ... (N threads)" into buf: the trace's thread ids, for the --tid error. */
+static void list_tids(struct tool_trace *t, char *buf, size_t len)
+{
+    size_t n = stf_cursor_threads(t->c), used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && used + 16 < len; i++) {
+        int32_t tid;
+        if (stf_cursor_select(t->c, i, NULL, &tid, NULL) != STF_OK)
+            break;
+        if (i == 8 && n > 9) {
+            used += (size_t)snprintf(buf + used, len - used, ", ... (%zu threads)", n);
+            break;
+        }
+        used += (size_t)snprintf(buf + used, len - used, "%s%" PRId32, i ? ", " : "", tid);
+    }
+}
+
 int tool_trace_next(struct tool_trace *t, struct stf_item *it)
 {
     enum { PROGRESS_EVERY = 4096 };
+    if (t->one && !t->tid_checked) {
+        t->tid_checked = true;
+        if (!has_tid(t))
+            return NO_SUCH_TID;
+    }
     for (;;) {
         if (!t->started) {
             if (t->thread >= stf_cursor_threads(t->c))
@@ -354,7 +389,13 @@ int tool_trace_end(struct tool_trace *t, int rc)
 {
     tool_progress_done(&t->prog);
     int status = EXIT_OK;
-    if (rc < 0) {
+    if (rc == NO_SUCH_TID) {
+        char tids[256];
+        list_tids(t, tids, sizeof tids);
+        tool_err("%s: no thread %" PRId32 " in this trace (its threads: %s)", t->path, t->tid,
+                 tids[0] ? tids : "none");
+        status = EXIT_BAD_TRACE;
+    } else if (rc < 0) {
         uint64_t off = 0;
         const char *msg = stf_cursor_error(t->c, &off);
         status = report_error(t->path, rc, msg, off);

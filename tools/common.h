@@ -100,8 +100,10 @@ struct tool_trace {
     uint64_t n;    /* items handed out */
     struct tool_progress prog;
     int spool; /* descriptor of the temporary copy of a piped trace, or -1 */
-    bool one;  /* only thread tid (--tid): the others are skipped unread */
+    bool one;  /* only thread tid (--tid): the others are skipped unread; a tid the trace does
+                  not hold is an error (the first tool_trace_next fails, tool_trace_end says so) */
     int32_t tid;
+    bool tid_checked;
     char src[64]; /* what was opened when not path itself (a piped trace's copy, /dev/stdin) */
 };
 /* The file to open again for a second look at the trace (replay's lookahead). */

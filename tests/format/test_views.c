@@ -5,6 +5,7 @@
 #include "tracegen.h"
 
 #include <criterion/criterion.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -644,5 +645,30 @@ Test(views, tid_option_in_stack_and_graph)
     cr_assert_eq(r.code, 2);
     cr_assert_str_eq(r.e, "sledtrace: flamegraph: --tid needs an integer, not '1x'\n");
     tr_out_free(&r);
+    tr_remove_trace(p);
+}
+
+/* 12.5: --tid naming no thread of the trace is an error in every command that takes it, not an
+ * empty answer: exit 1, nothing on stdout, one line naming the trace's threads. */
+Test(views, tid_not_in_the_trace_is_an_error)
+{
+    char *p = write_trace();
+    char want[PATH_MAX + 128];
+    snprintf(want, sizeof want,
+             "sledtrace: %s: no thread 999 in this trace (its threads: 100, 200)\n", p);
+    const char *cmds[][8] = {
+        {tr_bin(), "replay", p, "--tid", "999", NULL},
+        {tr_bin(), "replay", p, "--tid", "999", "--min-duration", "1", NULL},
+        {tr_bin(), "stack", p, "--tid", "999", NULL},
+        {tr_bin(), "flamegraph", p, "-o", "-", "--tid", "999", NULL},
+        {tr_bin(), "graph", p, "--tid", "999", NULL},
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        struct tr_out r = tr_run(cmds[i]);
+        cr_assert_eq(r.code, 1, "%s: exit %d", cmds[i][1], r.code);
+        cr_assert_str_empty(r.o, "%s: stdout: %s", cmds[i][1], r.o);
+        cr_assert_str_eq(r.e, want, "%s", cmds[i][1]);
+        tr_out_free(&r);
+    }
     tr_remove_trace(p);
 }
