@@ -12,7 +12,10 @@
  * tree), ../lib/sledtrace/, ../lib/ (installed). */
 #include "common.h"
 
+#include "stp.h"
+
 #include <dirent.h>
+#include <elf.h>
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -112,7 +115,104 @@ static int is_trace_of(const char *name, pid_t pid)
     return k < len && k > 0 && name[k - 1] == '.' && ends_with_pid(name, k - 1, pid);
 }
 
-static void report_traces(const char *dir, pid_t pid)
+/* The file execvp would run for name: name itself when it holds a '/', else the first
+ * executable regular file of that name in $PATH. 0, or -1 when there is none. */
+static int resolve_prog(const char *name, char *buf, size_t len)
+{
+    if (strchr(name, '/'))
+        return snprintf(buf, len, "%s", name) < (int)len ? 0 : -1;
+    const char *path = getenv("PATH");
+    if (!path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    for (const char *p = path;;) {
+        const char *colon = strchr(p, ':');
+        size_t dl = colon ? (size_t)(colon - p) : strlen(p);
+        int n = snprintf(buf, len, "%.*s%s%s", (int)dl, p, dl ? "/" : "", name);
+        struct stat st;
+        if (n > 0 && (size_t)n < len && stat(buf, &st) == 0 && S_ISREG(st.st_mode) &&
+            access(buf, X_OK) == 0)
+            return 0;
+        if (!colon)
+            return -1;
+        p = colon + 1;
+    }
+}
+
+/* What kind of file the program is, as far as preloading goes. */
+enum prog_kind { PROG_UNKNOWN, PROG_SCRIPT, PROG_NOT_ELF, PROG_STATIC, PROG_DYNAMIC };
+
+static enum prog_kind prog_kind(const char *path)
+{
+    FILE *f = fopen(path, "rbe");
+    if (!f)
+        return PROG_UNKNOWN;
+    Elf64_Ehdr eh;
+    size_t got = fread(&eh, 1, sizeof eh, f);
+    enum prog_kind kind = PROG_NOT_ELF;
+    if (got >= 2 && memcmp(&eh, "#!", 2) == 0) {
+        kind = PROG_SCRIPT;
+    } else if (got == sizeof eh && memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
+               eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_phentsize == sizeof(Elf64_Phdr)) {
+        /* No PT_INTERP: no dynamic loader runs, so nothing reads LD_PRELOAD (static, static-pie). */
+        kind = PROG_STATIC;
+        for (unsigned i = 0; i < eh.e_phnum; i++) {
+            Elf64_Phdr ph;
+            if (fseeko(f, (off_t)(eh.e_phoff + i * sizeof ph), SEEK_SET) != 0 ||
+                fread(&ph, sizeof ph, 1, f) != 1) {
+                kind = PROG_UNKNOWN;
+                break;
+            }
+            if (ph.p_type == PT_INTERP) {
+                kind = PROG_DYNAMIC;
+                break;
+            }
+        }
+    }
+    fclose(f);
+    return kind;
+}
+
+/* No trace: one sentence on why, from what the program's file says. */
+static void explain_no_trace(const char *dir, pid_t pid, const char *prog)
+{
+    char path[PATH_MAX], shown[4 * PATH_MAX + 1];
+    if (resolve_prog(prog, path, sizeof path) != 0)
+        snprintf(path, sizeof path, "%s", prog);
+    tool_printable_to(shown, strlen(path) < PATH_MAX ? path : prog);
+    switch (prog_kind(path)) {
+    case PROG_STATIC:
+        tool_err("no trace: %s is statically linked, so no dynamic loader runs to load the "
+                 "runtime (LD_PRELOAD); link it dynamically to trace it",
+                 shown);
+        return;
+    case PROG_SCRIPT:
+        tool_err("no trace: %s is a script; only its interpreter runs under the runtime, and it "
+                 "has no XRay sleds",
+                 shown);
+        return;
+    case PROG_NOT_ELF:
+        tool_err("no trace: %s is not a 64-bit ELF executable", shown);
+        return;
+    case PROG_DYNAMIC:
+        if (stp_file_has_map(path) == 0) {
+            tool_err("no trace: %s has no XRay sleds (no xray_instr_map section) and no "
+                     "instrumented library it loaded recorded a call; build it with clang "
+                     "-fxray-instrument -fxray-instruction-threshold=1",
+                     shown);
+            return;
+        }
+        tool_err("no trace: %s has XRay sleds but recorded no call (its runtime's messages above "
+                 "say why, if any: SLEDTRACE_FILTER or SLEDTRACE_EXCLUDE may leave out every "
+                 "function, or the program never called one)",
+                 shown);
+        return;
+    case PROG_UNKNOWN:
+        break;
+    }
+    fprintf(stderr, "sledtrace: no trace found in %s for pid %ld\n", dir, (long)pid);
+}
+
+static void report_traces(const char *dir, pid_t pid, const char *prog)
 {
     int found = 0;
     DIR *d = opendir(dir);
@@ -130,7 +230,7 @@ static void report_traces(const char *dir, pid_t pid)
         closedir(d);
     }
     if (!found)
-        fprintf(stderr, "sledtrace: no trace found in %s for pid %ld\n", dir, (long)pid);
+        explain_no_trace(dir, pid, prog);
 }
 
 int cmd_run(int argc, char **argv)
@@ -286,11 +386,11 @@ int cmd_run(int argc, char **argv)
         code = EXIT_BAD_TRACE;
     } else if (WIFSIGNALED(st)) {
         int sig = WTERMSIG(st);
-        report_traces(dir, pid);
+        report_traces(dir, pid, prog[0]);
         tool_err("%s: killed by signal %d (%s)", prog[0], sig, strsignal(sig));
         code = 128 + sig;
     } else {
-        report_traces(dir, pid);
+        report_traces(dir, pid, prog[0]);
         code = WIFEXITED(st) ? WEXITSTATUS(st) : EXIT_BAD_TRACE;
     }
     free(ldp);

@@ -654,3 +654,48 @@ Test(runtime, log_messages_escape_control_bytes)
     e2e_run_free(&t);
     e2e_rmtree(work);
 }
+
+/* 12.5: a program that cannot be traced gets one sentence from `sledtrace run` saying why, at
+ * the default log level, where there used to be "no trace found": static (no dynamic loader to
+ * read LD_PRELOAD), no sleds at all, or sleds but a filter that leaves every function out. The
+ * program's own output and status are untouched. */
+static void check_run_says(const char *bin, const char *env, const char *want_fmt)
+{
+    char work[PATH_MAX], want[2 * PATH_MAX];
+    e2e_workdir(work, sizeof work);
+    struct e2e_run r;
+    e2e_run_sh(work, &r, "%s '" E2E_SLEDTRACE "' run -o '%s/out' -- '%s' 5", env, work, bin);
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "status %#x: %s", r.status, r.err);
+    cr_assert(strstr(r.out, "fib(5) = 5\n") != NULL, "%s", r.out);
+    snprintf(want, sizeof want, want_fmt, bin);
+    cr_assert_str_eq(r.err, want);
+    e2e_run_free(&r);
+    e2e_rmtree(work);
+}
+
+Test(runtime, run_says_why_a_static_program_has_no_trace)
+{
+    check_run_says(
+        BIN("fib-static"), "",
+        "sledtrace: no trace: %s is statically linked, so no dynamic loader runs to load "
+        "the runtime (LD_PRELOAD); link it dynamically to trace it\n");
+}
+
+Test(runtime, run_says_why_a_program_without_sleds_has_no_trace)
+{
+    check_run_says(BIN("plain-pie"), "",
+                   "sledtrace: no trace: %s has no XRay sleds (no xray_instr_map section) and no "
+                   "instrumented library it loaded recorded a call; build it with clang "
+                   "-fxray-instrument -fxray-instruction-threshold=1\n");
+}
+
+Test(runtime, run_says_why_a_filtered_program_has_no_trace)
+{
+    check_run_says(BIN("fib-pie-nort"), "env SLEDTRACE_FILTER=fbi",
+                   "sledtrace: warning: SLEDTRACE_FILTER: 'fbi' matches no function (patterns are "
+                   "shell globs on function names, C++ names demangled or not; LIB:GLOB limits "
+                   "one to an object)\n"
+                   "sledtrace: no trace: %s has XRay sleds but recorded no call (its runtime's "
+                   "messages above say why, if any: SLEDTRACE_FILTER or SLEDTRACE_EXCLUDE may "
+                   "leave out every function, or the program never called one)\n");
+}
