@@ -29,7 +29,6 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <stdatomic.h>
-#include <fnmatch.h>
 #include <limits.h>
 #include <link.h>
 #include <pthread.h>
@@ -212,39 +211,11 @@ static void append_syms(unsigned objid)
     fclose(f);
 }
 
-/* Whether `name` of object `lib` (its file's base name) matches a comma-separated list of
- * [LIB:]GLOB patterns (fnmatch; a pattern without LIB: applies to every object). */
-static int matches(const char *list, const char *lib, const char *name)
-{
-    char pat[512];
-    for (const char *p = list; *p;) {
-        size_t n = strcspn(p, ",");
-        if (n > 0 && n < sizeof pat) {
-            memcpy(pat, p, n);
-            pat[n] = '\0';
-            char *colon = strchr(pat, ':');
-            const char *glob = pat;
-            int lib_ok = 1;
-            if (colon) {
-                *colon = '\0';
-                lib_ok = fnmatch(pat, lib, 0) == 0;
-                glob = colon + 1;
-            }
-            if (lib_ok && fnmatch(glob, name, 0) == 0)
-                return 1;
-        }
-        p += n;
-        if (*p == ',')
-            p++;
-    }
-    return 0;
-}
-
 /* SLEDTRACE_FILTER / SLEDTRACE_EXCLUDE: functions left out are never patched, so they cost
  * nothing; functions without a symbol name match only "*". */
 static void apply_filters(struct stp_object *obj, const char *lib)
 {
-    if (!str_cfg.filter && !str_cfg.exclude)
+    if (!str_filter_active())
         return;
     size_t n = stp_object_nfuncs(obj), left = 0;
     for (size_t i = 0; i < n; i++) {
@@ -252,10 +223,7 @@ static void apply_filters(struct stp_object *obj, const char *lib)
         uintptr_t addr;
         const char *name;
         stp_object_func(obj, i, &id, &addr, &name);
-        int keep = !str_cfg.filter || matches(str_cfg.filter, lib, name);
-        if (keep && str_cfg.exclude && matches(str_cfg.exclude, lib, name))
-            keep = 0;
-        if (!keep) {
+        if (!str_filter_keep(lib, name)) {
             stp_object_leave_out(obj, i);
             left++;
         }
@@ -426,6 +394,8 @@ static void scan_objects(void)
         sc.seen[0] = 1;
         dl_iterate_phdr(scan_one, &sc);
     } while (sc.need_capstone && stp_capstone_load() == 0);
+    if (str_filter_active())
+        str_filter_report(); /* patterns that matched no function so far */
     if (sc.need_capstone) {
         str_log(STR_WARN, "cannot load Capstone (%s); libraries loaded from now on are left alone",
                 STP_CAPSTONE_NAME);

@@ -215,6 +215,12 @@ STR_HIDDEN void str_threads_early(void);
 STR_HIDDEN int str_threads_alone(void);
 /* pthread_create for the runtime's own threads, which the program's count leaves out. */
 STR_HIDDEN int str_thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
+/* filter.c: SLEDTRACE_FILTER / SLEDTRACE_EXCLUDE. str_filter_keep: whether function `name` of
+ * object `lib` (its file's base name) is patched; str_filter_report warns once about each
+ * pattern that has matched no function so far. Under the runtime's objs_lock. */
+STR_HIDDEN int str_filter_active(void);
+STR_HIDDEN int str_filter_keep(const char *lib, const char *name);
+STR_HIDDEN void str_filter_report(void);
 /* altstack.c: the runtime's alternate signal stack for a traced thread that has none (set up
  * with the thread's buffers, given back at its exit), so that a stack overflow still completes
  * the trace. */

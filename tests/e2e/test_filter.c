@@ -75,6 +75,90 @@ Test(filter, other_library_only)
     check_filter("SLEDTRACE_FILTER=libother.so:chain", NULL);
 }
 
+/* 12.5: a pattern that matches no function is said at the default level, once, whatever else
+ * matches (a typo must not go unnoticed); the rest is traced as asked. */
+Test(filter, pattern_matching_nothing_warns)
+{
+    char work[PATH_MAX], out[PATH_MAX];
+    const char *bin = BIN("mix-pie-nort");
+    e2e_workdir(work, sizeof work);
+    snprintf(out, sizeof out, "%s/out", work);
+    struct e2e_spec s = {.prog = bin,
+                         .preload = 1,
+                         .outdir = out,
+                         .env = {"SLEDTRACE_FILTER=is_*,is_evn", "SLEDTRACE_EXCLUDE=leaf,lef"}};
+    struct e2e_run t;
+    e2e_run(work, &s, &t);
+    cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0, "status %#x", t.status);
+    cr_assert_str_eq(t.err,
+                     "sledtrace: warning: SLEDTRACE_FILTER: 'is_evn' matches no function "
+                     "(patterns are shell globs on function names, C++ names demangled or not; "
+                     "LIB:GLOB limits one to an object)\n"
+                     "sledtrace: warning: SLEDTRACE_EXCLUDE: 'lef' matches no function "
+                     "(patterns are shell globs on function names, C++ names demangled or not; "
+                     "LIB:GLOB limits one to an object)\n");
+    e2e_run_free(&t);
+    e2e_rmtree(work);
+}
+
+/* 12.5: C++ patterns on demangled names (cxxfilter.cpp): with or without the parameter list,
+ * "::" never taken for the LIB: separator, mangled names still accepted. `want` is the exact
+ * account CSV rows (function,count) of the program's functions, in any order. */
+static void check_cxx(const char *filter, const char *const *want)
+{
+    char work[PATH_MAX], out[PATH_MAX], trace[PATH_MAX], env[256];
+    const char *bin = BIN("cxxfilter");
+    e2e_workdir(work, sizeof work);
+    snprintf(out, sizeof out, "%s/out", work);
+    snprintf(env, sizeof env, "SLEDTRACE_FILTER=%s", filter);
+    struct e2e_spec s = {.prog = bin, .preload = 1, .outdir = out, .env = {env}};
+    struct e2e_run t, a;
+    e2e_run(work, &s, &t);
+    cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0, "status %#x", t.status);
+    cr_assert_str_empty(t.err, "%s: stderr:\n%s", filter, t.err);
+    e2e_trace_path(trace, sizeof trace, out, bin, t.pid, "fdr");
+    e2e_run_sh(work, &a, "'" E2E_SLEDTRACE "' account --format csv '%s'", trace);
+    cr_assert_eq(a.status, 0, "%s", a.err);
+    int rows = 0, nwant = 0;
+    for (const char *p = strchr(a.out, '\n'); p && p[1]; p = strchr(p + 1, '\n')) {
+        const char *line = p + 1;
+        if (strncmp(line, "[sledtrace]", 11) == 0)
+            continue;
+        rows++;
+        /* function,id,count,...: as "function=count" */
+        char name[128], row[160];
+        long id, count;
+        const char *comma = strchr(line, ',');
+        cr_assert(comma && comma - line < (long)sizeof name &&
+                      sscanf(comma, ",%ld,%ld,", &id, &count) == 2,
+                  "%s: bad row %.60s", filter, line);
+        snprintf(name, sizeof name, "%.*s", (int)(comma - line), line);
+        snprintf(row, sizeof row, "%s=%ld", name, count);
+        int found = 0;
+        for (int i = 0; want[i]; i++)
+            found |= strcmp(row, want[i]) == 0;
+        cr_assert(found, "%s: unexpected row %s", filter, row);
+    }
+    while (want[nwant])
+        nwant++;
+    cr_assert_eq(rows, nwant, "%s: %d functions traced, want %d:\n%s", filter, rows, nwant, a.out);
+    e2e_run_free(&a);
+    e2e_run_free(&t);
+    e2e_rmtree(work);
+}
+
+Test(filter, cxx_demangled_patterns)
+{
+    check_cxx("app::risky*",
+              (const char *const[]){"app::risky(long)=3", "app::risky(double)=2", NULL});
+    check_cxx("app::safe", (const char *const[]){"app::safe(long)=5", NULL});
+    check_cxx("app::*", (const char *const[]){"app::risky(long)=3", "app::risky(double)=2",
+                                              "app::safe(long)=5",
+                                              "app::Widget::risky_method(long)=4", NULL});
+    check_cxx("cxxfilter:app::risky(double)", (const char *const[]){"app::risky(double)=2", NULL});
+    check_cxx("_ZN3app4safeEl", (const char *const[]){"app::safe(long)=5", NULL});
+}
+
 /* envwipe.c writes over its environment block (as servers that set their process title do) and
  * chdirs to "/" before it forks a traced child and dlopens libslb.so: the filter, the relative
  * output directory and every other setting were copied (and the directory resolved) at
