@@ -378,6 +378,7 @@ void stf_cursor_stats(const struct stf_cursor *c, struct stf_reader_stats *out);
 /* ---- symbols sidecar (format/syms.c) ----------------------------------------------------- */
 /* Text file written next to the trace:
  *     sledtrace-syms<TAB>1
+ *     run<TAB>id          (optional: the `sledtrace run` that made the trace)
  *     o<TAB>objid<TAB>0xbias<TAB>path
  *     f<TAB>objid<TAB>fid<TAB>0xaddress<TAB>name
  * Lookups are keyed on (objid, fid). Unknown line types are ignored. A malformed 'o' or 'f'

@@ -178,6 +178,8 @@ static int write_syms(const char *path)
         return -1;
     }
     fprintf(f, "sledtrace-syms\t1\n");
+    if (str_cfg.run_id) /* `sledtrace run` finds the traces of its run by it */
+        fprintf(f, "run\t%s\n", str_cfg.run_id);
     for (unsigned i = 0; i < nobjs; i++)
         syms_object(f, i);
     return fclose(f) == 0 ? 0 : -1;

@@ -40,6 +40,7 @@ struct str_config {
     unsigned file_mode;  /* SLEDTRACE_FILE_MODE: the trace's and sidecar's mode (octal) */
     int max_size_set;    /* SLEDTRACE_MAX_SIZE given: */
     uint64_t max_size;   /* bytes, 0 = no cap; else half the free space at start-up */
+    const char *run_id;  /* SLEDTRACE_RUN_ID (set by `sledtrace run`): written in the sidecar */
 };
 
 STR_HIDDEN extern struct str_config str_cfg;

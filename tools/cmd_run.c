@@ -1,22 +1,31 @@
-/* sledtrace run: start a program with the tracing runtime preloaded.
+/* sledtrace run and sledtrace live: start a program with the tracing runtime preloaded.
  *
- * Sets LD_PRELOAD (the runtime first, then any existing entries), SLEDTRACE_OUTPUT (absolute
- * output directory, so a chdir in the program does not matter) and, when given,
- * SLEDTRACE_LOG / SLEDTRACE_FLUSH_MS / SLEDTRACE_MAX_SIZE; fork + execvp; waits while ignoring SIGINT/SIGQUIT (the
- * terminal delivers them to the program); then reports on stderr where the trace went
- * (DIR/sledtrace.*.<pid>.fdr, and .<pid>.<n>.fdr for images it exec'd) and exits with the program's
- * status, or 128 + signal number if a signal killed it (not re-raised). exec failures exit 127
- * (126: permission), like shells.
+ * Options set the runtime's environment (SLEDTRACE_OUTPUT, an absolute directory so that a chdir
+ * in the program does not matter, and each setting below), and every value is checked here,
+ * before the program starts, with the runtime's own rules: a typo is a usage error (exit 2), not
+ * a warning in the program's stderr. A random SLEDTRACE_RUN_ID, written by the runtime into each
+ * sidecar, tells this run's traces (the program's, the images it exec'd, its fork children's and
+ * any descendant's that kept the environment) from others in the same directory. The command
+ * forks + execvp's, waits while ignoring SIGINT/SIGQUIT (the terminal delivers them to the
+ * program), then lists on stderr the traces the run wrote (the program's first), optionally a
+ * short report (--report: the top functions by self time, per trace), and exits with the
+ * program's status, or 128 + signal number if a signal killed it (not re-raised). exec
+ * failures exit 127 (126: permission), like shells. A run that wrote no trace says why.
+ *
+ * live: the same run into a temporary directory (or -o DIR, kept), then the call tree of every
+ * trace on stdout (replay), like uftrace's live command.
  *
  * The runtime is --preload LIB, else found relative to this executable: ../preload/ (build
  * tree), ../lib/sledtrace/, ../lib/ (installed). */
 #include "common.h"
+#include "callstack.h" /* cmd_replay */
 
 #include "stp.h"
 
 #include <dirent.h>
 #include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,23 +33,44 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
-static void help(FILE *out)
+static void help(FILE *out, bool live)
 {
-    fputs("usage: sledtrace run [OPTIONS] -- PROG [ARGS...]\n"
-          "\n"
-          "Run PROG (built with clang -fxray-instrument) with the sledtrace runtime preloaded,\n"
-          "then print where the trace was written. Exits with PROG's status (128+N if killed\n"
-          "by signal N).\n"
-          "\n"
-          "  -o, --output DIR  directory for sledtrace.PROG.PID.fdr/.syms (default: .)\n"
-          "  --log LEVEL       runtime log level (SLEDTRACE_LOG)\n"
-          "  --flush-ms N      runtime flush interval in ms (SLEDTRACE_FLUSH_MS)\n"
-          "  --max-size SIZE   stop writing the trace past SIZE bytes (K, M, G, T; 0: no cap;\n"
-          "                    default: half the free space) (SLEDTRACE_MAX_SIZE)\n"
-          "  --preload LIB     runtime library to preload (default: found next to sledtrace)\n",
-          out);
+    fprintf(
+        out,
+        "usage: sledtrace %s [OPTIONS] -- PROG [ARGS...]\n"
+        "\n"
+        "%s"
+        "\n"
+        "  -o, --output DIR      directory for sledtrace.PROG.PID.fdr/.syms (default: %s)\n"
+        "  --filter PATTERNS     trace only these functions (SLEDTRACE_FILTER): comma-separated\n"
+        "                        [LIB:]GLOB on function names, C++ names demangled or not\n"
+        "  --exclude PATTERNS    leave these functions out (SLEDTRACE_EXCLUDE)\n"
+        "  --policy POLICY       lossless (default: wait for the writer), discard (drop and\n"
+        "                        mark the gap), flight (keep the latest buffers only)\n"
+        "  --clock CLOCK         auto (default), tsc, monotonic (SLEDTRACE_CLOCK)\n"
+        "  --buffer-kb N         buffer size, 4..16384 KiB (SLEDTRACE_BUFFER_KB, default 64)\n"
+        "  --buffers N           buffers per thread, 2..4096 (SLEDTRACE_BUFFERS, default 16)\n"
+        "  --flush-ms N          flush period, 1..60000 ms (SLEDTRACE_FLUSH_MS, default 1000)\n"
+        "  --max-size SIZE       stop writing the trace past SIZE bytes (K, M, G, T; 0: no cap;\n"
+        "                        default: half the free space) (SLEDTRACE_MAX_SIZE)\n"
+        "  --log LEVEL           runtime messages: error, warn (default), info, debug\n"
+        "%s"
+        "  --preload LIB         runtime library to preload (default: found next to sledtrace)\n",
+        live ? "live" : "run",
+        live ? "Run PROG (built with clang -fxray-instrument) with the sledtrace runtime\n"
+               "preloaded, then print the call tree of every trace it wrote (sledtrace replay)\n"
+               "on stdout. Exits with PROG's status (128+N if killed by signal N).\n"
+             : "Run PROG (built with clang -fxray-instrument) with the sledtrace runtime\n"
+               "preloaded, then list the traces the run wrote (the program's, its children's\n"
+               "and of the images they exec'd) on stderr. Exits with PROG's status (128+N if\n"
+               "killed by signal N).\n",
+        live ? "a temporary directory, removed afterwards" : ".",
+        live ? ""
+             : "  --report[=N]          then print each trace's top N functions by self time\n"
+               "                        on stderr (default 10)\n");
 }
 
 /* mkdir -p: every missing component of `path`, mode 0755 minus the umask (the runtime refuses
@@ -212,93 +242,252 @@ static void explain_no_trace(const char *dir, pid_t pid, const char *prog)
     fprintf(stderr, "sledtrace: no trace found in %s for pid %ld\n", dir, (long)pid);
 }
 
-static void report_traces(const char *dir, pid_t pid, const char *prog)
+/* The traces this run wrote: sidecars in dir carrying its run id, the program's first (then by
+ * name). Paths are malloc'd into *out; returns how many (-1: out of memory). */
+static int cmp_str(const void *a, const void *b)
 {
-    int found = 0;
-    DIR *d = opendir(dir);
-    if (d) {
-        struct dirent *e;
-        while ((e = readdir(d))) {
-            if (is_trace_of(e->d_name, pid)) {
-                /* an exec'd image's name is in it: the program chose that */
-                char shown[4 * sizeof e->d_name + 1];
-                tool_printable_to(shown, e->d_name);
-                fprintf(stderr, "sledtrace: trace written to %s/%s\n", dir, shown);
-                found++;
-            }
-        }
-        closedir(d);
-    }
-    if (!found)
-        explain_no_trace(dir, pid, prog);
+    return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-int cmd_run(int argc, char **argv)
+static int run_traces(const char *dir, const char *run_id, pid_t pid, char ***out)
 {
-    const char *out = ".", *log = NULL, *flush = NULL, *preload = NULL, *max_size = NULL;
+    *out = NULL;
+    size_t n = 0, cap = 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    char want[96];
+    snprintf(want, sizeof want, "run\t%s\n", run_id);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (strncmp(e->d_name, "sledtrace.", 10) != 0 || len < 15 ||
+            strcmp(e->d_name + len - 5, ".syms") != 0)
+            continue;
+        char syms[PATH_MAX + 300], head[256] = "";
+        snprintf(syms, sizeof syms, "%s/%s", dir, e->d_name);
+        FILE *f = fopen(syms, "re");
+        if (!f)
+            continue;
+        size_t got = fread(head, 1, sizeof head - 1, f);
+        fclose(f);
+        head[got] = '\0';
+        if (!strstr(head, want))
+            continue;
+        if (n == cap) {
+            char **nv = tool_grow(*out, &cap, sizeof *nv, 16);
+            if (!nv)
+                goto nomem;
+            *out = nv;
+        }
+        memcpy(syms + strlen(syms) - 5, ".fdr", 5);
+        if (access(syms, F_OK) != 0)
+            continue; /* a sidecar whose trace was removed (nothing recorded) */
+        if (!((*out)[n] = strdup(syms)))
+            goto nomem;
+        n++;
+    }
+    closedir(d);
+    qsort(*out, n, sizeof **out, cmp_str);
+    /* The program's own trace first. */
+    for (size_t i = 0; i < n; i++)
+        if (is_trace_of(strrchr((*out)[i], '/') + 1, pid)) {
+            char *t = (*out)[i];
+            memmove(*out + 1, *out, i * sizeof **out);
+            (*out)[0] = t;
+            break;
+        }
+    return (int)n;
+nomem:
+    closedir(d);
+    for (size_t i = 0; i < n; i++)
+        free((*out)[i]);
+    free(*out);
+    *out = NULL;
+    return -1;
+}
+
+static void free_traces(char **v, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+/* A subcommand's output on stderr (run's report): stdout goes to stderr meanwhile. */
+static int on_stderr(int (*cmd)(int, char **), int argc, char **argv)
+{
+    fflush(stdout);
+    int saved = dup(STDOUT_FILENO);
+    if (saved < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+        if (saved >= 0)
+            close(saved);
+        return EXIT_BAD_TRACE;
+    }
+    int rc = cmd(argc, argv);
+    fflush(stdout);
+    dup2(saved, STDOUT_FILENO);
+    close(saved);
+    return rc;
+}
+
+/* --NAME VALUE or --NAME=VALUE at argv[*i] (k bytes of name): 1 and *v, 0 not it, -1 missing. */
+static int opt_value(int argc, char **argv, int *i, const char *name, const char **v)
+{
+    size_t k = strlen(name);
+    const char *o = argv[*i];
+    if (strncmp(o, name, k) != 0)
+        return 0;
+    if (o[k] == '=') {
+        *v = o + k + 1;
+        return 1;
+    }
+    if (o[k] != '\0')
+        return 0;
+    if (*i + 1 >= argc || strcmp(argv[*i + 1], "--") == 0)
+        return -1;
+    *v = argv[++*i];
+    return 1;
+}
+
+/* One runtime setting given as an option: its environment variable and how it is checked. */
+struct setting {
+    const char *opt, *var;
+    const char *choices[5]; /* NULL-terminated: one of these, or */
+    uint64_t lo, hi;        /* an integer in [lo, hi] when hi != 0, or */
+    int size;               /* a size: digits and an optional K, M, G, T */
+    const char *value;
+};
+
+static bool valid_size(const char *v)
+{
+    if (!*v || *v < '0' || *v > '9')
+        return false;
+    while (*v >= '0' && *v <= '9')
+        v++;
+    if (*v && strchr("KkMmGgTt", *v))
+        v++;
+    return *v == '\0';
+}
+
+static bool check_setting(const struct setting *st, const char *cmd)
+{
+    const char *v = st->value;
+    if (st->choices[0]) {
+        char list[96] = "";
+        for (int k = 0; st->choices[k]; k++) {
+            if (strcmp(v, st->choices[k]) == 0)
+                return true;
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", k ? ", " : "",
+                     st->choices[k]);
+        }
+        tool_err("%s: %s must be one of %s, not '%s'", cmd, st->opt, list, v);
+        return false;
+    }
+    uint64_t n;
+    if (st->hi && (!tool_parse_u64(v, &n) || n < st->lo || n > st->hi)) {
+        tool_err("%s: %s must be an integer from %llu to %llu, not '%s'", cmd, st->opt,
+                 (unsigned long long)st->lo, (unsigned long long)st->hi, v);
+        return false;
+    }
+    if (st->size && !valid_size(v)) {
+        tool_err("%s: %s must be a size (bytes, or with K, M, G, T; 0: no cap), not '%s'", cmd,
+                 st->opt, v);
+        return false;
+    }
+    if (!st->hi && !st->size && !*v) {
+        tool_err("%s: %s needs a non-empty value", cmd, st->opt);
+        return false;
+    }
+    return true;
+}
+
+static int run_or_live(int argc, char **argv, bool live)
+{
+    const char *cmd = live ? "live" : "run";
+    struct setting set[] = {
+        {"--filter", "SLEDTRACE_FILTER", {NULL}, 0, 0, 0, NULL},
+        {"--exclude", "SLEDTRACE_EXCLUDE", {NULL}, 0, 0, 0, NULL},
+        {"--policy", "SLEDTRACE_POLICY", {"lossless", "discard", "flight", NULL}, 0, 0, 0, NULL},
+        {"--clock", "SLEDTRACE_CLOCK", {"auto", "tsc", "monotonic", NULL}, 0, 0, 0, NULL},
+        {"--buffer-kb", "SLEDTRACE_BUFFER_KB", {NULL}, 4, 16384, 0, NULL},
+        {"--buffers", "SLEDTRACE_BUFFERS", {NULL}, 2, 4096, 0, NULL},
+        {"--flush-ms", "SLEDTRACE_FLUSH_MS", {NULL}, 1, 60000, 0, NULL},
+        {"--max-size", "SLEDTRACE_MAX_SIZE", {NULL}, 0, 0, 1, NULL},
+        {"--log", "SLEDTRACE_LOG", {"error", "warn", "info", "debug", NULL}, 0, 0, 0, NULL},
+    };
+    enum { NSET = sizeof set / sizeof set[0] };
+    const char *out = NULL, *preload = NULL;
+    uint64_t report = 0;
     int i = 1;
     for (; i < argc; i++) {
-        const char *o = argv[i];
+        const char *o = argv[i], *v = NULL;
         if (strcmp(o, "--") == 0) {
             i++;
             break;
         }
         if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
-            help(stdout);
+            help(stdout, live);
             return EXIT_OK;
         }
         if (o[0] != '-')
             break; /* PROG without "--" */
-        const char **dst = NULL;
-        const char *v = NULL;
-        if (strcmp(o, "-o") == 0 || strcmp(o, "--output") == 0)
-            dst = &out;
-        else if (strcmp(o, "--log") == 0)
-            dst = &log;
-        else if (strcmp(o, "--flush-ms") == 0)
-            dst = &flush;
-        else if (strcmp(o, "--preload") == 0)
-            dst = &preload;
-        else if (strcmp(o, "--max-size") == 0)
-            dst = &max_size;
-        else if (strncmp(o, "--max-size=", 11) == 0)
-            dst = &max_size, v = o + 11;
-        else if (strncmp(o, "--output=", 9) == 0)
-            dst = &out, v = o + 9;
-        else if (strncmp(o, "--log=", 6) == 0)
-            dst = &log, v = o + 6;
-        else if (strncmp(o, "--flush-ms=", 11) == 0)
-            dst = &flush, v = o + 11;
-        else if (strncmp(o, "--preload=", 10) == 0)
-            dst = &preload, v = o + 10;
-        else {
-            tool_err("run: unknown option '%s'", o);
-            return EXIT_USAGE;
-        }
-        if (!v) {
-            if (i + 1 >= argc) {
-                tool_err("run: %s needs a value", o);
+        int m = 0;
+        size_t k = 0;
+        for (; k < NSET && !m; k++)
+            if ((m = opt_value(argc, argv, &i, set[k].opt, &v)) > 0)
+                set[k].value = v;
+        if (!m && (m = opt_value(argc, argv, &i, "--output", &v)) > 0)
+            out = v;
+        if (!m && (m = opt_value(argc, argv, &i, "-o", &v)) > 0)
+            out = v;
+        if (!m && (m = opt_value(argc, argv, &i, "--preload", &v)) > 0)
+            preload = v;
+        if (!m && !live && strcmp(o, "--report") == 0)
+            m = 1, report = 10;
+        if (!m && !live && strncmp(o, "--report=", 9) == 0) {
+            m = 1;
+            if (!tool_parse_u64(o + 9, &report) || report == 0 || report > 100000) {
+                tool_err("%s: --report=N needs a positive integer, not '%s'", cmd, o + 9);
                 return EXIT_USAGE;
             }
-            v = argv[++i];
         }
-        *dst = v;
+        if (m < 0) {
+            tool_err("%s: %s needs a value", cmd, o);
+            return EXIT_USAGE;
+        }
+        if (!m) {
+            tool_err("%s: unknown option '%s' (see 'sledtrace %s --help')", cmd, o, cmd);
+            return EXIT_USAGE;
+        }
     }
     if (i >= argc) {
-        tool_err("run: no program given (usage: sledtrace run [OPTIONS] -- PROG [ARGS...])");
+        tool_err("%s: no program given (usage: sledtrace %s [OPTIONS] -- PROG [ARGS...])", cmd,
+                 cmd);
         return EXIT_USAGE;
     }
+    for (size_t k = 0; k < NSET; k++)
+        if (set[k].value && !check_setting(&set[k], cmd))
+            return EXIT_USAGE;
     char **prog = argv + i;
-    uint64_t ms;
-    if (flush && !tool_parse_u64(flush, &ms)) {
-        tool_err("run: --flush-ms needs a non-negative integer, not '%s'", flush);
-        return EXIT_USAGE;
-    }
-    if (!*out) {
-        tool_err("run: empty output directory");
+    if (out && !*out) {
+        tool_err("%s: empty output directory", cmd);
         return EXIT_USAGE;
     }
 
+    /* live without -o: a temporary directory of our own. */
+    char tmp[PATH_MAX] = "";
+    if (!out && live) {
+        const char *t = getenv("TMPDIR");
+        snprintf(tmp, sizeof tmp, "%s/sledtrace-live-XXXXXX", t && *t ? t : "/tmp");
+        if (!mkdtemp(tmp)) {
+            tool_err("%s: cannot create a temporary directory: %s", cmd, strerror(errno));
+            return EXIT_USAGE;
+        }
+        out = tmp;
+    }
+    if (!out)
+        out = ".";
     /* Like the runtime, create the output directory if it is missing. */
     if (make_dirs(out) != 0) {
         tool_err("%s: cannot create directory: %s", out, strerror(errno));
@@ -343,6 +532,19 @@ int cmd_run(int argc, char **argv)
         snprintf(ldp, pl, "%s:%s", lib, old);
     else
         snprintf(ldp, pl, "%s", lib);
+    char run_id[40];
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    unsigned long long r = ((unsigned long long)now.tv_nsec << 20) ^
+                           (unsigned long long)now.tv_sec ^ ((unsigned long long)getpid() << 40);
+    int ufd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (ufd >= 0) {
+        unsigned long long u;
+        if (read(ufd, &u, sizeof u) == (ssize_t)sizeof u)
+            r ^= u;
+        close(ufd);
+    }
+    snprintf(run_id, sizeof run_id, "%016llx", r);
 
     struct sigaction ign = {.sa_handler = SIG_IGN}, oldint, oldquit;
     sigemptyset(&ign.sa_mask);
@@ -361,10 +563,12 @@ int cmd_run(int argc, char **argv)
     if (pid == 0) {
         sigaction(SIGINT, &oldint, NULL);
         sigaction(SIGQUIT, &oldquit, NULL);
-        if (setenv("LD_PRELOAD", ldp, 1) != 0 || setenv("SLEDTRACE_OUTPUT", dir, 1) != 0 ||
-            (log && setenv("SLEDTRACE_LOG", log, 1) != 0) ||
-            (flush && setenv("SLEDTRACE_FLUSH_MS", flush, 1) != 0) ||
-            (max_size && setenv("SLEDTRACE_MAX_SIZE", max_size, 1) != 0)) {
+        bool ok = setenv("LD_PRELOAD", ldp, 1) == 0 && setenv("SLEDTRACE_OUTPUT", dir, 1) == 0 &&
+                  setenv("SLEDTRACE_RUN_ID", run_id, 1) == 0;
+        for (size_t k = 0; k < NSET && ok; k++)
+            if (set[k].value)
+                ok = setenv(set[k].var, set[k].value, 1) == 0;
+        if (!ok) {
             tool_err("setenv: %s", strerror(errno));
             _exit(127);
         }
@@ -384,17 +588,72 @@ int cmd_run(int argc, char **argv)
     if (w < 0) {
         tool_err("waitpid: %s", strerror(errno));
         code = EXIT_BAD_TRACE;
-    } else if (WIFSIGNALED(st)) {
-        int sig = WTERMSIG(st);
-        report_traces(dir, pid, prog[0]);
-        tool_err("%s: killed by signal %d (%s)", prog[0], sig, strsignal(sig));
-        code = 128 + sig;
     } else {
-        report_traces(dir, pid, prog[0]);
-        code = WIFEXITED(st) ? WEXITSTATUS(st) : EXIT_BAD_TRACE;
+        code = WIFSIGNALED(st) ? 128 + WTERMSIG(st)
+               : WIFEXITED(st) ? WEXITSTATUS(st)
+                               : EXIT_BAD_TRACE;
+        char **traces;
+        int n = run_traces(dir, run_id, pid, &traces);
+        if (n < 0) {
+            tool_err("out of memory");
+            n = 0;
+        }
+        for (int k = 0; k < n && !live; k++) {
+            char shown[4 * PATH_MAX + 1]; /* an exec'd image's name is in it: the program chose */
+            tool_printable_to(shown, strlen(traces[k]) < PATH_MAX ? traces[k] : "?");
+            fprintf(stderr, "sledtrace: trace written to %s\n", shown);
+        }
+        if (n == 0)
+            explain_no_trace(dir, pid, prog[0]);
+        if (WIFSIGNALED(st))
+            tool_err("%s: killed by signal %d (%s)", prog[0], WTERMSIG(st),
+                     strsignal(WTERMSIG(st)));
+        char topn[24];
+        snprintf(topn, sizeof topn, "%llu", (unsigned long long)report);
+        for (int k = 0; k < n && report; k++) {
+            char *av[] = {"account", traces[k], "--sort", "self", "--top", topn, NULL};
+            char shown[4 * PATH_MAX + 1];
+            tool_printable_to(shown, strlen(traces[k]) < PATH_MAX ? traces[k] : "?");
+            fprintf(stderr, "\nsledtrace: %s: top %s functions by self time\n", shown, topn);
+            on_stderr(cmd_account, 6, av);
+        }
+        for (int k = 0; k < n && live; k++) {
+            char *av[] = {"replay", traces[k], NULL};
+            if (n > 1) {
+                char shown[4 * PATH_MAX + 1];
+                tool_printable_to(shown, strlen(traces[k]) < PATH_MAX ? traces[k] : "?");
+                printf("%s# %s\n", k ? "\n" : "",
+                       strrchr(shown, '/') ? strrchr(shown, '/') + 1 : shown);
+            }
+            fflush(stdout);
+            cmd_replay(2, av);
+            fflush(stdout);
+        }
+        if (tmp[0]) {
+            for (int k = 0; k < n; k++) {
+                char *sp = stf_syms_path_for(traces[k]);
+                unlink(traces[k]);
+                if (sp)
+                    unlink(sp);
+                free(sp);
+            }
+            if (rmdir(tmp) != 0)
+                tool_err("%s: left in place: %s", tmp, strerror(errno));
+        }
+        free_traces(traces, n);
     }
     free(ldp);
     free(lib);
     free(dir);
     return code;
+}
+
+int cmd_run(int argc, char **argv)
+{
+    return run_or_live(argc, argv, false);
+}
+
+int cmd_live(int argc, char **argv)
+{
+    return run_or_live(argc, argv, true);
 }

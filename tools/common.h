@@ -174,6 +174,7 @@ int cmd_info(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_account(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_live(int argc, char **argv); /* cmd_run.c */
 int cmd_convert(int argc, char **argv);
 
 #endif

@@ -16,8 +16,9 @@ static void usage(FILE *out)
     fputs("usage: sledtrace COMMAND [ARGS]\n"
           "\n"
           "commands:\n"
-          "  run [-o DIR] [--log LEVEL] [--flush-ms N] [--preload LIB] -- PROG [ARGS]\n"
+          "  run [-o DIR] [--filter P] [--policy P] [--report] [...] -- PROG [ARGS]\n"
           "                                  run PROG with the tracing runtime preloaded\n"
+          "  live [OPTIONS] -- PROG [ARGS]   run PROG, then print its call tree (replay)\n"
           "  info TRACE                      summarize a trace\n"
           "  dump TRACE [--verify]           print every record / check the format strictly\n"
           "  account TRACE [--format text|csv|json] [--sort KEY] [--top N] [--per-thread]\n"
@@ -58,6 +59,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "run") == 0)
         return cmd_run(argc - 1, argv + 1);
+    if (strcmp(cmd, "live") == 0)
+        return cmd_live(argc - 1, argv + 1);
     if (strcmp(cmd, "info") == 0)
         return cmd_info(argc - 1, argv + 1);
     if (strcmp(cmd, "dump") == 0)

@@ -593,9 +593,13 @@ Test(hostile, run_lists_trace_names_escaped)
 {
     char dir[] = "/tmp/stf-run-XXXXXX";
     cr_assert(mkdtemp(dir));
-    char script[512];
+    char script[1024];
+    /* A trace and a sidecar carrying the run's id (SLEDTRACE_RUN_ID, which run sets), as the
+     * runtime would write them. */
     snprintf(script, sizeof script,
-             "touch \"%s/sledtrace.$(printf '\\033')]0;x$(printf '\\007').$$.fdr\" && echo $$",
+             "n=\"%s/sledtrace.$(printf '\\033')]0;x$(printf '\\007').$$\" && touch \"$n.fdr\" && "
+             "printf 'sledtrace-syms\\t1\\nrun\\t%%s\\n' \"$SLEDTRACE_RUN_ID\" > \"$n.syms\" && "
+             "echo $$",
              dir);
     const char *argv[] = {tr_bin(), "run", "-o", dir, "--", "/bin/sh", "-c", script, NULL};
     struct tr_out r = tr_run(argv);

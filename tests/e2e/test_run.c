@@ -1,0 +1,122 @@
+/* sledtrace run and live (issue 13.4): the runtime's settings as options, checked before the
+ * program starts; every trace of the run listed (fork children's included, other runs' not);
+ * --report; live prints the call tree and leaves nothing behind. */
+#include <criterion/criterion.h>
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "e2e.h"
+
+#define BIN(name) E2E_DIR "/" name
+
+/* A bad value is a usage error (exit 2, one line) and the program never starts. */
+static void check_refused(const char *opt, const char *want)
+{
+    char work[PATH_MAX], marker[PATH_MAX + 16];
+    e2e_workdir(work, sizeof work);
+    snprintf(marker, sizeof marker, "%s/started", work);
+    struct e2e_run r;
+    e2e_run_sh(work, &r, "'" E2E_SLEDTRACE "' run -o '%s/out' %s -- touch '%s'", work, opt, marker);
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 2, "%s: status %#x", opt, r.status);
+    cr_assert_str_eq(r.err, want, "%s", opt);
+    cr_assert_neq(access(marker, F_OK), 0, "%s: the program ran", opt);
+    e2e_run_free(&r);
+    e2e_rmtree(work);
+}
+
+Test(run, settings_are_checked_before_the_program_starts)
+{
+    check_refused("--policy lossles",
+                  "sledtrace: run: --policy must be one of lossless, discard, flight, not "
+                  "'lossles'\n");
+    check_refused("--clock=rdtsc",
+                  "sledtrace: run: --clock must be one of auto, tsc, monotonic, not 'rdtsc'\n");
+    check_refused("--buffer-kb 2",
+                  "sledtrace: run: --buffer-kb must be an integer from 4 to 16384, not '2'\n");
+    check_refused("--buffers=9999",
+                  "sledtrace: run: --buffers must be an integer from 2 to 4096, not '9999'\n");
+    check_refused("--flush-ms 0",
+                  "sledtrace: run: --flush-ms must be an integer from 1 to 60000, not '0'\n");
+    check_refused("--max-size 1Q", "sledtrace: run: --max-size must be a size (bytes, or with K, "
+                                   "M, G, T; 0: no cap), not '1Q'\n");
+    check_refused("--log verbose",
+                  "sledtrace: run: --log must be one of error, warn, info, debug, not 'verbose'\n");
+    check_refused("--filter", "sledtrace: run: --filter needs a value\n");
+    check_refused("--frobnicate",
+                  "sledtrace: run: unknown option '--frobnicate' (see 'sledtrace run --help')\n");
+}
+
+/* forkprog: the parent's trace and its fork child's, both listed (the program's first), with
+ * the settings applied (--filter fib: main is left out; 8 KiB buffers); a trace of another run
+ * already in the directory is not listed; --report=1 shows each trace's top function. */
+Test(run, lists_every_trace_of_the_run_and_reports)
+{
+    char work[PATH_MAX], out[PATH_MAX], trace[PATH_MAX], want[4 * PATH_MAX];
+    e2e_workdir(work, sizeof work);
+    snprintf(out, sizeof out, "%s/out", work);
+    struct e2e_run first, r;
+    /* Another run's trace in the same directory. */
+    e2e_run_sh(work, &first, "'" E2E_SLEDTRACE "' run -o '%s' -- '%s' 3", out, BIN("fib-pie-nort"));
+    cr_assert_eq(first.status, 0, "%s", first.err);
+    e2e_run_sh(work, &r,
+               "'" E2E_SLEDTRACE "' run -o '%s' --filter fib --buffer-kb 8 --report=1 -- '%s'", out,
+               BIN("forkprog-pie-nort"));
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    int child = -1;
+    const char *f = strstr(r.out, "forked ");
+    cr_assert(f && sscanf(f, "forked %d", &child) == 1, "%s", r.out);
+    /* The run's pid is the program's: the first listed trace. */
+    const char *first_line = strstr(r.err, "sledtrace: trace written to ");
+    cr_assert_not_null(first_line, "%s", r.err);
+    int parent = -1;
+    const char *dot = strstr(first_line, "forkprog-pie-nort.");
+    cr_assert(dot && sscanf(dot, "forkprog-pie-nort.%d.fdr", &parent) == 1, "%s", r.err);
+    snprintf(want, sizeof want,
+             "sledtrace: trace written to %s/sledtrace.forkprog-pie-nort.%d.fdr\n"
+             "sledtrace: trace written to %s/sledtrace.forkprog-pie-nort.%d.fdr\n"
+             "\nsledtrace: %s/sledtrace.forkprog-pie-nort.%d.fdr: top 1 functions by self time\n",
+             out, parent, out, child, out, parent);
+    cr_assert(strncmp(r.err, want, strlen(want)) == 0, "stderr:\n%s\nwant at its start:\n%s", r.err,
+              want);
+    cr_assert_eq(e2e_count_lines(r.err, "sledtrace: trace written to "), 2, "%s", r.err);
+    cr_assert_eq(e2e_count_lines(r.err, "# functions: "), 2, "one report per trace:\n%s", r.err);
+    /* --filter reached the runtime: main is not in the parent's trace; 8 KiB blocks. */
+    snprintf(trace, sizeof trace, "%s/sledtrace.forkprog-pie-nort.%d.fdr", out, parent);
+    struct e2e_trace *tr = malloc(sizeof *tr);
+    cr_assert_not_null(tr);
+    e2e_read_trace(trace, tr);
+    cr_assert_str_empty(tr->error, "%s", tr->error);
+    for (int i = 0; i < tr->nfuncs; i++)
+        cr_assert_str_neq(tr->f[i].name, "main", "main was traced despite --filter fib");
+    cr_assert_gt(tr->blocks, 3, "%ld blocks: --buffer-kb 8 not applied", tr->blocks);
+    free(tr);
+    e2e_run_free(&first);
+    e2e_run_free(&r);
+    e2e_rmtree(work);
+}
+
+/* live: the program's output, then its call tree; the temporary directory is gone. */
+Test(run, live_prints_the_call_tree_and_leaves_nothing)
+{
+    char work[PATH_MAX], tmp[PATH_MAX];
+    e2e_workdir(work, sizeof work);
+    snprintf(tmp, sizeof tmp, "%s/tmp", work);
+    cr_assert_eq(mkdir(tmp, 0700), 0);
+    struct e2e_run r;
+    e2e_run_sh(work, &r, "env TMPDIR='%s' '" E2E_SLEDTRACE "' live --filter fib -- '%s' 3", tmp,
+               BIN("fib-pie-nort"));
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strncmp(r.out, "fib(3) = 2\n", 11) == 0, "%s", r.out);
+    cr_assert_eq(e2e_count_lines(r.out, "# shown: 6 of 6 calls"), 1, "%s",
+                 r.out); /* fib x 5, the set-up */
+    cr_assert_eq(e2e_dir_entries(tmp), 0, "live left files behind");
+    cr_assert_str_empty(r.err, "%s", r.err);
+    e2e_run_free(&r);
+    e2e_rmtree(work);
+}
