@@ -515,6 +515,17 @@ static void final_flush(void);
 static void final_flush_writes(void);
 static int fork_activate(void);
 
+/* CPU time the flush thread used, noted as it ends (reported at the info level: what tracing
+ * costs beyond the traced threads' own time). */
+static uint64_t flusher_cpu_ns;
+
+static void note_flusher_cpu(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
+        flusher_cpu_ns = ns_of(&ts);
+}
+
 static void *flush_main(void *arg)
 {
     (void)arg;
@@ -564,6 +575,7 @@ static void *flush_main(void *arg)
                     &state, &expect, ST_STOPPING, memory_order_seq_cst, memory_order_seq_cst)) {
                 /* Everything the exited threads recorded is queued: write it, then end, so that
                  * glibc's last-thread exit(0) runs as it would have without us. */
+                note_flusher_cpu();
                 final_flush();
                 return NULL;
             }
@@ -580,6 +592,7 @@ static void *flush_main(void *arg)
             futex(&wake_seq, FUTEX_WAIT_PRIVATE, seq, &ts);
         atomic_store_explicit(&flusher_sleeping, 0, memory_order_seq_cst);
     }
+    note_flusher_cpu();
     return NULL;
 }
 
@@ -1426,9 +1439,10 @@ static void final_flush_writes(void)
     }
     uint64_t freq = calibrate(20);
     write_header(freq);
-    str_log(STR_INFO, "trace: %llu bytes in %llu blocks, TSC %llu Hz",
+    str_log(STR_INFO,
+            "trace: %llu bytes in %llu blocks, TSC %llu Hz; the flush thread used %.1f ms of CPU",
             (unsigned long long)bytes_written, (unsigned long long)chunks_written,
-            (unsigned long long)freq);
+            (unsigned long long)freq, (double)flusher_cpu_ns / 1e6);
     if (write_error)
         str_log(STR_ERROR, "trace incomplete: %llu bytes not written: %s",
                 (unsigned long long)bytes_lost, strerror(write_error));

@@ -561,6 +561,58 @@ if [[ -s "$tmp/account.fdr" && -x "$tool" ]]; then
     printf '  %-52s %8s ms\n' "llvm-xray account -k (after sledtrace convert)" "$(med "${llvm_acc[@]}")"
 fi
 
+# ---- many threads ------------------------------------------------------------
+# 64 threads each computing fib($MANY_N) at once on this machine's cores, untraced and traced
+# (lossless, default buffers), interleaved, $ROUNDS rounds: wall time of the whole process
+# (start-up and the final flush included), the traced/untraced ratio, whether every traced run
+# kept every call (sledtrace account's fib count) with nothing reported lost, the flush thread's
+# CPU time (the runtime's info line) as a share of the traced process's CPU time (user + sys,
+# /usr/bin/time), and the traced peak RSS per thread beyond the untraced one.
+MANY_T=64
+MANY_N=${BENCH_MANY_THREADS_FIB:-25}
+if [[ -e "$preload" && -x /usr/bin/time ]]; then
+    fa=0 fb=1
+    for ((k = 0; k < MANY_N + 1; k++)); do fc=$((fa + fb)) fa=$fb fb=$fc; done
+    mt_expect=$((MANY_T * (2 * fa - 1)))
+    w_plain=() w_traced=() shares=() rss_plain=() rss_traced=()
+    many_bad=0
+    for ((i = 0; i < ROUNDS; i++)); do
+        t0=$(now_ns)
+        out=$("$bench_dir/fib-mt-sleds" "$MANY_N" "$MANY_T") || true
+        w_plain+=($((($(now_ns) - t0) / 1000)))
+        [[ $out =~ hwm_kb=([0-9]+) ]] && rss_plain+=("${BASH_REMATCH[1]}")
+        rm -rf "$tmp/many-thr"
+        t0=$(now_ns)
+        out=$(SLEDTRACE_LOG=info SLEDTRACE_OUTPUT="$tmp/many-thr" LD_PRELOAD=$preload \
+            /usr/bin/time -f 'cpu_s=%U %S' "$bench_dir/fib-mt-sleds" "$MANY_N" "$MANY_T" \
+            2>"$tmp/many-thr.err") || true
+        w_traced+=($((($(now_ns) - t0) / 1000)))
+        [[ $out =~ hwm_kb=([0-9]+) ]] && rss_traced+=("${BASH_REMATCH[1]}")
+        fl=$(sed -n 's/.*flush thread used \([0-9.]*\) ms of CPU.*/\1/p' "$tmp/many-thr.err")
+        cpu=$(sed -n 's/^cpu_s=\([0-9.]*\) \([0-9.]*\)$/\1 \2/p' "$tmp/many-thr.err")
+        if [[ -n "$fl" && -n "$cpu" ]]; then
+            shares+=("$(awk -v f="$fl" -v c="$cpu" 'BEGIN { split(c, a, " ");
+                printf "%.1f", 100 * f / 1000 / (a[1] + a[2]) }')")
+        fi
+        got=$("$tool" account --format csv "$tmp/many-thr"/*.fdr 2>/dev/null |
+            awk -F, '$1 == "fib" { print $3 }')
+        if [[ "$got" != "$mt_expect" ]] || grep -q 'trace incomplete' "$tmp/many-thr.err"; then
+            many_bad=$((many_bad + 1))
+        fi
+    done
+    wp=$(med "${w_plain[@]}") wt=$(med "${w_traced[@]}")
+    echo
+    echo "many threads: $MANY_T threads x fib($MANY_N) at once, lossless (medians of $ROUNDS rounds):"
+    printf '  %-52s %8s ms\n' "untraced wall time" "$(awk -v v="$wp" 'BEGIN { printf "%.1f", v / 1000 }')"
+    printf '  %-52s %8s ms\n' "traced wall time" "$(awk -v v="$wt" 'BEGIN { printf "%.1f", v / 1000 }')"
+    printf '  %-52s %8s\n' "traced / untraced" "$(ratio "$wt" "$wp")"
+    printf '  %-52s %8s %%\n' "flush thread's share of the traced process's CPU" "$(med "${shares[@]}")"
+    printf '  %-52s %8s KiB\n' "peak RSS per thread beyond untraced" \
+        "$(awk -v t="$(med "${rss_traced[@]}")" -v p="$(med "${rss_plain[@]}")" -v n="$MANY_T" \
+            'BEGIN { printf "%.0f", (t - p) / n }')"
+    printf '  %-52s %8s\n' "traced runs with a wrong fib count or a loss" "$many_bad of $ROUNDS"
+fi
+
 echo
 echo "note: when compiler-rt cannot find the TSC frequency (no tsc_freq_khz, cpufreq or CPUID"
 echo "      0x15/0x16, as on KVM guests) it prints 'Unable to determine CPU frequency' and FDR"
