@@ -515,6 +515,87 @@ static void final_flush(void);
 static void final_flush_writes(void);
 static int fork_activate(void);
 
+/* ---- the sidecar's end: how the process ended, and its threads' names ----
+ * A thread's name (names.c) is taken when it is retired, and for the threads still running
+ * at the end; the final flush (or the crash path) appends an `exit` line and one
+ * `thread<TAB>pid<TAB>tid<TAB>name` line per traced thread to the sidecar. No allocation and
+ * no stdio: the crash path runs it from a signal handler. */
+enum { MAX_NAMED = 4096 };
+struct named {
+    int32_t pid, tid;
+    char name[16];
+};
+static struct named named[MAX_NAMED]; /* exited threads, under the registry lock */
+static size_t nnamed;
+static _Atomic int end_kind, end_value;
+
+void str_set_end(int kind, int value)
+{
+    atomic_store_explicit(&end_value, value, memory_order_relaxed);
+    atomic_store_explicit(&end_kind, kind, memory_order_relaxed);
+}
+
+/* Appends "prefix" + a decimal to p. */
+static char *put_dec(char *p, const char *prefix, int64_t v)
+{
+    while (*prefix)
+        *p++ = *prefix++;
+    char d[24];
+    int n = 0;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do
+        d[n++] = (char)('0' + u % 10);
+    while ((u /= 10) != 0);
+    if (v < 0)
+        *p++ = '-';
+    while (n)
+        *p++ = d[--n];
+    return p;
+}
+
+static char *put_thread(char *p, int32_t pid, int32_t tid, const char *name)
+{
+    p = put_dec(p, "thread\t", pid);
+    p = put_dec(p, "\t", tid);
+    *p++ = '\t';
+    for (size_t i = 0; i < 15 && name[i]; i++)
+        *p++ = name[i];
+    *p++ = '\n';
+    return p;
+}
+
+/* with_registry: the caller holds the registry lock (the live threads' names can be read). */
+static void sidecar_end(int with_registry, int crash)
+{
+    static char buf[64 + (MAX_NAMED + 256) * 48];
+    char *p = buf, *end = buf + sizeof buf - 64;
+    switch (atomic_load_explicit(&end_kind, memory_order_relaxed)) {
+    case STR_END_STATUS:
+        p = put_dec(p, "exit\tstatus\t", atomic_load_explicit(&end_value, memory_order_relaxed));
+        *p++ = '\n';
+        break;
+    case STR_END_SIGNAL:
+        p = put_dec(p, "exit\tsignal\t", atomic_load_explicit(&end_value, memory_order_relaxed));
+        *p++ = '\n';
+        break;
+    case STR_END_EXEC:
+        memcpy(p, "exit\texec\n", 10);
+        p += 10;
+        break;
+    }
+    for (size_t i = 0; i < nnamed && p < end; i++)
+        p = put_thread(p, named[i].pid, named[i].tid, named[i].name);
+    for (struct str_thread *th = with_registry ? registry : NULL; th && p < end; th = th->next) {
+        char name[16];
+        if (crash)
+            str_names_get_unlocked(th->self, name);
+        else
+            str_names_get(th->self, name);
+        p = put_thread(p, th->pid, th->tid, name);
+    }
+    str_syms_finish(buf, (size_t)(p - buf));
+}
+
 /* CPU time the flush thread used, noted as it ends (reported at the info level: what tracing
  * costs beyond the traced threads' own time). */
 static uint64_t flusher_cpu_ns;
@@ -649,6 +730,7 @@ static struct str_thread *new_thread(int vfork_child)
     th->cursor = &str_cursor;
     th->tid = (int32_t)syscall(SYS_gettid);
     th->pid = vfork_child ? (int32_t)syscall(SYS_getpid) : pid;
+    th->self = pthread_self();
     th->nchunks = str_cfg.nchunks;
     for (unsigned i = 0; i < th->nchunks; i++) {
         th->chunks[i].owner = th;
@@ -885,12 +967,18 @@ static void retire(struct str_thread *th)
     struct str_cursor *cur = &str_cursor;
     cur->nest++;
     str_drain_side();
+    char name[16];
+    str_names_get(th->self, name);
     pthread_mutex_lock(&registry_lock);
     for (struct str_thread **p = &registry; *p; p = &(*p)->next)
         if (*p == th) {
             *p = th->next;
             break;
         }
+    if (nnamed < MAX_NAMED) {
+        named[nnamed] = (struct named){.pid = th->pid, .tid = th->tid};
+        memcpy(named[nnamed++].name, name, sizeof name);
+    }
     pthread_mutex_unlock(&registry_lock);
     int can_hand_over = 1;
     if (th->dropping) {
@@ -1166,6 +1254,8 @@ void str_fork_child(void)
     atomic_store_explicit(&exited_lost_nested, 0, memory_order_relaxed);
     atomic_store_explicit(&exited_dropped, 0, memory_order_relaxed);
     atomic_store_explicit(&exited_discarded, 0, memory_order_relaxed);
+    nnamed = 0; /* the parent's exited threads */
+    atomic_store_explicit(&end_kind, 0, memory_order_relaxed);
     struct str_thread *me = str_tls.th;
     for (struct str_thread *th = registry, *next; th; th = next) {
         next = th->next;
@@ -1333,10 +1423,12 @@ static void emergency_write(void)
     struct xfsz_guard g;
     xfsz_block(&g);
     write_queue();
-    if (pthread_mutex_trylock(&registry_lock) == 0) {
+    int locked = pthread_mutex_trylock(&registry_lock) == 0;
+    if (locked)
         flush_committed_locked(NULL);
+    sidecar_end(locked, 1);
+    if (locked)
         pthread_mutex_unlock(&registry_lock);
-    }
     write_queue();
     write_header(calibrate(0));
     xfsz_unblock(&g);
@@ -1419,6 +1511,9 @@ static void final_flush_writes(void)
     write_queue();
     flush_committed(&lost);
     write_queue();
+    pthread_mutex_lock(&registry_lock);
+    sidecar_end(1, 0);
+    pthread_mutex_unlock(&registry_lock);
     if (capped) {
         over_cap = 1; /* the marker goes past the cap by its 96 bytes */
         capped = 0;

@@ -32,6 +32,8 @@
 static void finish_before(const char *what)
 {
     int saved = errno;
+    if (strncmp(what, "exec", 4) == 0 || strcmp(what, "fexecve") == 0)
+        str_set_end(STR_END_EXEC, 0);
     str_buffers_finish();
     if (strncmp(what, "exec", 4) == 0 || strcmp(what, "fexecve") == 0)
         str_signals_before_exec();
@@ -49,14 +51,27 @@ static _Noreturn void exit_now(int status)
 
 STR_EXPORT void _exit(int status)
 {
+    str_set_end(STR_END_STATUS, status & 0xff);
     finish_before("_exit");
     exit_now(status);
 }
 
 STR_EXPORT void _Exit(int status)
 {
+    str_set_end(STR_END_STATUS, status & 0xff);
     finish_before("_Exit");
     exit_now(status);
+}
+
+/* quick_exit runs no on_exit handler: the status is noted here (for the sidecar). */
+STR_EXPORT _Noreturn void quick_exit(int status)
+{
+    static void (*real)(int);
+    if (!real)
+        *(void **)&real = dlsym(RTLD_NEXT, "quick_exit");
+    str_set_end(STR_END_STATUS, status & 0xff);
+    real(status);
+    exit_now(status); /* not reached */
 }
 
 /* The next definition of `name` (libc's), looked up once per call site. */

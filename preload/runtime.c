@@ -162,6 +162,52 @@ static void syms_object(FILE *f, unsigned objid)
     }
 }
 
+/* The program's command line, each argument quoted for a POSIX shell where it needs it, and any
+ * control byte written as \xNN (a sidecar line ends at a newline). Made at start-up, before the
+ * program can write over its arguments (as servers that set their process title do). */
+static char *cmdline;
+
+static void save_cmdline(int argc, char **argv)
+{
+    size_t cap = 1;
+    for (int i = 0; i < argc && argv && argv[i]; i++)
+        cap += 4 * strlen(argv[i]) + 3 + 1;
+    char *s = malloc(cap), *p = s;
+    if (!s)
+        return;
+    static const char hex[] = "0123456789abcdef";
+    for (int i = 0; i < argc && argv && argv[i]; i++) {
+        const char *a = argv[i];
+        int plain = *a != '\0';
+        for (const char *c = a; *c && plain; c++)
+            plain =
+                strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./=:,+-@%",
+                       *c) != NULL;
+        if (i)
+            *p++ = ' ';
+        if (!plain)
+            *p++ = '\'';
+        for (const char *c = a; *c; c++) {
+            unsigned char b = (unsigned char)*c;
+            if (b < 0x20 || b == 0x7f) {
+                *p++ = '\\';
+                *p++ = 'x';
+                *p++ = hex[b >> 4];
+                *p++ = hex[b & 15];
+            } else if (b == '\'') {
+                memcpy(p, "'\\''", 4);
+                p += 4;
+            } else {
+                *p++ = (char)b;
+            }
+        }
+        if (!plain)
+            *p++ = '\'';
+    }
+    *p = '\0';
+    cmdline = s;
+}
+
 /* Writes the symbol sidecar (format/stf.h documents it) for every object. Returns 0 or -1. */
 static int write_syms(const char *path)
 {
@@ -180,9 +226,35 @@ static int write_syms(const char *path)
     fprintf(f, "sledtrace-syms\t1\n");
     if (str_cfg.run_id) /* `sledtrace run` finds the traces of its run by it */
         fprintf(f, "run\t%s\n", str_cfg.run_id);
+    if (cmdline)
+        fprintf(f, "cmd\t%s\n", cmdline);
     for (unsigned i = 0; i < nobjs; i++)
         syms_object(f, i);
     return fclose(f) == 0 ? 0 : -1;
+}
+
+void str_syms_finish(const char *text, size_t len)
+{
+    /* Under a seccomp filter (threads.c) opening a file may kill the process: left out. */
+    if (!syms_now[0] || !len || atomic_load_explicit(&str_seccomp_filter, memory_order_relaxed))
+        return;
+    int fd = open(syms_now, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return;
+    struct stat st;
+    if (fstat(fd, &st) == 0 && st.st_dev == syms_st.st_dev && st.st_ino == syms_st.st_ino &&
+        S_ISREG(st.st_mode)) {
+        while (len > 0) {
+            ssize_t n = write(fd, text, len);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                break;
+            text += n;
+            len -= (size_t)n;
+        }
+    }
+    close(fd);
 }
 
 /* Adds an object found after the sidecar was written. The sidecar is reopened by its name, but
@@ -631,11 +703,48 @@ static void lazy_start(void)
     str_log(STR_INFO, "an instrumented library was dlopen'd; tracing to %s", path);
 }
 
-__attribute__((constructor)) static void sledtrace_init(void)
+/* The exit status, for the sidecar (exit runs on_exit handlers with it). */
+static void note_status(int status, void *arg)
 {
+    (void)arg;
+    str_set_end(STR_END_STATUS, status);
+}
+
+/* glibc passes every ELF constructor the program's argc, argv and environment. */
+__attribute__((constructor)) static void sledtrace_init(int argc, char **argv, char **envp)
+{
+    (void)envp;
     int saved = errno;
+    save_cmdline(argc, argv);
     start();
     errno = saved;
+}
+
+/* The exit status reaches on_exit handlers only: the runtime registers one when main starts,
+ * after __libc_start_main has registered the dynamic loader's own handler (which runs the
+ * runtime's destructor, and so the final flush). Handlers run last-registered first, so the
+ * status is known by then. __libc_start_main is interposed for that (the executable's _start
+ * calls it through the PLT); everything else passes through unchanged. */
+typedef int (*main_fn)(int, char **, char **);
+typedef int (*start_main_fn)(main_fn, int, char **, void (*)(void), void (*)(void), void (*)(void),
+                             void *);
+static main_fn program_main;
+
+static int main_with_status(int argc, char **argv, char **envp)
+{
+    on_exit(note_status, NULL);
+    return program_main(argc, argv, envp);
+}
+
+__attribute__((visibility("default"))) int __libc_start_main(main_fn main, int argc, char **argv,
+                                                             void (*init)(void), void (*fini)(void),
+                                                             void (*rtld_fini)(void),
+                                                             void *stack_end)
+{
+    start_main_fn real;
+    *(void **)&real = dlsym(RTLD_NEXT, "__libc_start_main");
+    program_main = main;
+    return real(main_with_status, argc, argv, init, fini, rtld_fini, stack_end);
 }
 
 __attribute__((destructor)) static void sledtrace_fini(void)

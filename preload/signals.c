@@ -189,6 +189,7 @@ static void on_fatal(int sig, siginfo_t *si, void *uc)
         errno = saved;
         return;
     }
+    str_set_end(STR_END_SIGNAL, sig);
     str_crash_flush();
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);

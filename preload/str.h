@@ -153,6 +153,7 @@ struct str_thread {
     uint32_t dropping;
     uint64_t gap;
     uint64_t discarded; /* all events this thread dropped */
+    pthread_t self;     /* the thread's pthread_t (its name: names.c) */
     struct str_side_entry side[STR_SIDE_N];
     struct str_chunk chunks[];
 };
@@ -216,6 +217,21 @@ STR_HIDDEN void str_threads_early(void);
 STR_HIDDEN int str_threads_alone(void);
 /* pthread_create for the runtime's own threads, which the program's count leaves out. */
 STR_HIDDEN int str_thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
+/* names.c: thread names as the program sets them (pthread_setname_np, prctl PR_SET_NAME). */
+STR_HIDDEN void str_names_set(pthread_t t, const char *name);
+STR_HIDDEN void str_names_forget(pthread_t t);
+STR_HIDDEN void str_names_get(pthread_t t, char out[16]);
+STR_HIDDEN void str_names_get_unlocked(pthread_t t, char out[16]);
+/* How the process ends, for the sidecar's `exit` line (buffers.c writes it with the final
+ * flush): the exit status (exit, _exit), the fatal signal, or an exec. The last call wins. */
+enum { STR_END_STATUS = 1, STR_END_SIGNAL = 2, STR_END_EXEC = 3 };
+STR_HIDDEN void str_set_end(int kind, int value);
+/* runtime.c: appends len bytes of whole lines to this process's sidecar (reopened by name, if it
+ * is still the file created). Async-signal-safe: system calls only. Nothing under a seccomp
+ * filter (str_seccomp_filter), which may kill the process for opening a file. */
+STR_HIDDEN void str_syms_finish(const char *text, size_t len);
+/* threads.c: the program installed a seccomp filter (prctl or the seccomp system call). */
+STR_HIDDEN extern _Atomic int str_seccomp_filter;
 /* filter.c: SLEDTRACE_FILTER / SLEDTRACE_EXCLUDE. str_filter_keep: whether function `name` of
  * object `lib` (its file's base name) is patched; str_filter_report warns once about each
  * pattern that has matched no function so far. Under the runtime's objs_lock. */

@@ -39,6 +39,7 @@
 
 #define STR_EXPORT __attribute__((visibility("default")))
 
+_Atomic int str_seccomp_filter;
 static _Atomic long live;       /* threads created by the program, still running */
 static _Atomic int main_exited; /* the main thread called pthread_exit */
 
@@ -66,6 +67,7 @@ static void *run(void *p)
 {
     struct start s = *(struct start *)p;
     free(p);
+    str_names_forget(pthread_self()); /* a name a thread before it with this pthread_t had */
     void *ret;
     pthread_cleanup_push(gone, NULL);
     ret = s.fn(s.arg);
@@ -165,8 +167,28 @@ STR_EXPORT int prctl(int option, ...)
     if (strict)
         str_thread_strict(); /* before: afterwards no system call is allowed */
     int rc = real(option, a[0], a[1], a[2], a[3]);
+    if (option == PR_SET_SECCOMP && a[0] == SECCOMP_MODE_FILTER && rc == 0)
+        atomic_store_explicit(&str_seccomp_filter, 1, memory_order_relaxed);
+    if (option == PR_SET_NAME && rc == 0) {
+        int e = errno;
+        str_names_set(pthread_self(), (const char *)a[0]);
+        errno = e;
+    }
     if (strict && rc != 0)
         str_thread_unstrict();
+    return rc;
+}
+
+/* ---- thread names (names.c) ---- */
+
+STR_EXPORT int pthread_setname_np(pthread_t t, const char *name)
+{
+    static int (*real)(pthread_t, const char *);
+    if (!real)
+        *(void **)&real = dlsym(RTLD_NEXT, "pthread_setname_np");
+    int rc = real ? real(t, name) : ENOSYS;
+    if (rc == 0)
+        str_names_set(t, name);
     return rc;
 }
 
@@ -188,5 +210,8 @@ STR_EXPORT long syscall(long number, ...)
     long rc = real(number, a[0], a[1], a[2], a[3], a[4], a[5]);
     if (strict && rc != 0)
         str_thread_unstrict();
+    if (rc == 0 && ((number == SYS_seccomp && a[0] == SECCOMP_SET_MODE_FILTER) ||
+                    (number == SYS_prctl && a[0] == PR_SET_SECCOMP && a[1] == SECCOMP_MODE_FILTER)))
+        atomic_store_explicit(&str_seccomp_filter, 1, memory_order_relaxed);
     return rc;
 }
