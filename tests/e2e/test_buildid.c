@@ -1,0 +1,91 @@
+/* Build ids (issue 12, point 4): the runtime records each traced object's GNU build id in the
+ * sidecar ('b' lines), exactly as `readelf -n` shows it; an object linked without one gets no
+ * line. */
+#include <criterion/criterion.h>
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "e2e.h"
+
+#define BIN(name) E2E_DIR "/" name
+
+/* The build id `readelf -n` gives for the file at path, or "" when it shows none. */
+static void readelf_build_id(const char *work, const char *path, char *buf, size_t len)
+{
+    struct e2e_run r;
+    e2e_run_sh(work, &r, "'" E2E_READELF "' -n '%s'", path);
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "readelf -n %s: %s", path, r.err);
+    const char *p = strstr(r.out, "Build ID: ");
+    buf[0] = '\0';
+    if (p) {
+        p += strlen("Build ID: ");
+        snprintf(buf, len, "%.*s", (int)strcspn(p, "\n"), p);
+    }
+    e2e_run_free(&r);
+}
+
+/* The hex of the sidecar's line "b<TAB>objid<TAB>hex", or "" when it has none. */
+static void sidecar_build_id(const char *syms, unsigned objid, char *buf, size_t len)
+{
+    char *text = e2e_slurp(syms, NULL);
+    cr_assert_not_null(text, "no sidecar %s", syms);
+    char key[32];
+    snprintf(key, sizeof key, "\nb\t%u\t", objid);
+    const char *p = strstr(text, key);
+    buf[0] = '\0';
+    if (p) {
+        p += strlen(key);
+        snprintf(buf, len, "%.*s", (int)strcspn(p, "\n"), p);
+        cr_assert_null(strstr(p, key), "two build ids for object %u in %s", objid, syms);
+    }
+    free(text);
+}
+
+/* Runs bin traced (with arg, if any) in a new work directory; its trace and sidecar paths. */
+static void traced_run(const char *bin, const char *arg, char *work, char *trace, char *syms)
+{
+    char out[PATH_MAX];
+    e2e_workdir(work, PATH_MAX);
+    snprintf(out, sizeof out, "%s/out", work);
+    struct e2e_spec s = {.prog = bin, .argv1 = arg, .preload = 1, .outdir = out};
+    struct e2e_run t;
+    e2e_run(work, &s, &t);
+    cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0, "%s: status %#x: %s", bin,
+              t.status, t.err);
+    e2e_trace_path(trace, PATH_MAX, out, bin, t.pid, "fdr");
+    e2e_trace_path(syms, PATH_MAX, out, bin, t.pid, "syms");
+    e2e_run_free(&t);
+}
+
+Test(build_id, sidecar_records_each_objects_build_id)
+{
+    char work[PATH_MAX], trace[PATH_MAX], syms[PATH_MAX], want[256], got[256];
+    /* the executable, a library linked in (object 1) and one dlopen'd (object 2) */
+    const char *files[] = {BIN("shlibprog"), BIN("libsla.so"), BIN("libslb.so")};
+    traced_run(files[0], files[2], work, trace, syms);
+    for (unsigned i = 0; i < 3; i++) {
+        readelf_build_id(work, files[i], want, sizeof want);
+        cr_assert_eq(strlen(want), 40, "%s: readelf shows no SHA-1 build id", files[i]);
+        sidecar_build_id(syms, i, got, sizeof got);
+        cr_assert_str_eq(got, want, "object %u (%s)", i, files[i]);
+    }
+    e2e_rmtree(work);
+}
+
+Test(build_id, none_recorded_for_a_binary_without_one)
+{
+    char work[PATH_MAX], trace[PATH_MAX], syms[PATH_MAX], id[256];
+    traced_run(BIN("fib-noid"), NULL, work, trace, syms);
+    readelf_build_id(work, BIN("fib-noid"), id, sizeof id);
+    cr_assert_str_eq(id, "", "fib-noid has a build id");
+    char *text = e2e_slurp(syms, NULL);
+    cr_assert_not_null(text);
+    cr_assert_null(strstr(text, "\nb\t"), "a build id line in:\n%s", text);
+    cr_assert_not_null(strstr(text, "\nf\t0\t"), "no functions in:\n%s", text);
+    free(text);
+    e2e_rmtree(work);
+}
