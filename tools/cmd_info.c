@@ -1,8 +1,10 @@
-/* sledtrace info: header, per-thread summary, record counts by kind, time span, drops, and the
- * cost of decoding (wall time, peak RSS). One streaming pass; memory grows with the number of
- * threads only. */
+/* sledtrace info: header, per-thread summary, record counts by kind, time span, drops, the
+ * traced objects with their build ids (from the sidecar beside the trace), and the cost of
+ * decoding (wall time, peak RSS). One streaming pass; memory grows with the number of threads
+ * only (and the sidecar's size). */
 #include "common.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,8 +18,10 @@ static void help(FILE *out)
           "\n"
           "Summarize a trace: header fields, records by kind, time span, dropped records,\n"
           "file size, one line per thread (blocks, records, calls, custom/typed events,\n"
-          "first/last TSC and time since the first record, events lost), and the time and\n"
-          "peak memory the decoding took.\n",
+          "first/last TSC and time since the first record, events lost), the traced objects\n"
+          "(object id, GNU build id of the file when it was traced, path; from the symbols\n"
+          "file beside the trace, TRACE with .fdr replaced by .syms), and the time and peak\n"
+          "memory the decoding took.\n",
           out);
 }
 
@@ -65,6 +69,50 @@ static int credit(struct u64map *map, struct thr **thr, size_t *n, size_t *cap, 
         t->have_tsc = true;
     }
     return 0;
+}
+
+/* The objects the sidecar beside the trace describes: one line each, id, build id (what
+ * --syms BINARY is checked against) and path; or why there are none to show. */
+static void print_objects(const char *path)
+{
+    if (strcmp(path, "-") == 0) {
+        printf("objects:       - (standard input: no symbols file)\n");
+        return;
+    }
+    char *side = stf_syms_path_for(path);
+    if (!side) {
+        printf("objects:       - (out of memory)\n");
+        return;
+    }
+    struct stf_syms *s = NULL;
+    char err[512];
+    int rc = stf_syms_load(&s, side, err, sizeof err);
+    if (rc == STF_ERR_IO && errno == ENOENT)
+        printf("objects:       - (no symbols file %s)\n", side);
+    else if (rc != STF_OK)
+        printf("objects:       - (%s)\n", err[0] ? err : stf_strerror(rc));
+    free(side);
+    if (rc != STF_OK)
+        return;
+    static const char none[] = "(none recorded)";
+    size_t n = stf_syms_objects(s), width = sizeof none - 1;
+    for (size_t i = 0; i < n; i++) {
+        const char *id = stf_syms_build_id(s, stf_syms_object_id(s, i));
+        if (id && strlen(id) > width)
+            width = strlen(id);
+    }
+    printf("objects:       %zu (id, build id, path)\n", n);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t objid = stf_syms_object_id(s, i);
+        const char *id = stf_syms_build_id(s, objid), *obj = stf_syms_object(s, objid);
+        char *shown = obj ? tool_printable(obj) : NULL;
+        printf("  %2" PRIu32 "  %-*s  %s\n", objid, (int)width, id ? id : none,
+               shown ? shown
+               : obj ? obj
+                     : "(path unknown)");
+        free(shown);
+    }
+    stf_syms_free(s);
 }
 
 static double now_s(void)
@@ -243,6 +291,7 @@ int cmd_info(int argc, char **argv)
             if (thr[i].gaps)
                 printf("  tid %" PRId32 ": %" PRIu64 " events dropped in %" PRIu64 " gaps\n",
                        thr[i].tid, thr[i].drops, thr[i].gaps);
+        print_objects(path);
         printf("decode time:   %.6f s\n", dt);
         printf("peak memory:   %ld KiB\n", ru.ru_maxrss);
     }

@@ -1,6 +1,6 @@
 /* Build ids (issue 12, point 4): the runtime records each traced object's GNU build id in the
  * sidecar ('b' lines), exactly as `readelf -n` shows it; an object linked without one gets no
- * line. */
+ * line. `sledtrace info` lists them. */
 #include <criterion/criterion.h>
 
 #include <limits.h>
@@ -87,5 +87,53 @@ Test(build_id, none_recorded_for_a_binary_without_one)
     cr_assert_null(strstr(text, "\nb\t"), "a build id line in:\n%s", text);
     cr_assert_not_null(strstr(text, "\nf\t0\t"), "no functions in:\n%s", text);
     free(text);
+    e2e_rmtree(work);
+}
+
+/* `sledtrace ARGS...` run through the shell in work (words of args are split by it). */
+static void tool(const char *work, struct e2e_run *r, const char *args)
+{
+    e2e_run_sh(work, r, "'" E2E_SLEDTRACE "' %s", args);
+    cr_assert(WIFEXITED(r->status), "sledtrace %s: status %#x", args, r->status);
+}
+
+Test(build_id, info_lists_objects_and_build_ids)
+{
+    char work[PATH_MAX], trace[PATH_MAX], syms[PATH_MAX], args[PATH_MAX + 16];
+    const char *files[] = {BIN("shlibprog"), BIN("libsla.so"), BIN("libslb.so")};
+    traced_run(files[0], files[2], work, trace, syms);
+    char want[4096] = "objects:       3 (id, build id, path)\n";
+    for (unsigned i = 0; i < 3; i++) {
+        char id[256];
+        readelf_build_id(work, files[i], id, sizeof id);
+        size_t n = strlen(want);
+        snprintf(want + n, sizeof want - n, "   %u  %s  %s\n", i, id, files[i]);
+    }
+    snprintf(args, sizeof args, "info '%s'", trace);
+    struct e2e_run r;
+    tool(work, &r, args);
+    cr_assert_eq(WEXITSTATUS(r.status), 0, "%s", r.err);
+    cr_assert_not_null(strstr(r.out, want), "no\n%s\nin:\n%s", want, r.out);
+    e2e_run_free(&r);
+    e2e_rmtree(work);
+
+    /* an executable linked without a build id */
+    traced_run(BIN("fib-noid"), "5", work, trace, syms);
+    snprintf(want, sizeof want,
+             "objects:       1 (id, build id, path)\n   0  (none recorded)  %s\n", BIN("fib-noid"));
+    snprintf(args, sizeof args, "info '%s'", trace);
+    tool(work, &r, args);
+    cr_assert_eq(WEXITSTATUS(r.status), 0, "%s", r.err);
+    cr_assert_not_null(strstr(r.out, want), "no\n%s\nin:\n%s", want, r.out);
+    e2e_run_free(&r);
+
+    /* no sidecar at all */
+    cr_assert_eq(unlink(syms), 0);
+    tool(work, &r, args);
+    cr_assert_eq(WEXITSTATUS(r.status), 0, "%s", r.err);
+    snprintf(want, sizeof want, "objects:       - (no symbols file %s)\n", syms);
+    cr_assert_not_null(strstr(r.out, want), "no\n%s\nin:\n%s", want, r.out);
+    cr_assert_str_empty(r.err);
+    e2e_run_free(&r);
     e2e_rmtree(work);
 }

@@ -454,6 +454,47 @@ Test(tools, info_golden_lines)
     tg_free(&g);
 }
 
+/* info lists the objects of the sidecar beside the trace: id, build id (aligned) and path, the
+ * path escaped; one without a path line shows as such. Without a sidecar it says so. */
+Test(tools, info_lists_objects_and_build_ids)
+{
+    struct tg g;
+    golden_trace(&g);
+    char *p = tr_write_trace(&g, false);
+    char *s = stf_syms_path_for(p);
+    FILE *f = fopen(s, "w");
+    cr_assert(f);
+    fputs("sledtrace-syms\t1\n"
+          "o\t0\t0x0\t/bin/prog\n"
+          "b\t0\t00112233445566778899AABBCCDDEEFF00112233\n"
+          "f\t0\t1\t0x1000\tmain\n"
+          "o\t1\t0x7f00\t/lib/lib\x1b[2Jx.so\n"
+          "b\t2\tabcd\n",
+          f);
+    fclose(f);
+    const char *argv[] = {tr_bin(), "info", p, NULL};
+    struct tr_out r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    const char *want = "objects:       3 (id, build id, path)\n"
+                       "   0  00112233445566778899aabbccddeeff00112233  /bin/prog\n"
+                       "   1  (none recorded)                           /lib/lib\\x1b[2Jx.so\n"
+                       "   2  abcd                                      (path unknown)\n"
+                       "decode time:   ";
+    cr_assert(strstr(r.o, want), "missing '%s' in:\n%s", want, r.o);
+    tr_out_free(&r);
+    unlink(s);
+    r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    char line[1024];
+    snprintf(line, sizeof line, "\nobjects:       - (no symbols file %s)\ndecode time:   ", s);
+    cr_assert(strstr(r.o, line), "missing '%s' in:\n%s", line, r.o);
+    cr_assert_str_empty(r.e);
+    tr_out_free(&r);
+    free(s);
+    tr_remove_trace(p);
+    tg_free(&g);
+}
+
 Test(tools, bad_inputs_fail_cleanly)
 {
     char *empty = tg_tmpname(".fdr");
