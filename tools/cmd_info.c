@@ -16,12 +16,14 @@ static void help(FILE *out)
 {
     fputs("usage: sledtrace info TRACE\n"
           "\n"
-          "Summarize a trace: header fields, records by kind, time span, dropped records,\n"
-          "file size, one line per thread (blocks, records, calls, custom/typed events,\n"
-          "first/last TSC and time since the first record, events lost), the traced objects\n"
-          "(object id, GNU build id of the file when it was traced, path; from the symbols\n"
-          "file beside the trace, TRACE with .fdr replaced by .syms), and the time and peak\n"
-          "memory the decoding took.\n",
+          "Summarize a trace: header fields, the clock's resolution as the records show it\n"
+          "(the greatest common divisor of the time steps between a thread's consecutive\n"
+          "function records, and the smallest step), records by kind, time span, dropped\n"
+          "records, file size, one line per thread (blocks, records, calls, custom/typed\n"
+          "events, first/last TSC and time since the first record, events lost), the traced\n"
+          "objects (object id, GNU build id of the file when it was traced, path; from the\n"
+          "symbols file beside the trace, TRACE with .fdr replaced by .syms), and the time\n"
+          "and peak memory the decoding took.\n",
           out);
 }
 
@@ -115,6 +117,35 @@ static void print_objects(const char *path)
     stf_syms_free(s);
 }
 
+static uint64_t gcd(uint64_t a, uint64_t b)
+{
+    while (b) {
+        uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* "N ticks (D UNIT)": D with 3 significant digits in ns, us, ms or s (frequency 0: ticks are
+ * taken as ns, as elsewhere). */
+static void fmt_ticks(char *buf, size_t len, uint64_t ticks, uint64_t freq)
+{
+    double v = freq ? (double)ticks * 1e9 / (double)freq : (double)ticks;
+    const char *unit = "ns";
+    if (v >= 1e9) {
+        v /= 1e9;
+        unit = "s";
+    } else if (v >= 1e6) {
+        v /= 1e6;
+        unit = "ms";
+    } else if (v >= 1e3) {
+        v /= 1e3;
+        unit = "us";
+    }
+    snprintf(buf, len, "%" PRIu64 " tick%s (%.3g %s)", ticks, ticks == 1 ? "" : "s", v, unit);
+}
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -157,6 +188,9 @@ int cmd_info(int argc, char **argv)
     bool have_tsc = false;
     /* Events the runtime dropped (discard policy), from its loss markers. */
     uint64_t drops = 0, gaps = 0;
+    /* The clock's resolution as the trace shows it: the gcd of the non-zero time steps between
+     * a thread's consecutive records (function records' deltas), and the smallest step. */
+    uint64_t step_gcd = 0, step_min = 0;
     struct u64map map = {0};
     struct thr *thr = NULL;
     size_t nthr = 0, capthr = 0;
@@ -202,6 +236,11 @@ int cmd_info(int argc, char **argv)
             blk.pid = it.pid;
             blk.tid = it.tid;
         }
+        if (it.kind == STF_K_FUNCTION && it.delta != 0) {
+            step_gcd = gcd(step_gcd, it.delta);
+            if (step_min == 0 || it.delta < step_min)
+                step_min = it.delta;
+        }
         if (it.kind == STF_K_FUNCTION) {
             if (it.action < 4)
                 by_action[it.action]++;
@@ -246,6 +285,14 @@ int cmd_info(int argc, char **argv)
             printf("clock:         TSC (invariant)\n");
         else
             printf("clock:         TSC, not invariant (times may drift between CPUs)\n");
+        if (step_gcd) {
+            char res[64], min[64];
+            fmt_ticks(res, sizeof res, step_gcd, freq);
+            fmt_ticks(min, sizeof min, step_min, freq);
+            printf("clock resolution: %s observed, smallest step %s\n", res, min);
+        } else {
+            printf("clock resolution: - (no two records at different times)\n");
+        }
         printf("buffer size:   %" PRIu64 " bytes\n", h->buffer_size);
         printf("blocks:        %" PRIu64 "\n", st.blocks);
         printf("records:       %" PRIu64 "\n", st.records);
