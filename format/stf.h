@@ -380,12 +380,18 @@ void stf_cursor_stats(const struct stf_cursor *c, struct stf_reader_stats *out);
  *     sledtrace-syms<TAB>1
  *     run<TAB>id          (optional: the `sledtrace run` that made the trace)
  *     o<TAB>objid<TAB>0xbias<TAB>path
+ *     b<TAB>objid<TAB>buildid
  *     f<TAB>objid<TAB>fid<TAB>0xaddress<TAB>name
- * Lookups are keyed on (objid, fid). Unknown line types are ignored. A malformed 'o' or 'f'
- * line (wrong field count, bad number, NUL byte) is skipped with a warning, and the ids it may
- * have named (its id fields, when they parse) are left unnamed; a function or object id given
- * twice is left unnamed / without a path, with a warning (which line is right cannot be told).
- * Only a bad first line, an empty file, I/O errors and running out of memory fail a load. */
+ * Lookups are keyed on (objid, fid). Unknown line types are ignored. A 'b' line gives the GNU
+ * build id of an object's file (its NT_GNU_BUILD_ID note's bytes, two hex digits each, 1 to
+ * STF_BUILD_ID_MAX bytes; fields after it are ignored); an object without one has no 'b' line,
+ * nor have the sidecars of runtimes older than the line (readers older than it ignore it, as an
+ * unknown type). A malformed 'o', 'b' or 'f' line (wrong field count, bad number, NUL byte) is
+ * skipped with a warning, and the ids it may have named (its id fields, when they parse) are
+ * left unnamed; a function or object id given twice is left unnamed / without a path or build
+ * id, with a warning (which line is right cannot be told). Only a bad first line, an empty
+ * file, I/O errors and running out of memory fail a load. */
+enum { STF_BUILD_ID_MAX = 64 };
 
 struct stf_syms;
 
@@ -418,6 +424,14 @@ uint64_t stf_syms_address(const struct stf_syms *s, uint32_t objid, uint32_t fid
 size_t stf_syms_count(const struct stf_syms *s);
 /* Path of object objid as the sidecar gives it (object 0 is the executable), or NULL. */
 const char *stf_syms_object(const struct stf_syms *s, uint32_t objid);
+/* Build id of object objid's file when it was traced, as lower-case hex (two digits a byte),
+ * or NULL: none recorded (the file had none, or the sidecar predates 'b' lines) or not known
+ * (given twice, or on a line skipped). */
+const char *stf_syms_build_id(const struct stf_syms *s, uint32_t objid);
+/* Objects the sidecar describes (by an 'o' or 'b' line), in the order of their first line:
+ * how many, and the id of object i (UINT32_MAX if i is out of range). */
+size_t stf_syms_objects(const struct stf_syms *s);
+uint32_t stf_syms_object_id(const struct stf_syms *s, size_t i);
 /* Replace names: fn gets each non-empty name and returns a malloc'd replacement (which s then
  * owns) or NULL to keep the name. Used by the tools to demangle; format/ stays libc-only.
  * Returns the number of names replaced. */

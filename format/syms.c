@@ -14,6 +14,9 @@
  *    when they parse) are left unnamed, as is a function or object id given twice: which line
  *    is right cannot be told, and a wrong name is worse than "#id". Unnamed ids stay in the
  *    table as entries without a name, so that a later line for them stays unnamed too.
+ *  - Objects ('o' lines: load bias and path; 'b' lines: build id) are kept in a small array, in
+ *    the order their first line came; either kind of line may come first, and each is
+ *    checked for repetition on its own. A build id is kept as lower-case hex.
  *  - Warnings are counted; the first STF_SYMS_WARNINGS_KEPT messages are kept for the caller.
  */
 #include "stf.h"
@@ -34,7 +37,9 @@ struct sym {
 struct obj {
     uint32_t objid;
     uint64_t bias;
-    char *path; /* NULL if ambiguous */
+    char *path;        /* NULL if unknown or ambiguous */
+    char *build_id;    /* lower-case hex; NULL if none recorded or ambiguous */
+    bool has_o, has_b; /* an 'o' / 'b' line (or a skipped one) was seen for it */
 };
 
 struct stf_syms {
@@ -200,37 +205,89 @@ static int add_sym(struct stf_syms *s, uint32_t objid, uint32_t fid, uint64_t ad
     return STF_OK;
 }
 
-/* Adds object objid; a path of NULL (or a second line for the id) leaves its path unknown. */
-static int add_obj(struct stf_syms *s, uint32_t objid, uint64_t bias, const char *path, bool *dup)
+static struct obj *find_obj(const struct stf_syms *s, uint32_t objid)
 {
-    *dup = false;
-    for (size_t i = 0; i < s->nobjs; i++) {
-        if (s->objs[i].objid == objid) {
-            *dup = path != NULL;
-            free(s->objs[i].path);
-            s->objs[i].path = NULL;
-            return STF_OK;
-        }
-    }
+    for (size_t i = 0; s && i < s->nobjs; i++)
+        if (s->objs[i].objid == objid)
+            return &s->objs[i];
+    return NULL;
+}
+
+/* Object objid's entry, made (empty) if it has none yet; NULL when out of memory. */
+static struct obj *get_obj(struct stf_syms *s, uint32_t objid)
+{
+    struct obj *o = find_obj(s, objid);
+    if (o)
+        return o;
     if (s->nobjs == s->capobjs) {
         size_t nc = s->capobjs ? s->capobjs * 2 : 8;
         struct obj *no = realloc(s->objs, nc * sizeof *no);
         if (!no)
-            return STF_ERR_NOMEM;
+            return NULL;
         s->objs = no;
         s->capobjs = nc;
     }
-    struct obj *o = &s->objs[s->nobjs];
-    o->path = NULL;
-    if (path) {
-        o->path = strdup(path);
-        if (!o->path)
+    o = &s->objs[s->nobjs++];
+    *o = (struct obj){.objid = objid};
+    return o;
+}
+
+/* Sets *field to a copy of text (NULL: unknown); a second setting (*seen already) leaves it
+ * unknown for good, *dup telling whether the caller should warn (text given twice). */
+static int set_once(char **field, bool *seen, const char *text, bool *dup)
+{
+    *dup = false;
+    if (*seen) {
+        *dup = text != NULL;
+        free(*field);
+        *field = NULL;
+        return STF_OK;
+    }
+    *seen = true;
+    if (text) {
+        *field = strdup(text);
+        if (!*field)
             return STF_ERR_NOMEM;
     }
-    o->objid = objid;
-    o->bias = bias;
-    s->nobjs++;
     return STF_OK;
+}
+
+/* Adds object objid; a path of NULL (or a second line for the id) leaves its path unknown. */
+static int add_obj(struct stf_syms *s, uint32_t objid, uint64_t bias, const char *path, bool *dup)
+{
+    struct obj *o = get_obj(s, objid);
+    if (!o)
+        return STF_ERR_NOMEM;
+    if (!o->has_o)
+        o->bias = bias;
+    return set_once(&o->path, &o->has_o, path, dup);
+}
+
+/* Records object objid's build id (hex, already checked); NULL (or a second line for the id)
+ * leaves it unknown. */
+static int add_build_id(struct stf_syms *s, uint32_t objid, const char *hex, bool *dup)
+{
+    struct obj *o = get_obj(s, objid);
+    return o ? set_once(&o->build_id, &o->has_b, hex, dup) : STF_ERR_NOMEM;
+}
+
+/* A build id field: 1 to STF_BUILD_ID_MAX bytes, two hex digits each, up to the end or to a TAB
+ * (later fields are ignored); written to out (lower-case, NUL-terminated). */
+static bool parse_build_id(const char *str, char out[2 * STF_BUILD_ID_MAX + 1])
+{
+    size_t n = strcspn(str, "\t");
+    if (n == 0 || n % 2 != 0 || n > 2 * STF_BUILD_ID_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = str[i];
+        if (c >= 'A' && c <= 'F')
+            c = (char)(c - 'A' + 'a');
+        else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+            return false;
+        out[i] = c;
+    }
+    out[n] = '\0';
+    return true;
 }
 
 /* The first line: STF_OK or STF_ERR_SYMS with *why set. */
@@ -248,9 +305,9 @@ static int parse_first(char *line, const char **why)
     return STF_OK;
 }
 
-/* The object and function ids of an 'o' or 'f' line, its second and third fields, read before
- * the rest is checked: 0, 1 (the object id) or 2 (both) of them parse. For 'o' lines only the
- * object id counts. */
+/* The object and function ids of an 'o', 'b' or 'f' line, its second and third fields, read
+ * before the rest is checked: 0, 1 (the object id) or 2 (both) of them parse. For 'o' and 'b'
+ * lines only the object id counts. */
 static int ids_of(const char *line, uint32_t *objid, uint32_t *fid)
 {
     const char *p = line + 2;
@@ -264,8 +321,9 @@ static int ids_of(const char *line, uint32_t *objid, uint32_t *fid)
     return parse_u32(p, k, fid) ? 2 : 1;
 }
 
-/* A malformed 'o' or 'f' line: the ids it names (nids of them parsed, see ids_of) become
- * unnamed, and a warning "PATH:LINE: why, line skipped" is counted. */
+/* A malformed 'o', 'b' or 'f' line: the ids it names (nids of them parsed, see ids_of) become
+ * unnamed (an object's path or build id unknown), and a warning "PATH:LINE: why, line skipped"
+ * is counted. */
 static int skip_line(struct stf_syms *s, char type, int nids, uint32_t objid, uint32_t fid,
                      const char *path, unsigned long lineno, const char *why)
 {
@@ -275,6 +333,8 @@ static int skip_line(struct stf_syms *s, char type, int nids, uint32_t objid, ui
         rc = add_sym(s, objid, fid, 0, NULL, &dup);
     else if (type == 'o' && nids >= 1)
         rc = add_obj(s, objid, 0, NULL, &dup);
+    else if (type == 'b' && nids >= 1)
+        rc = add_build_id(s, objid, NULL, &dup);
     if (rc != STF_OK)
         return rc;
     char msg[160];
@@ -288,13 +348,34 @@ static int parse_line(struct stf_syms *s, char *line, bool nul, const char *path
                       unsigned long lineno)
 {
     char type = line[0];
-    if ((type != 'o' && type != 'f') || line[1] != '\t')
+    if ((type != 'o' && type != 'f' && type != 'b') || line[1] != '\t')
         return STF_OK; /* unknown line type (or blank): ignored */
     uint32_t objid = 0, fid = 0;
     int nids = ids_of(line, &objid, &fid); /* before split cuts the line */
     const char *why = NULL;
     char *f[5];
     uint64_t num;
+    if (type == 'b') {
+        char hex[2 * STF_BUILD_ID_MAX + 1];
+        bool dup;
+        if (nul)
+            why = "NUL byte in line";
+        else if (!split(line, f, 3))
+            why = "build id line needs 3 fields";
+        else if (nids < 1)
+            why = "bad object id";
+        else if (!parse_build_id(f[2], hex))
+            why = "bad build id (expected 1 to 64 bytes in hex)";
+        if (why)
+            return skip_line(s, type, nids, objid, fid, path, lineno, why);
+        int rc = add_build_id(s, objid, hex, &dup);
+        if (rc != STF_OK || !dup)
+            return rc;
+        char msg[128];
+        snprintf(msg, sizeof msg, "build id of object %" PRIu32 " given twice, it is left unknown",
+                 objid);
+        return warn(s, path, lineno, msg);
+    }
     if (nul)
         why = "NUL byte in line";
     else if (!split(line, f, type == 'o' ? 4 : 5))
@@ -405,8 +486,10 @@ void stf_syms_free(struct stf_syms *s)
         return;
     for (size_t i = 0; i < s->nsyms; i++)
         free(s->syms[i].name);
-    for (size_t i = 0; i < s->nobjs; i++)
+    for (size_t i = 0; i < s->nobjs; i++) {
         free(s->objs[i].path);
+        free(s->objs[i].build_id);
+    }
     for (size_t i = 0; i < s->nwarn && i < STF_SYMS_WARNINGS_KEPT; i++)
         free(s->warn[i]);
     free(s->syms);
@@ -488,10 +571,24 @@ const char *stf_syms_warning(const struct stf_syms *s, size_t i)
 
 const char *stf_syms_object(const struct stf_syms *s, uint32_t objid)
 {
-    for (size_t i = 0; s && i < s->nobjs; i++)
-        if (s->objs[i].objid == objid)
-            return s->objs[i].path;
-    return NULL;
+    const struct obj *o = find_obj(s, objid);
+    return o ? o->path : NULL;
+}
+
+const char *stf_syms_build_id(const struct stf_syms *s, uint32_t objid)
+{
+    const struct obj *o = find_obj(s, objid);
+    return o ? o->build_id : NULL;
+}
+
+size_t stf_syms_objects(const struct stf_syms *s)
+{
+    return s ? s->nobjs : 0;
+}
+
+uint32_t stf_syms_object_id(const struct stf_syms *s, size_t i)
+{
+    return s && i < s->nobjs ? s->objs[i].objid : UINT32_MAX;
 }
 
 const char *stf_syms_name(const struct stf_syms *s, uint32_t id, char *buf, size_t buflen)

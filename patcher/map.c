@@ -8,6 +8,8 @@
  * numbering.
  *
  * Names: STT_FUNC symbols of .symtab (else .dynsym), matched on the function's link-time address.
+ * The build id: the first NT_GNU_BUILD_ID note (owner "GNU") of the SHT_NOTE sections, where
+ * ld and lld put it (.note.gnu.build-id); `readelf -n` shows the same bytes.
  * Executable PT_LOAD segments are kept (with their flags) for verification and for restoring page
  * protections after patching.
  */
@@ -143,6 +145,29 @@ static const struct sym *find_sym(const struct sym *s, size_t n, uint64_t addr)
     return lo < n && s[lo].addr == addr ? &s[lo] : NULL;
 }
 
+/* Copies the NT_GNU_BUILD_ID note of the SHT_NOTE section scn, if it has one, into the object.
+ * A descriptor longer than STP_BUILD_ID_MAX is left out: no id rather than part of one. */
+static void read_build_id(Elf_Scn *scn, struct stp_object *obj)
+{
+    Elf_Data *d = elf_getdata(scn, NULL);
+    if (!d)
+        return;
+    GElf_Nhdr nh;
+    size_t off = 0, name_off, desc_off, next;
+    while (off < d->d_size && (next = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
+        const char *name = (const char *)d->d_buf + name_off;
+        if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == sizeof "GNU" &&
+            memcmp(name, "GNU", sizeof "GNU") == 0) {
+            if (nh.n_descsz > 0 && nh.n_descsz <= STP_BUILD_ID_MAX) {
+                memcpy(obj->build_id, (const uint8_t *)d->d_buf + desc_off, nh.n_descsz);
+                obj->build_id_len = nh.n_descsz;
+            }
+            return;
+        }
+        off = next;
+    }
+}
+
 static int load(struct stp_object *obj, Elf *elf)
 {
     size_t shstrndx;
@@ -178,6 +203,8 @@ static int load(struct stp_object *obj, Elf *elf)
         } else if (sh.sh_type == SHT_DYNSYM) {
             dynsym = scn;
             dynsym_sh = sh;
+        } else if (sh.sh_type == SHT_NOTE && obj->build_id_len == 0) {
+            read_build_id(scn, obj);
         }
     }
     if (!map)
@@ -303,6 +330,11 @@ uintptr_t stp_object_bias(const struct stp_object *obj)
 const char *stp_object_path(const struct stp_object *obj)
 {
     return obj->path;
+}
+size_t stp_object_build_id(const struct stp_object *obj, const uint8_t **id)
+{
+    *id = obj->build_id_len ? obj->build_id : NULL;
+    return obj->build_id_len;
 }
 int stp_object_has_xray_runtime(const struct stp_object *obj)
 {

@@ -94,6 +94,11 @@ size_t stp_object_count(const struct stp_object *obj, enum stp_status s);
 int stp_object_has_xray_runtime(const struct stp_object *obj);
 uintptr_t stp_object_bias(const struct stp_object *obj);
 const char *stp_object_path(const struct stp_object *obj);
+/* The object's GNU build id, the bytes of its NT_GNU_BUILD_ID note (read with the map): their
+ * number, *id pointing at them (valid until stp_object_close), or 0 (*id NULL) when the file has
+ * none (linked with --build-id=none) or one longer than STP_BUILD_ID_MAX bytes. */
+enum { STP_BUILD_ID_MAX = 64 };
+size_t stp_object_build_id(const struct stp_object *obj, const uint8_t **id);
 
 /* Ids written into this object's sleds are `base | function id` (default 0): the runtime packs
  * an object number into the high bits, as clang's -fxray-shared does. */

@@ -55,6 +55,8 @@ struct stp_object {
     size_t nsegs;
     void *stub_page;  /* mapped by stp_object_patch, never unmapped while sleds point at it */
     uint32_t id_base; /* ORed into the ids written into the sleds (stp_object_set_id_base) */
+    uint8_t build_id[STP_BUILD_ID_MAX]; /* NT_GNU_BUILD_ID note's bytes */
+    size_t build_id_len;                /* 0: none */
 };
 
 /* The executable segment holding [addr, addr + len), or NULL. */

@@ -147,11 +147,21 @@ static const char *one_line(const char *s)
     return s && !strchr(s, '\n') ? s : "";
 }
 
+/* An object's lines: 'o' (bias, path), 'b' (its file's build id, when it has one: the tools
+ * check a binary given to --syms against it) and its functions. */
 static void syms_object(FILE *f, unsigned objid)
 {
     const struct traced *o = &objs[objid];
     fprintf(f, "o\t%u\t0x%llx\t%s\n", objid,
             (unsigned long long)(o->obj ? stp_object_bias(o->obj) : 0), one_line(o->name));
+    const uint8_t *id;
+    size_t idlen = o->obj ? stp_object_build_id(o->obj, &id) : 0;
+    if (idlen) {
+        fprintf(f, "b\t%u\t", objid);
+        for (size_t i = 0; i < idlen; i++)
+            fprintf(f, "%02x", id[i]);
+        fputc('\n', f);
+    }
     size_t n = o->obj ? stp_object_nfuncs(o->obj) : 0; /* an executable without sleds: none */
     for (size_t i = 0; i < n; i++) {
         uint32_t id;

@@ -31,7 +31,8 @@
 static void help(FILE *out)
 {
     fputs("usage: sledtrace convert TRACE --format fdr -o OUT\n"
-          "       sledtrace convert TRACE --format chrome|yaml [-o OUT] [--syms FILE]\n"
+          "       sledtrace convert TRACE --format chrome|yaml [-o OUT]\n"
+          "                         [--syms FILE [--force-syms]]\n"
           "\n"
           "  --format fdr     rewrites an FDR trace (version 2 or later) with one block per\n"
           "                   thread: the same records, byte for byte, in the same order per\n"
@@ -46,7 +47,10 @@ static void help(FILE *out)
           "                   per line, grouped by thread, names from the symbols file.\n"
           "  -o OUT           output file (created, or truncated if it exists); chrome and yaml\n"
           "                   write to stdout without it\n"
-          "  --syms FILE      symbols file (default: TRACE with .fdr replaced by .syms)\n",
+          "  --syms FILE      symbols file (default: TRACE with .fdr replaced by .syms), or\n"
+          "                   the traced binary: refused if its build id is not the one the\n"
+          "                   trace's symbols file records\n"
+          "  --force-syms     use a --syms binary even if its build id differs\n",
           out);
 }
 

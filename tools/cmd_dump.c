@@ -11,16 +11,19 @@
 
 static void help(FILE *out)
 {
-    fputs("usage: sledtrace dump TRACE [--verify] [--syms FILE]\n"
+    fputs("usage: sledtrace dump TRACE [--verify] [--syms FILE [--force-syms]]\n"
           "\n"
           "Print one line per record: byte offset, kind, thread, process, cpu, absolute TSC\n"
           "and the record's fields (function records: id, action, name). Damaged input is\n"
           "decoded leniently, with warnings on stderr.\n"
           "\n"
-          "  --verify     check the FDR grammar strictly instead of printing records; prints\n"
-          "               'OK: N records, M blocks' or the offset and rule of the first\n"
-          "               violation (exit status 1)\n"
-          "  --syms FILE  symbols file (default: the trace path with .fdr replaced by .syms)\n",
+          "  --verify      check the FDR grammar strictly instead of printing records; prints\n"
+          "                'OK: N records, M blocks' or the offset and rule of the first\n"
+          "                violation (exit status 1)\n"
+          "  --syms FILE   symbols file (default: the trace path with .fdr replaced by .syms),\n"
+          "                or the traced binary: refused if its build id is not the one the\n"
+          "                trace's symbols file records\n"
+          "  --force-syms  use a --syms binary even if its build id differs\n",
           out);
 }
 
@@ -90,13 +93,13 @@ int cmd_dump(int argc, char **argv)
         return EXIT_OK;
     }
     for (int i = 1; i < argc; i++) {
+        int m;
         if (strcmp(argv[i], "--verify") == 0)
             verify = true;
-        else if (strcmp(argv[i], "--syms") == 0 && i + 1 < argc)
-            syms_path = argv[++i];
-        else if (strncmp(argv[i], "--syms=", 7) == 0)
-            syms_path = argv[i] + 7;
-        else if (argv[i][0] == '-' && argv[i][1]) {
+        else if ((m = tool_option(argc, argv, &i, "dump", "--syms", &syms_path)) != 0) {
+            if (m < 0)
+                return EXIT_USAGE;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
             tool_err("dump: unknown option '%s'", argv[i]);
             return EXIT_USAGE;
         } else if (!path)

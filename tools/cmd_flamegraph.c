@@ -18,7 +18,7 @@ enum { SVG_W = 1200, PAD = 10, FRAME_H = 16, TOP = 44, CHAR_W = 7 };
 static void help(FILE *out)
 {
     fputs("usage: sledtrace flamegraph TRACE -o OUT.svg [--by time|count] [--tid N]\n"
-          "                            [--syms FILE]\n"
+          "                            [--syms FILE [--force-syms]]\n"
           "\n"
           "Write an interactive flame graph of the aggregated call stacks (see 'sledtrace\n"
           "stack') as a self-contained SVG: hover a frame for its name, weight and share,\n"
@@ -28,7 +28,10 @@ static void help(FILE *out)
           "  -o, --output FILE  the SVG file to write (required)\n"
           "  --by time|count    width: inclusive time (default) or number of calls\n"
           "  --tid N            only thread N\n"
-          "  --syms FILE        symbols file (default: TRACE with .fdr replaced by .syms)\n",
+          "  --syms FILE        symbols file (default: TRACE with .fdr replaced by .syms), or\n"
+          "                     the traced binary: refused if its build id is not the one\n"
+          "                     the trace's symbols file records\n"
+          "  --force-syms       use a --syms binary even if its build id differs\n",
           out);
 }
 

@@ -1,8 +1,10 @@
-/* sledtrace info: header, per-thread summary, record counts by kind, time span, drops, and the
- * cost of decoding (wall time, peak RSS). One streaming pass; memory grows with the number of
- * threads only. */
+/* sledtrace info: header, per-thread summary, record counts by kind, time span, drops, the
+ * traced objects with their build ids (from the sidecar beside the trace), and the cost of
+ * decoding (wall time, peak RSS). One streaming pass; memory grows with the number of threads
+ * only (and the sidecar's size). */
 #include "common.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,10 +16,14 @@ static void help(FILE *out)
 {
     fputs("usage: sledtrace info TRACE\n"
           "\n"
-          "Summarize a trace: header fields, records by kind, time span, dropped records,\n"
-          "file size, one line per thread (blocks, records, calls, custom/typed events,\n"
-          "first/last TSC and time since the first record, events lost), and the time and\n"
-          "peak memory the decoding took.\n",
+          "Summarize a trace: header fields, the clock's resolution as the records show it\n"
+          "(the greatest common divisor of the time steps between a thread's consecutive\n"
+          "function records, and the smallest step), records by kind, time span, dropped\n"
+          "records, file size, one line per thread (blocks, records, calls, custom/typed\n"
+          "events, first/last TSC and time since the first record, events lost), the traced\n"
+          "objects (object id, GNU build id of the file when it was traced, path; from the\n"
+          "symbols file beside the trace, TRACE with .fdr replaced by .syms), and the time\n"
+          "and peak memory the decoding took.\n",
           out);
 }
 
@@ -67,6 +73,79 @@ static int credit(struct u64map *map, struct thr **thr, size_t *n, size_t *cap, 
     return 0;
 }
 
+/* The objects the sidecar beside the trace describes: one line each, id, build id (what
+ * --syms BINARY is checked against) and path; or why there are none to show. */
+static void print_objects(const char *path)
+{
+    if (strcmp(path, "-") == 0) {
+        printf("objects:       - (standard input: no symbols file)\n");
+        return;
+    }
+    char *side = stf_syms_path_for(path);
+    if (!side) {
+        printf("objects:       - (out of memory)\n");
+        return;
+    }
+    struct stf_syms *s = NULL;
+    char err[512];
+    int rc = stf_syms_load(&s, side, err, sizeof err);
+    if (rc == STF_ERR_IO && errno == ENOENT)
+        printf("objects:       - (no symbols file %s)\n", side);
+    else if (rc != STF_OK)
+        printf("objects:       - (%s)\n", err[0] ? err : stf_strerror(rc));
+    free(side);
+    if (rc != STF_OK)
+        return;
+    static const char none[] = "(none recorded)";
+    size_t n = stf_syms_objects(s), width = sizeof none - 1;
+    for (size_t i = 0; i < n; i++) {
+        const char *id = stf_syms_build_id(s, stf_syms_object_id(s, i));
+        if (id && strlen(id) > width)
+            width = strlen(id);
+    }
+    printf("objects:       %zu (id, build id, path)\n", n);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t objid = stf_syms_object_id(s, i);
+        const char *id = stf_syms_build_id(s, objid), *obj = stf_syms_object(s, objid);
+        char *shown = obj ? tool_printable(obj) : NULL;
+        printf("  %2" PRIu32 "  %-*s  %s\n", objid, (int)width, id ? id : none,
+               shown ? shown
+               : obj ? obj
+                     : "(path unknown)");
+        free(shown);
+    }
+    stf_syms_free(s);
+}
+
+static uint64_t gcd(uint64_t a, uint64_t b)
+{
+    while (b) {
+        uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* "N ticks (D UNIT)": D with 3 significant digits in ns, us, ms or s (frequency 0: ticks are
+ * taken as ns, as elsewhere). */
+static void fmt_ticks(char *buf, size_t len, uint64_t ticks, uint64_t freq)
+{
+    double v = freq ? (double)ticks * 1e9 / (double)freq : (double)ticks;
+    const char *unit = "ns";
+    if (v >= 1e9) {
+        v /= 1e9;
+        unit = "s";
+    } else if (v >= 1e6) {
+        v /= 1e6;
+        unit = "ms";
+    } else if (v >= 1e3) {
+        v /= 1e3;
+        unit = "us";
+    }
+    snprintf(buf, len, "%" PRIu64 " tick%s (%.3g %s)", ticks, ticks == 1 ? "" : "s", v, unit);
+}
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -109,6 +188,9 @@ int cmd_info(int argc, char **argv)
     bool have_tsc = false;
     /* Events the runtime dropped (discard policy), from its loss markers. */
     uint64_t drops = 0, gaps = 0;
+    /* The clock's resolution as the trace shows it: the gcd of the non-zero time steps between
+     * a thread's consecutive records (function records' deltas), and the smallest step. */
+    uint64_t step_gcd = 0, step_min = 0;
     struct u64map map = {0};
     struct thr *thr = NULL;
     size_t nthr = 0, capthr = 0;
@@ -154,6 +236,11 @@ int cmd_info(int argc, char **argv)
             blk.pid = it.pid;
             blk.tid = it.tid;
         }
+        if (it.kind == STF_K_FUNCTION && it.delta != 0) {
+            step_gcd = gcd(step_gcd, it.delta);
+            if (step_min == 0 || it.delta < step_min)
+                step_min = it.delta;
+        }
         if (it.kind == STF_K_FUNCTION) {
             if (it.action < 4)
                 by_action[it.action]++;
@@ -198,6 +285,14 @@ int cmd_info(int argc, char **argv)
             printf("clock:         TSC (invariant)\n");
         else
             printf("clock:         TSC, not invariant (times may drift between CPUs)\n");
+        if (step_gcd) {
+            char res[64], min[64];
+            fmt_ticks(res, sizeof res, step_gcd, freq);
+            fmt_ticks(min, sizeof min, step_min, freq);
+            printf("clock resolution: %s observed, smallest step %s\n", res, min);
+        } else {
+            printf("clock resolution: - (no two records at different times)\n");
+        }
         printf("buffer size:   %" PRIu64 " bytes\n", h->buffer_size);
         printf("blocks:        %" PRIu64 "\n", st.blocks);
         printf("records:       %" PRIu64 "\n", st.records);
@@ -243,6 +338,7 @@ int cmd_info(int argc, char **argv)
             if (thr[i].gaps)
                 printf("  tid %" PRId32 ": %" PRIu64 " events dropped in %" PRIu64 " gaps\n",
                        thr[i].tid, thr[i].drops, thr[i].gaps);
+        print_objects(path);
         printf("decode time:   %.6f s\n", dt);
         printf("peak memory:   %ld KiB\n", ru.ru_maxrss);
     }

@@ -26,7 +26,8 @@
 static void help(FILE *out)
 {
     fputs("usage: sledtrace replay TRACE [--order entry|exit] [--tid N] [--depth N]\n"
-          "                        [--min-duration NS] [--filter GLOB] [--syms FILE]\n"
+          "                        [--min-duration NS] [--filter GLOB]\n"
+          "                        [--syms FILE [--force-syms]]\n"
           "\n"
           "Per-thread call tree, thread after thread:\n"
           "    TID  TIME  DURATION  <2 spaces per depth>NAME\n"
@@ -49,7 +50,10 @@ static void help(FILE *out)
           "                     order, callees of shown calls only: a shorter call hides\n"
           "                     its callees too, as they are shorter still)\n"
           "  --filter GLOB      only functions whose name matches GLOB (fnmatch, e.g. 'f*')\n"
-          "  --syms FILE        symbols file (default: TRACE with .fdr replaced by .syms)\n",
+          "  --syms FILE        symbols file (default: TRACE with .fdr replaced by .syms), or\n"
+          "                     the traced binary: refused if its build id is not the one\n"
+          "                     the trace's symbols file records\n"
+          "  --force-syms       use a --syms binary even if its build id differs\n",
           out);
 }
 

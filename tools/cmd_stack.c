@@ -14,7 +14,7 @@
 static void help(FILE *out)
 {
     fputs("usage: sledtrace stack TRACE [--by time|count] [--format text|folded]\n"
-          "                       [--tid N] [--syms FILE]\n"
+          "                       [--tid N] [--syms FILE [--force-syms]]\n"
           "\n"
           "Aggregated call stacks of closed calls, root first: 'main;parse;lex'. The weight of\n"
           "a stack is the self time (ns) of the calls with exactly that stack (--by time, the\n"
@@ -26,7 +26,10 @@ static void help(FILE *out)
           "                        'a;b;c WEIGHT' sorted by stack (flamegraph.pl, inferno,\n"
           "                        speedscope); the summary then goes to stderr\n"
           "  --tid N               only thread N\n"
-          "  --syms FILE           symbols file (default: TRACE with .fdr replaced by .syms)\n",
+          "  --syms FILE           symbols file (default: TRACE with .fdr replaced by .syms),\n"
+          "                        or the traced binary: refused if its build id is not the\n"
+          "                        one the trace's symbols file records\n"
+          "  --force-syms          use a --syms binary even if its build id differs\n",
           out);
 }
 

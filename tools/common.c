@@ -18,6 +18,9 @@
 enum { MAX_WARNINGS_SHOWN = 10 };
 
 static uint64_t warnings_seen;
+/* --force-syms was given (tool_option): a binary given to --syms whose build id is not the
+ * traced executable's is used anyway, with a warning. */
+static bool force_syms;
 
 void tool_err(const char *fmt, ...)
 {
@@ -118,6 +121,10 @@ int tool_option(int argc, char **argv, int *i, const char *cmd, const char *name
 {
     const char *o = argv[*i];
     size_t n = strlen(name);
+    if (strcmp(name, "--syms") == 0 && strcmp(o, "--force-syms") == 0) {
+        force_syms = true; /* --syms's companion flag: every command taking --syms takes it */
+        return 1;
+    }
     if (strcmp(o, name) == 0) {
         if (*i + 1 >= argc) {
             tool_err("%s: %s needs a value", cmd, name);
@@ -534,7 +541,8 @@ static bool is_elf(const char *path)
 
 /* Names from an instrumented binary, as llvm-xray -m reads them: its xray_instr_map gives the
  * function ids (the ones compiler-rt and sledtrace write for the executable, object 0), its
- * symbol table their names. The patcher reads both; they become a sidecar in memory. */
+ * symbol table their names. The patcher reads both, and its build id; they become a sidecar in
+ * memory. */
 static int syms_from_binary(struct stf_syms **s, const char *path, char *err, size_t errlen)
 {
     struct stp_object *obj;
@@ -555,6 +563,14 @@ static int syms_from_binary(struct stf_syms **s, const char *path, char *err, si
     fprintf(w, "sledtrace-syms\t1\n");
     if (!strchr(path, '\n'))
         fprintf(w, "o\t0\t0x0\t%s\n", path);
+    const uint8_t *id;
+    size_t idlen = stp_object_build_id(obj, &id);
+    if (idlen) {
+        fprintf(w, "b\t0\t");
+        for (size_t i = 0; i < idlen; i++)
+            fprintf(w, "%02x", id[i]);
+        fputc('\n', w);
+    }
     for (size_t i = 0; i < stp_object_nfuncs(obj); i++) {
         uint32_t id;
         uintptr_t addr;
@@ -585,17 +601,66 @@ static void syms_warnings(const struct stf_syms *s, const char *path)
         tool_err("warning: %s: %zu more warnings not shown", path, n - MAX_WARNINGS_SHOWN);
 }
 
+/* --syms BINARY (its names in bin): the binary must be the traced executable, object 0, whose
+ * build id the sidecar beside the trace records. Without such a sidecar (compiler-rt's traces, a
+ * trace from a pipe) or a build id in it (runtimes before 'b' lines, an executable linked with
+ * --build-id=none), there is nothing to compare and the binary is taken as it is, silently:
+ * such traces are what --syms BINARY is for. Returns false after printing the error on a
+ * mismatch, unless --force-syms was given (then it is a warning). */
+static bool check_build_id(const char *trace_path, const char *binary, const struct stf_syms *bin)
+{
+    if (strcmp(trace_path, "-") == 0)
+        return true;
+    char *side = stf_syms_path_for(trace_path);
+    if (!side) {
+        tool_err("out of memory");
+        return false;
+    }
+    struct stf_syms *t = NULL;
+    char err[512];
+    bool ok = true;
+    const char *want = stf_syms_load(&t, side, err, sizeof err) == STF_OK
+                           ? stf_syms_build_id(t, 0)
+                           : NULL; /* no sidecar, or none to use (its own commands say why) */
+    const char *have = stf_syms_build_id(bin, 0);
+    if (want && (!have || strcmp(have, want) != 0)) {
+        char what[512];
+        if (have)
+            snprintf(what, sizeof what,
+                     "%s: build id %s differs from the traced executable's %s (recorded in %s)",
+                     binary, have, want, side);
+        else
+            snprintf(what, sizeof what,
+                     "%s: no build id, but the traced executable had %s (recorded in %s)", binary,
+                     want, side);
+        if (force_syms) {
+            tool_err("warning: %s; using its names anyway (--force-syms)", what);
+        } else {
+            tool_err("%s; its names would be wrong (--force-syms uses them anyway)", what);
+            ok = false;
+        }
+    }
+    stf_syms_free(t);
+    free(side);
+    return ok;
+}
+
 static struct stf_syms *load_syms(const char *trace_path, const char *syms_opt, bool *ok)
 {
     char err[512];
     struct stf_syms *s = NULL;
     *ok = true;
     if (syms_opt) {
-        int rc = is_elf(syms_opt) ? syms_from_binary(&s, syms_opt, err, sizeof err)
-                                  : stf_syms_load(&s, syms_opt, err, sizeof err);
+        bool binary = is_elf(syms_opt);
+        int rc = binary ? syms_from_binary(&s, syms_opt, err, sizeof err)
+                        : stf_syms_load(&s, syms_opt, err, sizeof err);
         if (rc != STF_OK) {
             tool_err("%s", err[0] ? err : stf_strerror(rc));
             *ok = false;
+        } else if (binary && !check_build_id(trace_path, syms_opt, s)) {
+            stf_syms_free(s);
+            *ok = false;
+            return NULL;
         }
         syms_warnings(s, syms_opt);
         return s;

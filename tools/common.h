@@ -59,16 +59,19 @@ bool tool_wants_help(int argc, char **argv);
 struct stf_reader *tool_open_trace(const char *path, int flags);
 /* The same for a file opened at path but named name in messages (a temporary copy). */
 struct stf_reader *tool_open_trace_as(const char *path, const char *name, int flags);
-/* The arguments every analysis command shares, once its own options are tried: --syms FILE,
- * else the trace (one; "-" is standard input). 1 when taken, -1 after printing the error
- * (a value missing, an unknown option, a second trace), prefixed by cmd. */
+/* The arguments every analysis command shares, once its own options are tried: --syms FILE
+ * (and --force-syms, see tool_option), else the trace (one; "-" is standard input). 1 when
+ * taken, -1 after printing the error (a value missing, an unknown option, a second trace),
+ * prefixed by cmd. */
 int tool_trace_arg(int argc, char **argv, int *i, const char *cmd, const char **path,
                    const char **syms);
 /* Option --tid N at argv[*i]: 1 (N in *tid, *i advanced), 0 (not this option) or -1 (value
  * missing or not a 32-bit integer; error printed, prefixed by cmd). */
 int tool_tid_option(int argc, char **argv, int *i, const char *cmd, int32_t *tid);
 /* Option "--name VALUE" or "--name=VALUE" at argv[*i]: 1 (value in *val, *i advanced), 0 (not
- * this option) or -1 (value missing; error printed, prefixed by cmd). */
+ * this option) or -1 (value missing; error printed, prefixed by cmd). For name "--syms" it also
+ * takes the flag --force-syms (1, *val untouched), which every command taking --syms thus
+ * takes: tool_load_syms then uses a binary whose build id is not the trace's, with a warning. */
 int tool_option(int argc, char **argv, int *i, const char *cmd, const char *name, const char **val);
 
 /* Index of v among names[0..n), or -1 after printing "CMD: unknown WHAT 'V' (a, b, c)". */
@@ -127,7 +130,10 @@ int tool_reader_fail(struct stf_reader *r, const char *path, int rc);
 void tool_warn_summary(const char *path);
 
 /* Symbols: explicit --syms FILE must load; the default sidecar may be missing (one warning).
- * Sets *ok = false (after printing the error) when the file is malformed/unreadable. Names
+ * Sets *ok = false (after printing the error) when the file is malformed/unreadable, or when
+ * FILE is an instrumented binary whose GNU build id differs from the traced executable's as
+ * the sidecar beside the trace records it (without --force-syms; nothing is compared when
+ * there is no such sidecar or it records no build id). Names
  * are demangled, then names and object paths made printable (tool_printable), once here, so
  * that every output shows the same text and none reaches a terminal raw. */
 struct stf_syms *tool_load_syms(const char *trace_path, const char *syms_opt, bool *ok);

@@ -19,7 +19,7 @@ static void usage(FILE *out)
           "  run [-o DIR] [--filter P] [--policy P] [--report] [...] -- PROG [ARGS]\n"
           "                                  run PROG with the tracing runtime preloaded\n"
           "  live [OPTIONS] -- PROG [ARGS]   run PROG, then print its call tree (replay)\n"
-          "  info TRACE                      summarize a trace\n"
+          "  info TRACE                      summarize a trace (objects and build ids too)\n"
           "  dump TRACE [--verify]           print every record / check the format strictly\n"
           "  account TRACE [--format text|csv|json] [--sort KEY] [--top N] [--per-thread]\n"
           "          [--syms FILE]\n"
@@ -37,6 +37,8 @@ static void usage(FILE *out)
           "  flamegraph TRACE -o OUT.svg [--by time|count]\n"
           "                                  interactive SVG flame graph\n"
           "\n"
+          "Every command that takes --syms FILE (a symbols file, or the traced binary) also\n"
+          "takes --force-syms: use a binary whose build id is not the trace's.\n"
           "'sledtrace COMMAND --help' describes each command. Exit status: 0 success,\n"
           "1 unreadable or malformed input, 2 usage error (run: the program's status).\n",
           out);

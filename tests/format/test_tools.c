@@ -432,6 +432,8 @@ Test(tools, info_golden_lines)
         /* 1e9 Hz with the constant-TSC bit: as compiler-rt writes on KVM guests */
         "clock:         nanoseconds of a clock, not a TSC (1e9 Hz: sledtrace's CLOCK_MONOTONIC, "
         "or compiler-rt's clock_gettime fallback)\n",
+        /* steps 100, 100, 300, 100, 1000, 100 | 40, 1350 */
+        "clock resolution: 10 ticks (10 ns) observed, smallest step 40 ticks (40 ns)\n",
         "buffer size:   4096 bytes\n",
         "blocks:        2\n",
         "records:       19\n",
@@ -450,6 +452,120 @@ Test(tools, info_golden_lines)
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         cr_assert(strstr(r.o, want[i]), "missing '%s' in:\n%s", want[i], r.o);
     tr_out_free(&r);
+    tr_remove_trace(p);
+    tg_free(&g);
+}
+
+/* The info line of a crafted trace: line starting with prefix, its newline included. */
+static void info_line(const struct tg *g, const char *prefix, char *buf, size_t len)
+{
+    char *p = tr_write_trace(g, false);
+    const char *argv[] = {tr_bin(), "info", p, NULL};
+    struct tr_out r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    const char *l = strstr(r.o, prefix);
+    cr_assert(l && (l == r.o || l[-1] == '\n'), "no '%s' line in:\n%s", prefix, r.o);
+    snprintf(buf, len, "%.*s", (int)(strcspn(l, "\n") + 1), l);
+    tr_out_free(&r);
+    tr_remove_trace(p);
+}
+
+/* info measures the clock's resolution from the records: the gcd of the non-zero time steps
+ * between a thread's consecutive function records (here multiples of 26 ticks of a 2.6 GHz
+ * TSC: 10 ns), and the smallest step; steps of 0 (two records at one time) do not count. */
+Test(tools, info_clock_resolution)
+{
+    struct tg g;
+    char line[256];
+    tg_init(&g, 5, 2600000000, 4096);
+    tg_block_begin(&g, 1, 1, 0, 1000);
+    tg_func(&g, 1, STF_ENTER, 1000); /* steps: 0 */
+    tg_func(&g, 2, STF_ENTER, 1078); /* 78 */
+    tg_func(&g, 2, STF_EXIT, 1130);  /* 52 */
+    tg_func(&g, 2, STF_ENTER, 1390); /* 260 */
+    tg_func(&g, 2, STF_EXIT, 1390);  /* 0 */
+    tg_func(&g, 1, STF_EXIT, 1442);  /* 52 */
+    tg_block_end(&g);
+    tg_block_begin(&g, 2, 1, 1, 500);
+    tg_func(&g, 1, STF_ENTER, 604); /* 104 */
+    tg_func(&g, 1, STF_EXIT, 1254); /* 650 */
+    tg_block_end(&g);
+    info_line(&g, "clock resolution:", line, sizeof line);
+    cr_assert_str_eq(
+        line, "clock resolution: 26 ticks (10 ns) observed, smallest step 52 ticks (20 ns)\n");
+    tg_free(&g);
+
+    /* a coarse clock: nanoseconds in steps of 4 ms */
+    tg_init(&g, 5, 1000000000, 4096);
+    tg_block_begin(&g, 1, 1, 0, 0);
+    tg_func(&g, 1, STF_ENTER, 4000000);
+    tg_func(&g, 2, STF_ENTER, 4000000);
+    tg_func(&g, 2, STF_EXIT, 12000000);
+    tg_func(&g, 1, STF_EXIT, 24000000);
+    tg_block_end(&g);
+    info_line(&g, "clock resolution:", line, sizeof line);
+    cr_assert_str_eq(line, "clock resolution: 4000000 ticks (4 ms) observed, smallest step "
+                           "4000000 ticks (4 ms)\n");
+    tg_free(&g);
+
+    /* one tick: singular */
+    tg_init(&g, 5, 1000000000, 4096);
+    tg_block_begin(&g, 1, 1, 0, 0);
+    tg_func(&g, 1, STF_ENTER, 7);
+    tg_func(&g, 1, STF_EXIT, 15); /* steps 7 and 8 */
+    tg_block_end(&g);
+    info_line(&g, "clock resolution:", line, sizeof line);
+    cr_assert_str_eq(line,
+                     "clock resolution: 1 tick (1 ns) observed, smallest step 7 ticks (7 ns)\n");
+    tg_free(&g);
+
+    /* nothing to measure */
+    tg_init(&g, 5, 1000000000, 4096);
+    tg_block_begin(&g, 1, 1, 0, 100);
+    tg_func(&g, 1, STF_ENTER, 100);
+    tg_block_end(&g);
+    info_line(&g, "clock resolution:", line, sizeof line);
+    cr_assert_str_eq(line, "clock resolution: - (no two records at different times)\n");
+    tg_free(&g);
+}
+
+/* info lists the objects of the sidecar beside the trace: id, build id (aligned) and path, the
+ * path escaped; one without a path line shows as such. Without a sidecar it says so. */
+Test(tools, info_lists_objects_and_build_ids)
+{
+    struct tg g;
+    golden_trace(&g);
+    char *p = tr_write_trace(&g, false);
+    char *s = stf_syms_path_for(p);
+    FILE *f = fopen(s, "w");
+    cr_assert(f);
+    fputs("sledtrace-syms\t1\n"
+          "o\t0\t0x0\t/bin/prog\n"
+          "b\t0\t00112233445566778899AABBCCDDEEFF00112233\n"
+          "f\t0\t1\t0x1000\tmain\n"
+          "o\t1\t0x7f00\t/lib/lib\x1b[2Jx.so\n"
+          "b\t2\tabcd\n",
+          f);
+    fclose(f);
+    const char *argv[] = {tr_bin(), "info", p, NULL};
+    struct tr_out r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    const char *want = "objects:       3 (id, build id, path)\n"
+                       "   0  00112233445566778899aabbccddeeff00112233  /bin/prog\n"
+                       "   1  (none recorded)                           /lib/lib\\x1b[2Jx.so\n"
+                       "   2  abcd                                      (path unknown)\n"
+                       "decode time:   ";
+    cr_assert(strstr(r.o, want), "missing '%s' in:\n%s", want, r.o);
+    tr_out_free(&r);
+    unlink(s);
+    r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    char line[1024];
+    snprintf(line, sizeof line, "\nobjects:       - (no symbols file %s)\ndecode time:   ", s);
+    cr_assert(strstr(r.o, line), "missing '%s' in:\n%s", line, r.o);
+    cr_assert_str_empty(r.e);
+    tr_out_free(&r);
+    free(s);
     tr_remove_trace(p);
     tg_free(&g);
 }

@@ -570,3 +570,41 @@ Test(object, not_an_elf_file)
     cr_assert_eq(stp_object_open(PATCHER_NOT_ELF, 0, &obj), STP_E_ELF);
     cr_assert_null(obj);
 }
+
+/* ---- build ids -------------------------------------------------------------------------- */
+
+/* Linked with --build-id=0x0123456789abcdeffedcba9876543210: those 16 bytes, in order. */
+Test(object, build_id_of_known_bytes)
+{
+    static const uint8_t want[] = {0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef,
+                                   0xfe, 0xdc, 0xba, 0x98, 0x76, 0x54, 0x32, 0x10};
+    struct stp_object *obj = NULL;
+    cr_assert_eq(stp_object_open(PATCHER_KNOWN_ID, 0, &obj), STP_E_OK);
+    const uint8_t *id = NULL;
+    cr_assert_eq(stp_object_build_id(obj, &id), sizeof want);
+    cr_assert_not_null(id);
+    cr_assert_arr_eq(id, want, sizeof want);
+    stp_object_close(obj);
+}
+
+/* The default (clang and ld on Debian): a 20-byte SHA-1 note. */
+Test(object, default_build_id_is_twenty_bytes)
+{
+    struct stp_object *obj = NULL;
+    cr_assert_eq(stp_object_open(PATCHER_SAMPLE, 0, &obj), STP_E_OK);
+    const uint8_t *id = NULL;
+    cr_assert_eq(stp_object_build_id(obj, &id), 20);
+    cr_assert_not_null(id);
+    stp_object_close(obj);
+}
+
+Test(object, no_build_id)
+{
+    struct stp_object *obj = NULL;
+    cr_assert_eq(stp_object_open(PATCHER_NO_ID, 0, &obj), STP_E_OK);
+    const uint8_t *id = (const uint8_t *)1;
+    cr_assert_eq(stp_object_build_id(obj, &id), 0);
+    cr_assert_null(id);
+    cr_assert_eq(stp_object_nfuncs(obj), 4); /* the map is read all the same */
+    stp_object_close(obj);
+}
