@@ -5,9 +5,13 @@
  * (repairs); an exit with no open frame of f is ignored ("unmatched"); a loss marker drops the
  * thread's open frames (no call is measured across a gap). Frames dropped at a loss marker or
  * still open at the end are counted as unfinished calls of their function (in `count`, and on
- * their own: `unfinished`), with no duration: every entered function appears. A closed frame's duration is exit TSC - entry TSC; self time is the duration minus
- * that of its directly closed children. On well-formed traces this counts exactly what
- * `llvm-xray account` counts.
+ * their own: `unfinished`), with no duration: every entered function appears. A closed frame's
+ * duration is exit TSC - entry TSC; self time is the duration minus that of its directly closed
+ * children. total is the length of the union of the function's closed frames, per thread: a
+ * closed frame adds its duration when no frame of the same function is open below it
+ * (callstack's same_below), and a frame that never closes adds the closed frames of its function
+ * nested in it (its rec). On well-formed traces the calls counted are exactly those
+ * `llvm-xray account` counts; its sum adds the durations of every call, recursive ones too.
  *
  * Memory grows with the number of functions, threads and the stack depth, never with the trace
  * length (with --per-thread, statistics are kept per (thread, function) pair, so memory grows
@@ -30,10 +34,17 @@ static void help(FILE *out)
           "                         [--per-thread] [--syms FILE]\n"
           "\n"
           "Per-function call statistics: count, total, self, min, median, p90, p99, max.\n"
+          "total is the time the function was on the stack (at least one of its calls\n"
+          "open; the union of its finished calls), per thread, summed over the threads: a\n"
+          "recursive function's nested calls lie inside its outermost one and add nothing.\n"
+          "self is the time in the function's own code (callees excluded), summed over its\n"
+          "calls. min, median, p90, p99 and max are per call: one call's duration, entry to\n"
+          "exit, callees included.\n"
           "Each call counts once; an exit closes the nearest open frame of its function\n"
           "(frames above it are closed too and reported as stack repairs). A call that never\n"
           "returned (open at the end, or cut by a loss marker) counts as unfinished: in count,\n"
-          "marked '(N unfinished)' (csv and json: an unfinished column), and in no time column.\n"
+          "marked '(N unfinished)' (csv and json: an unfinished column), and its own\n"
+          "duration, unknown, is in no time column.\n"
           "Percentiles come from a histogram with under 0.4% relative error; the other\n"
           "columns are exact.\n"
           "\n"
@@ -169,36 +180,47 @@ static int on_close(void *ctx, const struct cs_close *c)
     if (dur > f->max)
         f->max = dur;
     f->count++;
-    f->total += dur;
+    /* total: the union of the function's finished calls on this thread - only the outermost
+     * frame of a recursion adds its duration (the nested ones lie inside it) */
+    if (!c->f->same_below)
+        f->total += dur;
     f->self += c->self;
     return hist_add(f, dur);
 }
 
-/* Frames a loss marker dropped (still readable in t->st, callstack.h): unfinished calls. */
+/* A frame that never closes (dropped at a loss marker, or open at the end) is an unfinished
+ * call. The finished calls of its function nested in it are in no outermost finished frame:
+ * their union is its rec (the union of the maximal ones, whose nearest enclosing frame of the
+ * function is open, hence unfinished too), so each unfinished frame adds its rec to the total. */
+static int unfinished(struct acct *a, size_t tix, const struct cs_frame *fr)
+{
+    struct fstat *f = fget(a, (uint32_t)tix, fr->id);
+    if (!f)
+        return -1;
+    f->unfinished++;
+    f->total += fr->rec;
+    return 0;
+}
+
+/* Frames a loss marker dropped (still readable in t->st, callstack.h). */
 static int on_loss(void *ctx, const struct cs_thread *t, uint64_t tsc, uint64_t lost,
                    size_t dropped)
 {
     struct acct *a = ctx;
     (void)tsc, (void)lost;
-    for (size_t k = 0; k < dropped; k++) {
-        struct fstat *f = fget(a, (uint32_t)(t - a->cs.t), t->st[k].id);
-        if (!f)
+    for (size_t k = 0; k < dropped; k++)
+        if (unfinished(a, (size_t)(t - a->cs.t), &t->st[k]) != 0)
             return -1;
-        f->unfinished++;
-    }
     return 0;
 }
 
-/* Frames still open at the end of the trace: unfinished calls. */
+/* Frames still open at the end of the trace. */
 static int count_open(struct acct *a)
 {
     for (size_t i = 0; i < a->cs.nt; i++)
-        for (size_t k = 0; k < a->cs.t[i].depth; k++) {
-            struct fstat *f = fget(a, (uint32_t)i, a->cs.t[i].st[k].id);
-            if (!f)
+        for (size_t k = 0; k < a->cs.t[i].depth; k++)
+            if (unfinished(a, i, &a->cs.t[i].st[k]) != 0)
                 return -1;
-            f->unfinished++;
-        }
     return 0;
 }
 
@@ -403,6 +425,7 @@ int cmd_account(int argc, char **argv)
 
     struct acct a = {0};
     a.per_thread = per_thread;
+    a.cs.nesting = true;
     static const struct cs_ops ops = {.enter = on_enter, .close = on_close, .loss = on_loss};
     struct stf_item it;
     int rc, status = EXIT_OK;

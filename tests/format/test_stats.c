@@ -1,0 +1,151 @@
+/* What `sledtrace account` and `graph` numbers mean, on crafted traces with exact timestamps
+ * (1 tick = 1 ns): a recursive function's total counts its time once (the union of its calls'
+ * intervals per thread), graph's nodes and edges agree with it. */
+#include "toolrun.h"
+#include "tracegen.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAIN = 1, FIB = 2, G = 3, OTHER = 4, P = 5, Q = 6 };
+
+/* Writes the sidecar naming the ids above beside trace p. */
+static void write_syms(const char *p)
+{
+    char *s = stf_syms_path_for(p);
+    FILE *f = fopen(s, "w");
+    cr_assert(f);
+    fputs("sledtrace-syms\t1\no\t0\t0x0\t/bin/prog\nf\t0\t1\t0x1000\tmain\n"
+          "f\t0\t2\t0x1100\tfib\nf\t0\t3\t0x1200\tg\nf\t0\t4\t0x1300\tother\n"
+          "f\t0\t5\t0x1400\tp\nf\t0\t6\t0x1500\tq\n",
+          f);
+    fclose(f);
+    free(s);
+}
+
+/* Thread 100: main[1000,2000] {
+ *                fib[1100,1700] { fib[1200,1400] { fib[1250,1300] { g[1260,1280] } }
+ *                                 fib[1500,1650] }
+ *                other[1750,1800] { fib[1760,1790] }
+ *                p[1850,1960] { q[1860,1950] { p[1870,1900] { q[1880,1890] } } } }
+ * fib: 5 calls of 600, 200, 50, 150 and 30 ns, which sum to 1030 ns, but fib is on the stack
+ * for 600 + 30 = 630 ns; self 250 + 150 + 30 + 150 + 30 = 610 ns. p: 110 + 30, on the stack
+ * 110 ns; q: 90 + 10, on the stack 90 ns.
+ * Thread 200: fib enters at 3000 and never exits; inside it fib[3100,3200] and
+ * fib[3300,3400] { fib[3310,3320] }, then g[3450,3500]: the finished fib calls are on the stack
+ * for 100 + 100 = 200 ns (self 100 + 90 + 10). */
+static char *recursive_trace(void)
+{
+    struct tg g;
+    tg_init(&g, 5, 1000000000, 4096);
+    tg_block_begin(&g, 100, 100, 0, 900);
+    static const struct {
+        uint32_t id;
+        enum stf_action a;
+        uint64_t tsc;
+    } t100[] =
+        {
+            {MAIN, STF_ENTER, 1000}, {FIB, STF_ENTER, 1100}, {FIB, STF_ENTER, 1200},
+            {FIB, STF_ENTER, 1250},  {G, STF_ENTER, 1260},   {G, STF_EXIT, 1280},
+            {FIB, STF_EXIT, 1300},   {FIB, STF_EXIT, 1400},  {FIB, STF_ENTER, 1500},
+            {FIB, STF_EXIT, 1650},   {FIB, STF_EXIT, 1700},  {OTHER, STF_ENTER, 1750},
+            {FIB, STF_ENTER, 1760},  {FIB, STF_EXIT, 1790},  {OTHER, STF_EXIT, 1800},
+            {P, STF_ENTER, 1850},    {Q, STF_ENTER, 1860},   {P, STF_ENTER, 1870},
+            {Q, STF_ENTER, 1880},    {Q, STF_EXIT, 1890},    {P, STF_EXIT, 1900},
+            {Q, STF_EXIT, 1950},     {P, STF_EXIT, 1960},    {MAIN, STF_EXIT, 2000},
+        },
+      t200[] = {
+          {FIB, STF_ENTER, 3000}, {FIB, STF_ENTER, 3100}, {FIB, STF_EXIT, 3200},
+          {FIB, STF_ENTER, 3300}, {FIB, STF_ENTER, 3310}, {FIB, STF_EXIT, 3320},
+          {FIB, STF_EXIT, 3400},  {G, STF_ENTER, 3450},   {G, STF_EXIT, 3500},
+      };
+    for (size_t i = 0; i < sizeof t100 / sizeof t100[0]; i++)
+        tg_func(&g, t100[i].id, t100[i].a, t100[i].tsc);
+    tg_block_end(&g);
+    tg_block_begin(&g, 200, 100, 1, 2900);
+    for (size_t i = 0; i < sizeof t200 / sizeof t200[0]; i++)
+        tg_func(&g, t200[i].id, t200[i].a, t200[i].tsc);
+    tg_block_end(&g);
+    char *p = tr_write_trace(&g, false);
+    write_syms(p);
+    tg_free(&g);
+    return p;
+}
+
+/* account: total is the time the function is on the stack (outermost frames; for the call that
+ * never returned, the finished calls nested in it), per call figures stay per call. */
+Test(stats, recursion_counted_once)
+{
+    char *p = recursive_trace();
+    const char *argv[] = {tr_bin(), "account", p, "--format", "csv", "--sort", "id", NULL};
+    struct tr_out r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert_str_eq(r.o, "function,id,count,total_ns,self_ns,min_ns,median_ns,p90_ns,p99_ns,"
+                          "max_ns,unfinished\n"
+                          "main,1,1,1000,240,1000,1000,1000,1000,1000,0\n"
+                          "fib,2,9,830,810,10,100,600,600,600,1\n"
+                          "g,3,2,70,70,20,50,50,50,50,0\n"
+                          "other,4,1,50,20,50,50,50,50,50,0\n"
+                          "p,5,2,110,40,30,110,110,110,110,0\n"
+                          "q,6,2,90,70,10,90,90,90,90,0\n");
+    tr_out_free(&r);
+    const char *argv2[] = {tr_bin(), "account", p,   "--per-thread", "--format", "csv",
+                           "--sort", "id",      NULL};
+    r = tr_run(argv2);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert_str_eq(r.o, "pid,tid,function,id,count,total_ns,self_ns,min_ns,median_ns,p90_ns,"
+                          "p99_ns,max_ns,unfinished\n"
+                          "100,100,main,1,1,1000,240,1000,1000,1000,1000,1000,0\n"
+                          "100,100,fib,2,5,630,610,30,150,600,600,600,0\n"
+                          "100,100,g,3,1,20,20,20,20,20,20,20,0\n"
+                          "100,100,other,4,1,50,20,50,50,50,50,50,0\n"
+                          "100,100,p,5,2,110,40,30,110,110,110,110,0\n"
+                          "100,100,q,6,2,90,70,10,90,90,90,90,0\n"
+                          "100,200,fib,2,4,200,200,10,100,100,100,100,1\n"
+                          "100,200,g,3,1,50,50,50,50,50,50,50,0\n");
+    tr_out_free(&r);
+    tr_remove_trace(p);
+}
+
+/* graph: a node's total is account's total (every call closes in graph: the fib left open on
+ * thread 200 closes at the thread's last timestamp, 3500); an edge's total is the time a call of
+ * the callee made by that caller is on the stack, so q's one caller p has q's total, and fib's
+ * callers main and other add up to fib's total on thread 100. */
+Test(stats, graph_nodes_and_edges_agree)
+{
+    char *p = recursive_trace();
+    const char *argv[] = {tr_bin(), "graph", p, "--tid", "100", NULL};
+    struct tr_out r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert_str_eq(r.o, "digraph calls {\n"
+                          "  node [shape=box];\n"
+                          "  f1 [label=\"main\\ncalls: 1\\ntotal: 1.000us\"];\n"
+                          "  f2 [label=\"fib\\ncalls: 5\\ntotal: 630ns\"];\n"
+                          "  f3 [label=\"g\\ncalls: 1\\ntotal: 20ns\"];\n"
+                          "  f4 [label=\"other\\ncalls: 1\\ntotal: 50ns\"];\n"
+                          "  f5 [label=\"p\\ncalls: 2\\ntotal: 110ns\"];\n"
+                          "  f6 [label=\"q\\ncalls: 2\\ntotal: 90ns\"];\n"
+                          "  f2 -> f3 [label=\"calls: 1\\ntotal: 20ns\"];\n"
+                          "  f2 -> f2 [label=\"calls: 3\\ntotal: 350ns\"];\n"
+                          "  f1 -> f2 [label=\"calls: 1\\ntotal: 600ns\"];\n"
+                          "  f4 -> f2 [label=\"calls: 1\\ntotal: 30ns\"];\n"
+                          "  f1 -> f4 [label=\"calls: 1\\ntotal: 50ns\"];\n"
+                          "  f5 -> f6 [label=\"calls: 2\\ntotal: 90ns\"];\n"
+                          "  f6 -> f5 [label=\"calls: 1\\ntotal: 30ns\"];\n"
+                          "  f1 -> f5 [label=\"calls: 1\\ntotal: 110ns\"];\n"
+                          "  // calls: 12, stack repairs: 0, unmatched exits: 0, gaps: 0\n"
+                          "}\n");
+    tr_out_free(&r);
+    /* both threads: fib's open frame on thread 200 counts 3500 - 3000 = 500 ns, which holds
+     * its nested calls */
+    const char *argv2[] = {tr_bin(), "graph", p, NULL};
+    r = tr_run(argv2);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert(strstr(r.o, "  f2 [label=\"fib\\ncalls: 9\\ntotal: 1.130us\"];\n"), "%s", r.o);
+    cr_assert(strstr(r.o, "  f2 -> f2 [label=\"calls: 6\\ntotal: 550ns\"];\n"), "%s", r.o);
+    cr_assert(strstr(r.o, "  f2 -> f3 [label=\"calls: 2\\ntotal: 70ns\"];\n"), "%s", r.o);
+    tr_out_free(&r);
+    tr_remove_trace(p);
+}
