@@ -15,10 +15,15 @@
  *
  * Memory grows with the number of functions, threads and the stack depth, never with the trace
  * length (with --per-thread, statistics are kept per (thread, function) pair, so memory grows
- * with functions x threads): count, total, self, min and max are exact; median/p90/p99 come
- * from a log-linear histogram (values below 128 ticks exact; above, 128 buckets per power of
- * two, reported at the bucket midpoint and clamped to [min, max]: relative error <= 1/256, i.e.
- * under 0.4%). Ranks follow llvm-xray: the k-th smallest with k = floor(n * q), 0-based. */
+ * with functions x threads): count, total, self, min and max are exact. median/p90/p99 follow
+ * the nearest-rank rule: the q-quantile of n durations is the k-th smallest, k = ceil(q * n)
+ * (1-based), always one of the durations recorded. They are exact while a function has at most
+ * EXACT_MAX finished calls (its durations are kept, at most 8 KiB); past that, the durations
+ * move to a log-linear histogram (values below 128 ticks exact; above, 128 buckets per power of
+ * two, reported at the bucket midpoint and clamped to [min, max]): a bucket [lo, lo + w) has
+ * w <= lo / 128, so the midpoint is within w / 2 <= lo / 256 <= v / 256 of any value v in it,
+ * a relative error of at most 1/256 (under 0.4%), in ticks; the conversion to nanoseconds
+ * rounds to the nearest, which can add half a nanosecond. */
 #include "callstack.h"
 
 #include <inttypes.h>
@@ -27,6 +32,8 @@
 #include <string.h>
 
 enum { SUB_BITS = 7, SUB = 1 << SUB_BITS, ROWS = 64 - SUB_BITS + 1 };
+/* Durations kept exactly per function (per thread and function with --per-thread). */
+enum { EXACT_MAX = 1024 };
 
 static void help(FILE *out)
 {
@@ -45,8 +52,11 @@ static void help(FILE *out)
           "returned (open at the end, or cut by a loss marker) counts as unfinished: in count,\n"
           "marked '(N unfinished)' (csv and json: an unfinished column), and its own\n"
           "duration, unknown, is in no time column.\n"
-          "Percentiles come from a histogram with under 0.4% relative error; the other\n"
-          "columns are exact.\n"
+          "Percentiles use the nearest-rank rule: the p-th percentile of n calls is the\n"
+          "k-th shortest, k = ceil(n * p / 100), so the median of 10ns and 30ns is 10ns.\n"
+          "They are exact up to 1024 finished calls per function (per thread and function\n"
+          "with --per-thread); beyond, they come from a histogram and are within 0.4%\n"
+          "(1/256) relative error. The other columns are exact.\n"
           "\n"
           "  --format F         text (default); csv with raw nanoseconds (summary on\n"
           "                     stderr); json: one object with the trace, the rows in\n"
@@ -65,6 +75,11 @@ struct fstat {
     uint32_t tix; /* thread index (--per-thread), else 0 */
     uint64_t count, total, self, min, max;
     uint64_t unfinished; /* entered, never exited: open at the end or cut at a loss marker */
+    /* The durations of the first EXACT_MAX finished calls (vals, nvals of capvals, sorted
+     * before the output); then sketch is set, vals freed and the histogram rows hold them. */
+    uint64_t *vals;
+    uint32_t nvals, capvals;
+    bool sketch;
     uint64_t *rows[ROWS];
 };
 
@@ -100,6 +115,39 @@ static int hist_add(struct fstat *f, uint64_t v)
     return 0;
 }
 
+/* A finished call's duration: kept as it is up to EXACT_MAX calls, else in the histogram. */
+static int record(struct fstat *f, uint64_t v)
+{
+    if (f->sketch)
+        return hist_add(f, v);
+    if (f->nvals == EXACT_MAX) {
+        for (uint32_t i = 0; i < f->nvals; i++)
+            if (hist_add(f, f->vals[i]) != 0)
+                return -1;
+        free(f->vals);
+        f->vals = NULL;
+        f->nvals = f->capvals = 0;
+        f->sketch = true;
+        return hist_add(f, v);
+    }
+    if (f->nvals == f->capvals) {
+        size_t cap = f->capvals;
+        uint64_t *n = tool_grow(f->vals, &cap, sizeof *n, 4);
+        if (!n)
+            return -1;
+        f->vals = n;
+        f->capvals = (uint32_t)cap;
+    }
+    f->vals[f->nvals++] = v;
+    return 0;
+}
+
+static int cmp_u64(const void *pa, const void *pb)
+{
+    uint64_t x = *(const uint64_t *)pa, y = *(const uint64_t *)pb;
+    return x < y ? -1 : x > y;
+}
+
 /* k-th smallest (0-based) recorded value, approximately. */
 static uint64_t hist_rank(const struct fstat *f, uint64_t k)
 {
@@ -127,6 +175,18 @@ static uint64_t hist_rank(const struct fstat *f, uint64_t k)
         }
     }
     return f->max;
+}
+
+/* The pct-th percentile of f's n durations by the nearest-rank rule: the k-th smallest,
+ * k = ceil(n * pct / 100) (1-based), exact while the durations are kept (sorted by then). */
+static uint64_t rank(const struct fstat *f, uint64_t n, unsigned pct)
+{
+    if (n == 0)
+        return 0;
+    uint64_t k = n / 100 * pct + ((n % 100) * pct + 99) / 100; /* no overflow for any n */
+    if (!f->sketch)
+        return f->vals[k - 1];
+    return hist_rank(f, k - 1);
 }
 
 /* Statistics of function id (on thread index tix with --per-thread). */
@@ -185,7 +245,7 @@ static int on_close(void *ctx, const struct cs_close *c)
     if (!c->f->same_below)
         f->total += dur;
     f->self += c->self;
-    return hist_add(f, dur);
+    return record(f, dur);
 }
 
 /* A frame that never closes (dropped at a loss marker, or open at the end) is an unfinished
@@ -314,13 +374,7 @@ static void put_row(enum format fmt, bool per_thread, const struct cs_thread *th
     const struct fstat *f = r->f;
     uint64_t n = f->count;
     uint64_t v[7] = {
-        f->total,
-        f->self,
-        f->min,
-        hist_rank(f, n / 2),
-        hist_rank(f, n * 9 / 10),
-        hist_rank(f, n * 99 / 100),
-        f->max,
+        f->total, f->self, f->min, rank(f, n, 50), rank(f, n, 90), rank(f, n, 99), f->max,
     };
     for (int k = 0; k < 7; k++)
         v[k] = tool_ticks_to_ns(v[k], freq);
@@ -459,6 +513,8 @@ int cmd_account(int argc, char **argv)
         for (size_t i = 0; i < a.nf; i++) {
             if (a.f[i].count == 0 && a.f[i].unfinished == 0)
                 continue;
+            if (a.f[i].nvals)
+                qsort(a.f[i].vals, a.f[i].nvals, sizeof *a.f[i].vals, cmp_u64);
             rows[nrows].f = &a.f[i];
             const char *nm = stf_syms_name(syms, a.f[i].id, rows[nrows].buf, sizeof rows[0].buf);
             rows[nrows].sym = nm == rows[nrows].buf ? NULL : nm;
@@ -543,9 +599,11 @@ int cmd_account(int argc, char **argv)
                     a.cs.gaps, a.cs.gap_events, a.cs.gap_frames);
     }
     free(rows);
-    for (size_t i = 0; i < a.nf; i++)
+    for (size_t i = 0; i < a.nf; i++) {
+        free(a.f[i].vals);
         for (int k = 0; k < ROWS; k++)
             free(a.f[i].rows[k]);
+    }
     free(a.f);
     cs_free(&a.cs);
     u64map_free(&a.fmap);

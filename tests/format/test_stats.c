@@ -5,6 +5,7 @@
 #include "tracegen.h"
 
 #include <criterion/criterion.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,7 +76,8 @@ static char *recursive_trace(void)
 }
 
 /* account: total is the time the function is on the stack (outermost frames; for the call that
- * never returned, the finished calls nested in it), per call figures stay per call. */
+ * never returned, the finished calls nested in it), per call figures stay per call (nearest
+ * rank: g's median of 20 and 50 ns is 20 ns). */
 Test(stats, recursion_counted_once)
 {
     char *p = recursive_trace();
@@ -86,10 +88,10 @@ Test(stats, recursion_counted_once)
                           "max_ns,unfinished\n"
                           "main,1,1,1000,240,1000,1000,1000,1000,1000,0\n"
                           "fib,2,9,830,810,10,100,600,600,600,1\n"
-                          "g,3,2,70,70,20,50,50,50,50,0\n"
+                          "g,3,2,70,70,20,20,50,50,50,0\n"
                           "other,4,1,50,20,50,50,50,50,50,0\n"
-                          "p,5,2,110,40,30,110,110,110,110,0\n"
-                          "q,6,2,90,70,10,90,90,90,90,0\n");
+                          "p,5,2,110,40,30,30,110,110,110,0\n"
+                          "q,6,2,90,70,10,10,90,90,90,0\n");
     tr_out_free(&r);
     const char *argv2[] = {tr_bin(), "account", p,   "--per-thread", "--format", "csv",
                            "--sort", "id",      NULL};
@@ -101,8 +103,8 @@ Test(stats, recursion_counted_once)
                           "100,100,fib,2,5,630,610,30,150,600,600,600,0\n"
                           "100,100,g,3,1,20,20,20,20,20,20,20,0\n"
                           "100,100,other,4,1,50,20,50,50,50,50,50,0\n"
-                          "100,100,p,5,2,110,40,30,110,110,110,110,0\n"
-                          "100,100,q,6,2,90,70,10,90,90,90,90,0\n"
+                          "100,100,p,5,2,110,40,30,30,110,110,110,0\n"
+                          "100,100,q,6,2,90,70,10,10,90,90,90,0\n"
                           "100,200,fib,2,4,200,200,10,100,100,100,100,1\n"
                           "100,200,g,3,1,50,50,50,50,50,50,50,0\n");
     tr_out_free(&r);
@@ -146,6 +148,143 @@ Test(stats, graph_nodes_and_edges_agree)
     cr_assert(strstr(r.o, "  f2 [label=\"fib\\ncalls: 9\\ntotal: 1.130us\"];\n"), "%s", r.o);
     cr_assert(strstr(r.o, "  f2 -> f2 [label=\"calls: 6\\ntotal: 550ns\"];\n"), "%s", r.o);
     cr_assert(strstr(r.o, "  f2 -> f3 [label=\"calls: 2\\ntotal: 70ns\"];\n"), "%s", r.o);
+    tr_out_free(&r);
+    tr_remove_trace(p);
+}
+
+/* Percentiles of few calls are durations that were measured, by the nearest-rank rule (the
+ * k-th shortest, k = ceil(n * p / 100)): 10 and 30 ns give a median of 10 ns, p90 and p99 of
+ * 30 ns; 300, 600 and 1000 ns a median of 600 ns (not a histogram bucket's midpoint). */
+Test(stats, percentiles_of_few_calls_are_exact)
+{
+    struct tg g;
+    tg_init(&g, 5, 1000000000, 4096);
+    tg_block_begin(&g, 100, 100, 0, 900);
+    static const uint64_t two[][2] = {{1000, 1010}, {1100, 1130}},
+                          three[][2] = {{2000, 3000}, {4000, 4300}, {5000, 5600}};
+    for (size_t i = 0; i < 2; i++) {
+        tg_func(&g, FIB, STF_ENTER, two[i][0]);
+        tg_func(&g, FIB, STF_EXIT, two[i][1]);
+    }
+    for (size_t i = 0; i < 3; i++) {
+        tg_func(&g, G, STF_ENTER, three[i][0]);
+        tg_func(&g, G, STF_EXIT, three[i][1]);
+    }
+    tg_block_end(&g);
+    char *p = tr_write_trace(&g, false);
+    write_syms(p);
+    tg_free(&g);
+    const char *argv[] = {tr_bin(), "account", p, "--format", "csv", "--sort", "id", NULL};
+    struct tr_out r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert_str_eq(r.o, "function,id,count,total_ns,self_ns,min_ns,median_ns,p90_ns,p99_ns,"
+                          "max_ns,unfinished\n"
+                          "fib,2,2,40,40,10,10,30,30,30,0\n"
+                          "g,3,3,1900,1900,300,600,1000,1000,1000,0\n");
+    tr_out_free(&r);
+    tr_remove_trace(p);
+}
+
+static int cmp_u64(const void *pa, const void *pb)
+{
+    uint64_t x = *(const uint64_t *)pa, y = *(const uint64_t *)pb;
+    return x < y ? -1 : x > y;
+}
+
+/* Nearest rank of sorted v[0..n): the k-th smallest, k = ceil(n * pct / 100). */
+static uint64_t nearest_rank(const uint64_t *v, size_t n, unsigned pct)
+{
+    size_t k = (n * pct + 99) / 100;
+    return v[k - 1];
+}
+
+/* Function id's csv row: count, then total, self, min, median, p90, p99, max (ns). */
+static void csv_row(const char *csv, const char *name, uint64_t out[8])
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\n%s,", name);
+    const char *l = strstr(csv, pat);
+    cr_assert(l, "no row for %s:\n%s", name, csv);
+    unsigned id;
+    int n = sscanf(l + strlen(pat),
+                   "%u,%" SCNu64 ",%" SCNu64 ",%" SCNu64 ",%" SCNu64 ",%" SCNu64 ",%" SCNu64
+                   ",%" SCNu64 ",%" SCNu64,
+                   &id, &out[0], &out[1], &out[2], &out[3], &out[4], &out[5], &out[6], &out[7]);
+    cr_assert_eq(n, 9, "%s", l);
+}
+
+/* Many calls of known durations: fib makes exactly 1024 (the most kept exactly): its
+ * percentiles are the exact ones; g makes 20000 spread over 1 ns to 4 ms: its percentiles come
+ * from the histogram and are within 1/256 of the exact ones (the bound account --help states),
+ * the other columns exact. The test computes the exact values from the durations it wrote. */
+Test(stats, percentiles_of_many_calls_within_the_stated_bound)
+{
+    enum { NF = 1024, NG = 20000 };
+    static uint64_t df[NF], dg[NG];
+    struct tg g;
+    tg_init(&g, 5, 1000000000, 1 << 20);
+    tg_block_begin(&g, 100, 100, 0, 900);
+    uint64_t tsc = 1000, sumf = 0, sumg = 0, x = 12345;
+    for (size_t i = 0; i < NF; i++) {
+        df[i] = 1000 + (i * 7919) % 100003; /* distinct values from 1 us to 101 us */
+        tg_func(&g, FIB, STF_ENTER, tsc);
+        tg_func(&g, FIB, STF_EXIT, tsc += df[i]);
+        sumf += df[i];
+        tsc += 10;
+    }
+    tg_block_end(&g);
+    tg_block_begin(&g, 100, 100, 0, tsc);
+    for (size_t i = 0; i < NG; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        dg[i] = 1 + ((x >> 33) >> ((x >> 20) % 22)) % 4000000; /* log-spread over 1 ns..4 ms */
+        tg_func(&g, G, STF_ENTER, tsc);
+        tg_func(&g, G, STF_EXIT, tsc += dg[i]);
+        sumg += dg[i];
+        tsc += 10;
+    }
+    tg_block_end(&g);
+    char *p = tr_write_trace(&g, false);
+    write_syms(p);
+    tg_free(&g);
+    const char *argv[] = {tr_bin(), "account", p, "--format", "csv", NULL};
+    struct tr_out r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    qsort(df, NF, sizeof *df, cmp_u64);
+    qsort(dg, NG, sizeof *dg, cmp_u64);
+    static const unsigned pcts[] = {50, 90, 99};
+
+    uint64_t f[8];
+    csv_row(r.o, "fib", f);
+    cr_assert_eq(f[0], NF);
+    cr_assert_eq(f[1], sumf);
+    cr_assert_eq(f[2], sumf);
+    cr_assert_eq(f[3], df[0]);
+    for (int k = 0; k < 3; k++)
+        cr_assert_eq(f[4 + k], nearest_rank(df, NF, pcts[k]),
+                     "fib p%u: %" PRIu64 ", exact %" PRIu64, pcts[k], f[4 + k],
+                     nearest_rank(df, NF, pcts[k]));
+    cr_assert_eq(f[7], df[NF - 1]);
+
+    csv_row(r.o, "g", f);
+    cr_assert_eq(f[0], NG);
+    cr_assert_eq(f[1], sumg);
+    cr_assert_eq(f[2], sumg);
+    cr_assert_eq(f[3], dg[0]);
+    cr_assert_eq(f[7], dg[NG - 1]);
+    for (int k = 0; k < 3; k++) {
+        uint64_t want = nearest_rank(dg, NG, pcts[k]), got = f[4 + k];
+        uint64_t err = got > want ? got - want : want - got;
+        cr_assert_leq(err * 256, want, "g p%u: %" PRIu64 ", exact %" PRIu64 ", beyond 1/256",
+                      pcts[k], got, want);
+    }
+    tr_out_free(&r);
+
+    /* the bound is the one --help states */
+    const char *argv2[] = {tr_bin(), "account", "--help", NULL};
+    r = tr_run(argv2);
+    cr_assert_eq(r.code, 0);
+    cr_assert(strstr(r.o, "exact up to 1024 finished calls per function"), "%s", r.o);
+    cr_assert(strstr(r.o, "within 0.4%\n(1/256) relative error"), "%s", r.o);
     tr_out_free(&r);
     tr_remove_trace(p);
 }

@@ -46,7 +46,7 @@ Test(tools, account_text_golden)
                      "          p99          max         id  function\n"
                      "         1      3.000us      1.650us      3.000us      3.000us      3.000us"
                      "      3.000us      3.000us          1  main\n"
-                     "         2      1.300us      1.300us        300ns      1.000us      1.000us"
+                     "         2      1.300us      1.300us        300ns        300ns      1.000us"
                      "      1.000us      1.000us          2  f\n"
                      "         1         50ns         50ns         50ns         50ns         50ns"
                      "         50ns         50ns          3  #3\n"
@@ -68,7 +68,7 @@ Test(tools, account_csv_sort_top)
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
     cr_assert_str_eq(r.o, "function,id,count,total_ns,self_ns,min_ns,median_ns,p90_ns,p99_ns,"
                           "max_ns,unfinished\n"
-                          "f,2,2,1300,1300,300,1000,1000,1000,1000,0\n"
+                          "f,2,2,1300,1300,300,300,1000,1000,1000,0\n"
                           "main,1,1,3000,1650,3000,3000,3000,3000,3000,0\n"
                           "#3,3,1,50,50,50,50,50,50,50,0\n");
     tr_out_free(&r);
@@ -158,7 +158,7 @@ Test(tools, account_json_golden)
              "\"self_ns\": 1650, \"min_ns\": 3000, \"median_ns\": 3000, \"p90_ns\": 3000, "
              "\"p99_ns\": 3000, \"max_ns\": 3000, \"unfinished\": 0},\n"
              "    {\"function\": \"f\", \"id\": 2, \"count\": 2, \"total_ns\": 1300, "
-             "\"self_ns\": 1300, \"min_ns\": 300, \"median_ns\": 1000, \"p90_ns\": 1000, "
+             "\"self_ns\": 1300, \"min_ns\": 300, \"median_ns\": 300, \"p90_ns\": 1000, "
              "\"p99_ns\": 1000, \"max_ns\": 1000, \"unfinished\": 0},\n"
              "    {\"function\": \"#3\", \"id\": 3, \"count\": 1, \"total_ns\": 50, "
              "\"self_ns\": 50, \"min_ns\": 50, \"median_ns\": 50, \"p90_ns\": 50, "
@@ -193,7 +193,7 @@ Test(tools, account_json_golden)
              "{\"trace\": \"%s\",\n"
              "  \"functions\": [\n"
              "    {\"function\": \"f\", \"id\": 2, \"count\": 2, \"total_ns\": 1300, "
-             "\"self_ns\": 1300, \"min_ns\": 300, \"median_ns\": 1000, \"p90_ns\": 1000, "
+             "\"self_ns\": 1300, \"min_ns\": 300, \"median_ns\": 300, \"p90_ns\": 1000, "
              "\"p99_ns\": 1000, \"max_ns\": 1000, \"unfinished\": 0},\n"
              "    {\"function\": \"q\\\"b\\\\\\\\s\\\\x01\xc3\xa9\", \"id\": 1, \"count\": 1, "
              "\"total_ns\": 3000, \"self_ns\": 1650, \"min_ns\": 3000, \"median_ns\": 3000, "
@@ -275,7 +275,7 @@ Test(tools, account_per_thread)
              "thread 100/100\n%s"
              "         1      3.000us      1.650us      3.000us      3.000us      3.000us"
              "      3.000us      3.000us          1  main\n"
-             "         2      1.300us      1.300us        300ns      1.000us      1.000us"
+             "         2      1.300us      1.300us        300ns        300ns      1.000us"
              "      1.000us      1.000us          2  f\n"
              "         1         50ns         50ns         50ns         50ns         50ns"
              "         50ns         50ns          3  #3\n"
@@ -295,15 +295,15 @@ Test(tools, account_per_thread)
     cr_assert_str_eq(r.e, "");
     tr_out_free(&r);
 
-    /* without --per-thread the two threads are merged (f's median 600 is reported at its
-     * histogram bucket's midpoint, 602) */
+    /* without --per-thread the two threads are merged (f's median of 300, 600 and 1000 ns is
+     * 600 ns, the 2nd shortest) */
     const char *argv1[] = {tr_bin(), "account", p, "--format", "csv", "--sort", "id", NULL};
     r = tr_run(argv1);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
     cr_assert_str_eq(r.o, "function,id,count,total_ns,self_ns,min_ns,median_ns,p90_ns,p99_ns,"
                           "max_ns,unfinished\n"
                           "main,1,2,3000,1650,3000,3000,3000,3000,3000,1\n"
-                          "f,2,3,1900,1320,300,602,1000,1000,1000,0\n"
+                          "f,2,3,1900,1320,300,600,1000,1000,1000,0\n"
                           "#3,3,1,50,50,50,50,50,50,50,0\n"
                           "#4,4,1,580,580,580,580,580,580,580,0\n");
     tr_out_free(&r);
@@ -316,7 +316,7 @@ Test(tools, account_per_thread)
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
     cr_assert_str_eq(r.o, "pid,tid,function,id,count,total_ns,self_ns,min_ns,median_ns,p90_ns,"
                           "p99_ns,max_ns,unfinished\n"
-                          "100,100,f,2,2,1300,1300,300,1000,1000,1000,1000,0\n"
+                          "100,100,f,2,2,1300,1300,300,300,1000,1000,1000,0\n"
                           "100,100,main,1,1,3000,1650,3000,3000,3000,3000,3000,0\n"
                           "100,200,main,1,1,0,0,0,0,0,0,0,1\n"
                           "100,200,f,2,1,600,20,600,600,600,600,600,0\n");
@@ -337,7 +337,7 @@ Test(tools, account_per_thread)
              "\"self_ns\": 1650, \"min_ns\": 3000, \"median_ns\": 3000, \"p90_ns\": 3000, "
              "\"p99_ns\": 3000, \"max_ns\": 3000, \"unfinished\": 0},\n"
              "      {\"function\": \"f\", \"id\": 2, \"count\": 2, \"total_ns\": 1300, "
-             "\"self_ns\": 1300, \"min_ns\": 300, \"median_ns\": 1000, \"p90_ns\": 1000, "
+             "\"self_ns\": 1300, \"min_ns\": 300, \"median_ns\": 300, \"p90_ns\": 1000, "
              "\"p99_ns\": 1000, \"max_ns\": 1000, \"unfinished\": 0},\n"
              "      {\"function\": \"#3\", \"id\": 3, \"count\": 1, \"total_ns\": 50, "
              "\"self_ns\": 50, \"min_ns\": 50, \"median_ns\": 50, \"p90_ns\": 50, "
