@@ -47,6 +47,10 @@ static void help(FILE *out)
           "self is the time in the function's own code (callees excluded), summed over its\n"
           "calls. min, median, p90, p99 and max are per call: one call's duration, entry to\n"
           "exit, callees included.\n"
+          "share is total as a percentage of the summed wall time of all threads (each\n"
+          "thread from its first to its last record), as perf report's percentages are\n"
+          "shares of all threads' samples, so it never exceeds 100%; with --per-thread,\n"
+          "of the thread's own wall time (a function that spans the thread: 100%).\n"
           "Each call counts once; an exit closes the nearest open frame of its function\n"
           "(frames above it are closed too and reported as stack repairs). A call that never\n"
           "returned (open at the end, or cut by a loss marker) counts as unfinished: in count,\n"
@@ -58,14 +62,16 @@ static void help(FILE *out)
           "with --per-thread); beyond, they come from a histogram and are within 0.4%\n"
           "(1/256) relative error. The other columns are exact.\n"
           "\n"
-          "  --format F         text (default); csv with raw nanoseconds (summary on\n"
-          "                     stderr); json: one object with the trace, the rows in\n"
-          "                     nanoseconds and a summary of the counters\n"
+          "  --format F         text (default); csv with raw nanoseconds and share_pct\n"
+          "                     (summary on stderr); json: one object with the trace,\n"
+          "                     the rows in nanoseconds and a summary of the counters\n"
+          "                     and the wall time (wall_ns)\n"
           "  --sort KEY         total (default), self, count, max (descending), name, id\n"
           "  --top N            only the first N rows (per thread with --per-thread)\n"
           "  --per-thread       statistics per (pid, tid) thread, threads in pid/tid order:\n"
-          "                     text prints a 'thread PID/TID' heading before each table,\n"
-          "                     csv adds leading pid,tid columns, json a threads array\n"
+          "                     text prints a 'thread PID/TID (wall time T)' heading\n"
+          "                     before each table, csv adds leading pid,tid columns, json\n"
+          "                     a threads array (pid, tid, wall_ns, functions)\n"
           "  --syms FILE        symbols file (default: TRACE with .fdr replaced by .syms)\n",
           out);
 }
@@ -368,11 +374,29 @@ enum format { F_TEXT, F_CSV, F_JSON };
 static const char *const col_names[] = {"total_ns", "self_ns", "min_ns", "median_ns",
                                         "p90_ns",   "p99_ns",  "max_ns"};
 
+/* A thread's wall time: from its first to its last record that account reads (function
+ * records and loss markers), in ticks. */
+static uint64_t wall(const struct cs_thread *t)
+{
+    return t->last >= t->first ? t->last - t->first : t->first - t->last;
+}
+
+/* share: the function's total as a percentage of wall (ticks), two decimals (0 when wall is). */
+static void fmt_share(char *b, size_t len, uint64_t total, uint64_t wall_ticks, bool pct_sign)
+{
+    double v = wall_ticks ? 100.0 * (double)total / (double)wall_ticks : 0.0;
+    snprintf(b, len, "%.2f%s", v, pct_sign ? "%" : "");
+}
+
+/* wall_ticks: the share's denominator for this row (the thread's wall time with --per-thread,
+ * else the sum over threads). */
 static void put_row(enum format fmt, bool per_thread, const struct cs_thread *th,
-                    const struct row *r, uint64_t freq, bool first)
+                    const struct row *r, uint64_t freq, uint64_t wall_ticks, bool first)
 {
     const struct fstat *f = r->f;
     uint64_t n = f->count;
+    char share[32];
+    fmt_share(share, sizeof share, f->total, wall_ticks, fmt == F_TEXT);
     uint64_t v[7] = {
         f->total, f->self, f->min, rank(f, n, 50), rank(f, n, 90), rank(f, n, 99), f->max,
     };
@@ -386,16 +410,22 @@ static void put_row(enum format fmt, bool per_thread, const struct cs_thread *th
             printf("%" PRId32 ",%" PRId32 ",", th->pid, th->tid);
         csv_field(row_name(r));
         printf(",%" PRIu32 ",%" PRIu64, f->id, all);
-        for (int k = 0; k < 7; k++)
+        for (int k = 0; k < 7; k++) {
             printf(",%" PRIu64, n ? v[k] : 0);
+            if (k == 0)
+                printf(",%s", share);
+        }
         printf(",%" PRIu64 "\n", f->unfinished);
     } else if (fmt == F_JSON) {
         fputs(first ? "\n" : ",\n", stdout);
         fputs(per_thread ? "      {\"function\": " : "    {\"function\": ", stdout);
         json_str(row_name(r));
         printf(", \"id\": %" PRIu32 ", \"count\": %" PRIu64, f->id, all);
-        for (int k = 0; k < 7; k++)
+        for (int k = 0; k < 7; k++) {
             printf(", \"%s\": %" PRIu64, col_names[k], n ? v[k] : 0);
+            if (k == 0)
+                printf(", \"share_pct\": %s", share);
+        }
         printf(", \"unfinished\": %" PRIu64 "}", f->unfinished);
     } else {
         printf("%10" PRIu64, all);
@@ -406,6 +436,8 @@ static void put_row(enum format fmt, bool per_thread, const struct cs_thread *th
             else
                 snprintf(b, sizeof b, "-");
             printf(" %12s", b);
+            if (k == 0)
+                printf(" %7s", n ? share : "-");
         }
         printf(" %10" PRIu32 "  %s", f->id, row_name(r));
         if (f->unfinished)
@@ -417,12 +449,12 @@ static void put_row(enum format fmt, bool per_thread, const struct cs_thread *th
 static void put_header(enum format fmt, bool per_thread)
 {
     if (fmt == F_CSV)
-        printf("%sfunction,id,count,total_ns,self_ns,min_ns,median_ns,p90_ns,p99_ns,max_ns,"
-               "unfinished\n",
+        printf("%sfunction,id,count,total_ns,share_pct,self_ns,min_ns,median_ns,p90_ns,p99_ns,"
+               "max_ns,unfinished\n",
                per_thread ? "pid,tid," : "");
     else if (fmt == F_TEXT)
-        printf("%10s %12s %12s %12s %12s %12s %12s %12s %10s  %s\n", "count", "total", "self",
-               "min", "median", "p90", "p99", "max", "id", "function");
+        printf("%10s %12s %7s %12s %12s %12s %12s %12s %12s %10s  %s\n", "count", "total", "share",
+               "self", "min", "median", "p90", "p99", "max", "id", "function");
 }
 
 int cmd_account(int argc, char **argv)
@@ -523,6 +555,11 @@ int cmd_account(int argc, char **argv)
         g_threads = per_thread ? a.cs.t : NULL;
         qsort(rows, nrows, sizeof *rows, row_cmp);
         uint64_t open = cs_open_frames(&a.cs);
+        /* share's denominator without --per-thread: every thread's wall time, summed */
+        uint64_t wall_sum = 0;
+        for (size_t i = 0; i < a.cs.nt; i++)
+            wall_sum += wall(&a.cs.t[i]);
+        char wall_b[32];
         /* distinct functions with a finished call (rows are per thread with --per-thread) */
         size_t nfuncs = nrows;
         if (per_thread) {
@@ -559,14 +596,18 @@ int cmd_account(int argc, char **argv)
             const struct cs_thread *th = &a.cs.t[rows[g].f->tix];
             size_t shown = top && top < e - g ? (size_t)top : e - g;
             if (per_thread && fmt == F_TEXT) {
-                printf("%sthread %" PRId32 "/%" PRId32 "\n", g ? "\n" : "", th->pid, th->tid);
+                tool_fmt_ns(wall_b, sizeof wall_b, tool_ticks_to_ns(wall(th), freq));
+                printf("%sthread %" PRId32 "/%" PRId32 " (wall time %s)\n", g ? "\n" : "", th->pid,
+                       th->tid, wall_b);
                 put_header(fmt, per_thread);
             } else if (per_thread && fmt == F_JSON) {
-                printf("%s\n    {\"pid\": %" PRId32 ", \"tid\": %" PRId32 ", \"functions\": [",
-                       g ? "," : "", th->pid, th->tid);
+                printf("%s\n    {\"pid\": %" PRId32 ", \"tid\": %" PRId32 ", \"wall_ns\": %" PRIu64
+                       ", \"functions\": [",
+                       g ? "," : "", th->pid, th->tid, tool_ticks_to_ns(wall(th), freq));
             }
             for (size_t i = g; i < g + shown; i++)
-                put_row(fmt, per_thread, th, &rows[i], freq, i == g);
+                put_row(fmt, per_thread, th, &rows[i], freq, per_thread ? wall(th) : wall_sum,
+                        i == g);
             if (per_thread && fmt == F_JSON)
                 fputs(shown ? "\n    ]}" : "]}", stdout);
             g = e;
@@ -576,9 +617,10 @@ int cmd_account(int argc, char **argv)
             printf("  \"summary\": {\"functions\": %zu, \"calls\": %" PRIu64
                    ", \"stack_repairs\": %" PRIu64 ", \"unmatched_exits\": %" PRIu64
                    ", \"unfinished_frames\": %" PRIu64 ", \"gaps\": %" PRIu64
-                   ", \"gap_events\": %" PRIu64 ", \"gap_frames\": %" PRIu64 "}}\n",
+                   ", \"gap_events\": %" PRIu64 ", \"gap_frames\": %" PRIu64
+                   ", \"threads\": %zu, \"wall_ns\": %" PRIu64 "}}\n",
                    nfuncs, a.cs.calls, a.cs.repairs, a.cs.unmatched, open, a.cs.gaps,
-                   a.cs.gap_events, a.cs.gap_frames);
+                   a.cs.gap_events, a.cs.gap_frames, a.cs.nt, tool_ticks_to_ns(wall_sum, freq));
         }
         FILE *foot = fmt == F_TEXT ? stdout : stderr;
         if (status == EXIT_OK && fmt == F_TEXT && per_thread && nrows)
@@ -591,6 +633,15 @@ int cmd_account(int argc, char **argv)
                     "functions: %zu, calls: %" PRIu64 ", stack repairs: %" PRIu64
                     ", unmatched exits: %" PRIu64 ", unfinished frames: %" PRIu64 "\n",
                     nfuncs, a.cs.calls, a.cs.repairs, a.cs.unmatched, open);
+            tool_fmt_ns(wall_b, sizeof wall_b, tool_ticks_to_ns(wall_sum, freq));
+            if (per_thread)
+                fputs("# share: of each thread's wall time (from its first to its last record)\n",
+                      foot);
+            else
+                fprintf(foot,
+                        "# share: of %s, the summed wall time of %zu thread%s (each from its "
+                        "first to its last record)\n",
+                        wall_b, a.cs.nt, a.cs.nt == 1 ? "" : "s");
         }
         if (status == EXIT_OK && a.cs.gaps)
             fprintf(foot,

@@ -1,6 +1,8 @@
 /* What `sledtrace account` and `graph` numbers mean, on crafted traces with exact timestamps
  * (1 tick = 1 ns): a recursive function's total counts its time once (the union of its calls'
- * intervals per thread), graph's nodes and edges agree with it. */
+ * intervals per thread), graph's nodes and edges agree with it; percentiles are measured
+ * durations by the nearest-rank rule, exact up to 1024 calls and within the stated bound
+ * beyond; share is total over the threads' summed wall time. */
 #include "toolrun.h"
 #include "tracegen.h"
 
@@ -84,29 +86,121 @@ Test(stats, recursion_counted_once)
     const char *argv[] = {tr_bin(), "account", p, "--format", "csv", "--sort", "id", NULL};
     struct tr_out r = tr_run(argv);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
-    cr_assert_str_eq(r.o, "function,id,count,total_ns,self_ns,min_ns,median_ns,p90_ns,p99_ns,"
-                          "max_ns,unfinished\n"
-                          "main,1,1,1000,240,1000,1000,1000,1000,1000,0\n"
-                          "fib,2,9,830,810,10,100,600,600,600,1\n"
-                          "g,3,2,70,70,20,20,50,50,50,0\n"
-                          "other,4,1,50,20,50,50,50,50,50,0\n"
-                          "p,5,2,110,40,30,30,110,110,110,0\n"
-                          "q,6,2,90,70,10,10,90,90,90,0\n");
+    cr_assert_str_eq(r.o, "function,id,count,total_ns,share_pct,self_ns,min_ns,median_ns,p90_ns,"
+                          "p99_ns,max_ns,unfinished\n"
+                          "main,1,1,1000,66.67,240,1000,1000,1000,1000,1000,0\n"
+                          "fib,2,9,830,55.33,810,10,100,600,600,600,1\n"
+                          "g,3,2,70,4.67,70,20,20,50,50,50,0\n"
+                          "other,4,1,50,3.33,20,50,50,50,50,50,0\n"
+                          "p,5,2,110,7.33,40,30,30,110,110,110,0\n"
+                          "q,6,2,90,6.00,70,10,10,90,90,90,0\n");
     tr_out_free(&r);
     const char *argv2[] = {tr_bin(), "account", p,   "--per-thread", "--format", "csv",
                            "--sort", "id",      NULL};
     r = tr_run(argv2);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
-    cr_assert_str_eq(r.o, "pid,tid,function,id,count,total_ns,self_ns,min_ns,median_ns,p90_ns,"
-                          "p99_ns,max_ns,unfinished\n"
-                          "100,100,main,1,1,1000,240,1000,1000,1000,1000,1000,0\n"
-                          "100,100,fib,2,5,630,610,30,150,600,600,600,0\n"
-                          "100,100,g,3,1,20,20,20,20,20,20,20,0\n"
-                          "100,100,other,4,1,50,20,50,50,50,50,50,0\n"
-                          "100,100,p,5,2,110,40,30,30,110,110,110,0\n"
-                          "100,100,q,6,2,90,70,10,10,90,90,90,0\n"
-                          "100,200,fib,2,4,200,200,10,100,100,100,100,1\n"
-                          "100,200,g,3,1,50,50,50,50,50,50,50,0\n");
+    cr_assert_str_eq(r.o, "pid,tid,function,id,count,total_ns,share_pct,self_ns,min_ns,median_ns,"
+                          "p90_ns,p99_ns,max_ns,unfinished\n"
+                          "100,100,main,1,1,1000,100.00,240,1000,1000,1000,1000,1000,0\n"
+                          "100,100,fib,2,5,630,63.00,610,30,150,600,600,600,0\n"
+                          "100,100,g,3,1,20,2.00,20,20,20,20,20,20,0\n"
+                          "100,100,other,4,1,50,5.00,20,50,50,50,50,50,0\n"
+                          "100,100,p,5,2,110,11.00,40,30,30,110,110,110,0\n"
+                          "100,100,q,6,2,90,9.00,70,10,10,90,90,90,0\n"
+                          "100,200,fib,2,4,200,40.00,200,10,100,100,100,100,1\n"
+                          "100,200,g,3,1,50,10.00,50,50,50,50,50,50,0\n");
+    tr_out_free(&r);
+    tr_remove_trace(p);
+}
+
+/* share: total as a percentage of the threads' summed wall time (thread 100: 1000 to 2000,
+ * thread 200: 3000 to 3500, so 1500 ns), or with --per-thread of the thread's own (1000 and
+ * 500 ns); in the table, in JSON (with the wall times) and in the footer. */
+Test(stats, share_of_wall_time)
+{
+    char *p = recursive_trace();
+    const char *argv[] = {tr_bin(), "account", p, NULL};
+    struct tr_out r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert_str_eq(
+        r.o, "     count        total   share         self          min       median          p90"
+             "          p99          max         id  function\n"
+             "         1      1.000us  66.67%        240ns      1.000us      1.000us      1.000us"
+             "      1.000us      1.000us          1  main\n"
+             "         9        830ns  55.33%        810ns         10ns        100ns        600ns"
+             "        600ns        600ns          2  fib  (1 unfinished)\n"
+             "         2        110ns   7.33%         40ns         30ns         30ns        110ns"
+             "        110ns        110ns          5  p\n"
+             "         2         90ns   6.00%         70ns         10ns         10ns         90ns"
+             "         90ns         90ns          6  q\n"
+             "         2         70ns   4.67%         70ns         20ns         20ns         50ns"
+             "         50ns         50ns          3  g\n"
+             "         1         50ns   3.33%         20ns         50ns         50ns         50ns"
+             "         50ns         50ns          4  other\n"
+             "# functions: 6, calls: 16, stack repairs: 0, unmatched exits: 0, unfinished "
+             "frames: 1\n"
+             "# share: of 1.500us, the summed wall time of 2 threads (each from its first to its "
+             "last record)\n");
+    tr_out_free(&r);
+
+    const char *argv2[] = {tr_bin(), "account", p, "--per-thread", "--top", "2", NULL};
+    r = tr_run(argv2);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert_str_eq(
+        r.o, "thread 100/100 (wall time 1.000us)\n"
+             "     count        total   share         self          min       median          p90"
+             "          p99          max         id  function\n"
+             "         1      1.000us 100.00%        240ns      1.000us      1.000us      1.000us"
+             "      1.000us      1.000us          1  main\n"
+             "         5        630ns  63.00%        610ns         30ns        150ns        600ns"
+             "        600ns        600ns          2  fib\n"
+             "\n"
+             "thread 100/200 (wall time 500ns)\n"
+             "     count        total   share         self          min       median          p90"
+             "          p99          max         id  function\n"
+             "         4        200ns  40.00%        200ns         10ns        100ns        100ns"
+             "        100ns        100ns          2  fib  (1 unfinished)\n"
+             "         1         50ns  10.00%         50ns         50ns         50ns         50ns"
+             "         50ns         50ns          3  g\n"
+             "\n"
+             "# threads: 2, functions: 6, calls: 16, stack repairs: 0, unmatched exits: 0, "
+             "unfinished frames: 1\n"
+             "# share: of each thread's wall time (from its first to its last record)\n");
+    tr_out_free(&r);
+
+    const char *argv3[] = {tr_bin(), "account", p, "--format", "json", "--top", "1", NULL};
+    r = tr_run(argv3);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    char want[2048];
+    snprintf(want, sizeof want,
+             "{\"trace\": \"%s\",\n"
+             "  \"functions\": [\n"
+             "    {\"function\": \"main\", \"id\": 1, \"count\": 1, \"total_ns\": 1000, "
+             "\"share_pct\": 66.67, \"self_ns\": 240, \"min_ns\": 1000, \"median_ns\": 1000, "
+             "\"p90_ns\": 1000, \"p99_ns\": 1000, \"max_ns\": 1000, \"unfinished\": 0}\n"
+             "  ],\n"
+             "  \"summary\": {\"functions\": 6, \"calls\": 16, \"stack_repairs\": 0, "
+             "\"unmatched_exits\": 0, \"unfinished_frames\": 1, \"gaps\": 0, \"gap_events\": 0, "
+             "\"gap_frames\": 0, \"threads\": 2, \"wall_ns\": 1500}}\n",
+             p);
+    cr_assert_str_eq(r.o, want);
+    cr_assert_str_eq(r.e, "# functions: 6, calls: 16, stack repairs: 0, unmatched exits: 0, "
+                          "unfinished frames: 1\n"
+                          "# share: of 1.500us, the summed wall time of 2 threads (each from its "
+                          "first to its last record)\n");
+    tr_out_free(&r);
+    const char *argv4[] = {tr_bin(), "account",      p,   "--format", "json", "--top",
+                           "1",      "--per-thread", NULL};
+    r = tr_run(argv4);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert(strstr(r.o, "{\"pid\": 100, \"tid\": 100, \"wall_ns\": 1000, \"functions\": [\n"
+                          "      {\"function\": \"main\", \"id\": 1, \"count\": 1, "
+                          "\"total_ns\": 1000, \"share_pct\": 100.00, "),
+              "%s", r.o);
+    cr_assert(strstr(r.o, "{\"pid\": 100, \"tid\": 200, \"wall_ns\": 500, \"functions\": [\n"
+                          "      {\"function\": \"fib\", \"id\": 2, \"count\": 4, "
+                          "\"total_ns\": 200, \"share_pct\": 40.00, "),
+              "%s", r.o);
     tr_out_free(&r);
     tr_remove_trace(p);
 }
@@ -177,10 +271,10 @@ Test(stats, percentiles_of_few_calls_are_exact)
     const char *argv[] = {tr_bin(), "account", p, "--format", "csv", "--sort", "id", NULL};
     struct tr_out r = tr_run(argv);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
-    cr_assert_str_eq(r.o, "function,id,count,total_ns,self_ns,min_ns,median_ns,p90_ns,p99_ns,"
-                          "max_ns,unfinished\n"
-                          "fib,2,2,40,40,10,10,30,30,30,0\n"
-                          "g,3,3,1900,1900,300,600,1000,1000,1000,0\n");
+    cr_assert_str_eq(r.o, "function,id,count,total_ns,share_pct,self_ns,min_ns,median_ns,p90_ns,"
+                          "p99_ns,max_ns,unfinished\n"
+                          "fib,2,2,40,0.87,40,10,10,30,30,30,0\n"
+                          "g,3,3,1900,41.30,1900,300,600,1000,1000,1000,0\n");
     tr_out_free(&r);
     tr_remove_trace(p);
 }
@@ -198,7 +292,8 @@ static uint64_t nearest_rank(const uint64_t *v, size_t n, unsigned pct)
     return v[k - 1];
 }
 
-/* Function id's csv row: count, then total, self, min, median, p90, p99, max (ns). */
+/* Function id's csv row: count, then total, self, min, median, p90, p99, max (ns); the share
+ * (between total and self) is skipped. */
 static void csv_row(const char *csv, const char *name, uint64_t out[8])
 {
     char pat[64];
@@ -207,7 +302,7 @@ static void csv_row(const char *csv, const char *name, uint64_t out[8])
     cr_assert(l, "no row for %s:\n%s", name, csv);
     unsigned id;
     int n = sscanf(l + strlen(pat),
-                   "%u,%" SCNu64 ",%" SCNu64 ",%" SCNu64 ",%" SCNu64 ",%" SCNu64 ",%" SCNu64
+                   "%u,%" SCNu64 ",%" SCNu64 ",%*f,%" SCNu64 ",%" SCNu64 ",%" SCNu64 ",%" SCNu64
                    ",%" SCNu64 ",%" SCNu64,
                    &id, &out[0], &out[1], &out[2], &out[3], &out[4], &out[5], &out[6], &out[7]);
     cr_assert_eq(n, 9, "%s", l);
