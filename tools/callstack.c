@@ -23,7 +23,8 @@ static struct cs_thread *tget(struct callstack *cs, const struct stf_item *it,
                 return NULL;
             cs->t = n;
         }
-        cs->t[cs->nt] = (struct cs_thread){.pid = it->pid, .tid = it->tid, .last = it->tsc};
+        cs->t[cs->nt] =
+            (struct cs_thread){.pid = it->pid, .tid = it->tid, .first = it->tsc, .last = it->tsc};
         cs->nt++;
         if (ops && ops->thread && ops->thread(ctx, &cs->t[i]) != 0)
             return NULL;
@@ -33,12 +34,115 @@ static struct cs_thread *tget(struct callstack *cs, const struct stf_item *it,
     return &cs->t[i];
 }
 
+/* ---- open frames by key (callstack.nesting) ------------------------------------------------ */
+
+/* Keys: a function id (28 bits) under a tag no caller -> callee pair can have, or the pair. */
+static uint64_t fn_key(uint32_t id)
+{
+    return 0xffffffff00000000ull | id;
+}
+
+static uint64_t edge_key(uint32_t from, uint32_t to)
+{
+    return (uint64_t)from << 32 | to;
+}
+
+static size_t nest_hash(uint64_t k, size_t cap)
+{
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdull;
+    k ^= k >> 33;
+    return (size_t)k & (cap - 1);
+}
+
+/* The slot of key, or the empty slot where it would go. */
+static size_t nest_slot(const struct cs_nest *m, uint64_t key)
+{
+    size_t j = nest_hash(key, m->cap);
+    while (m->top[j] && m->key[j] != key)
+        j = (j + 1) & (m->cap - 1);
+    return j;
+}
+
+/* The frame at index + 1 = top becomes the topmost open frame of key; returns the one it covers
+ * (0: none). -1 (as SIZE_MAX) on allocation failure. */
+static size_t nest_push(struct cs_nest *m, uint64_t key, size_t top)
+{
+    if ((m->n + 1) * 2 > m->cap) {
+        size_t ncap = m->cap ? m->cap * 2 : 16;
+        uint64_t *nk = calloc(ncap, sizeof *nk);
+        size_t *nt = calloc(ncap, sizeof *nt);
+        if (!nk || !nt) {
+            free(nk);
+            free(nt);
+            return SIZE_MAX;
+        }
+        struct cs_nest g = {.key = nk, .top = nt, .cap = ncap, .n = m->n};
+        for (size_t i = 0; i < m->cap; i++)
+            if (m->top[i]) {
+                size_t j = nest_slot(&g, m->key[i]);
+                nk[j] = m->key[i];
+                nt[j] = m->top[i];
+            }
+        free(m->key);
+        free(m->top);
+        *m = g;
+    }
+    size_t j = nest_slot(m, key);
+    size_t below = m->top[j];
+    if (!below)
+        m->n++;
+    m->key[j] = key;
+    m->top[j] = top;
+    return below;
+}
+
+/* The topmost open frame of key closes: below (its same_below / edge_below) is the topmost one
+ * again, or, when 0, key leaves the table (backward-shift deletion keeps probing intact). */
+static void nest_pop(struct cs_nest *m, uint64_t key, size_t below)
+{
+    size_t j = nest_slot(m, key);
+    if (!m->top[j])
+        return; /* not there: cannot happen */
+    if (below) {
+        m->top[j] = below;
+        return;
+    }
+    m->top[j] = 0;
+    m->n--;
+    size_t mask = m->cap - 1;
+    for (size_t k = (j + 1) & mask; m->top[k]; k = (k + 1) & mask) {
+        size_t d = nest_hash(m->key[k], m->cap);
+        bool stays = j <= k ? (j < d && d <= k) : (j < d || d <= k);
+        if (stays)
+            continue;
+        m->key[j] = m->key[k];
+        m->top[j] = m->top[k];
+        m->top[k] = 0;
+        j = k;
+    }
+}
+
+static void nest_clear(struct cs_nest *m)
+{
+    if (m->cap)
+        memset(m->top, 0, m->cap * sizeof *m->top);
+    m->n = 0;
+}
+
 static int close_top(struct callstack *cs, struct cs_thread *t, uint64_t tsc, enum cs_why why,
                      const struct cs_ops *ops, void *ctx)
 {
     struct cs_frame fr = t->st[--t->depth];
     uint64_t dur = tsc >= fr.start ? tsc - fr.start : fr.start - tsc;
     uint64_t self = dur > fr.child ? dur - fr.child : 0;
+    if (cs->nesting) {
+        nest_pop(&t->nest, fn_key(fr.id), fr.same_below);
+        if (t->depth)
+            nest_pop(&t->nest, edge_key(t->st[t->depth - 1].id, fr.id), fr.edge_below);
+        if (fr.same_below)
+            t->st[fr.same_below - 1].rec += dur;
+    }
     if (t->depth > 0)
         t->st[t->depth - 1].child += dur;
     else
@@ -102,6 +206,7 @@ int cs_feed(struct callstack *cs, const struct stf_item *it, const struct cs_ops
                 if (open)
                     cs->lost_ticks += t->st[0].child;
                 t->depth = 0;
+                nest_clear(&t->nest);
             }
             t->last = it->tsc;
             return ops && ops->loss ? ops->loss(ctx, t, it->tsc, lost, open) : 0;
@@ -126,6 +231,18 @@ int cs_feed(struct callstack *cs, const struct stf_item *it, const struct cs_ops
         }
         struct cs_frame *f = &t->st[t->depth++];
         *f = (struct cs_frame){.id = it->func_id, .start = it->tsc};
+        if (cs->nesting) {
+            size_t below = nest_push(&t->nest, fn_key(f->id), t->depth);
+            if (below == SIZE_MAX)
+                return -1;
+            f->same_below = below;
+            if (t->depth > 1) {
+                below = nest_push(&t->nest, edge_key(t->st[t->depth - 2].id, f->id), t->depth);
+                if (below == SIZE_MAX)
+                    return -1;
+                f->edge_below = below;
+            }
+        }
         return ops && ops->enter ? ops->enter(ctx, t, f, t->depth - 1) : 0;
     }
     size_t i = t->depth;
@@ -185,8 +302,11 @@ uint64_t cs_orphan_ticks(const struct callstack *cs)
 
 void cs_free(struct callstack *cs)
 {
-    for (size_t i = 0; i < cs->nt; i++)
+    for (size_t i = 0; i < cs->nt; i++) {
         free(cs->t[i].st);
+        free(cs->t[i].nest.key);
+        free(cs->t[i].nest.top);
+    }
     free(cs->t);
     u64map_free(&cs->tmap);
     memset(cs, 0, sizeof *cs);

@@ -11,6 +11,10 @@
  *   true (graph, chrome): they are closed at the thread's last timestamp before the marker (its
  *         last function record or event), or at its last timestamp at the end (cs_finish), and
  *         reported with why CS_GAP / CS_END, so a timeline shows them.
+ * With nesting (account, graph), each frame also knows the nearest open frame below it of the
+ * same function and of the same caller -> callee pair (cs_frame.same_below, edge_below), so that
+ * a recursive function's time can be counted once: at its outermost frame. That costs a hash
+ * lookup per push and pop.
  * Memory grows with threads and stack depth only. */
 #ifndef SLEDTRACE_TOOLS_CALLSTACK_H
 #define SLEDTRACE_TOOLS_CALLSTACK_H
@@ -25,14 +29,32 @@ struct cs_frame {
     uint64_t start, child;
     uint64_t arg;   /* first logged argument (CallArgument after an enter-with-args) */
     uint32_t nargs; /* arguments logged for this call */
+    /* With callstack.nesting (else 0): the frame's nearest open frame below it of the same
+     * function (same_below) and of the same caller -> callee pair (edge_below), as index + 1 in
+     * t->st; 0 when there is none: the frame is the outermost open one of its function (of its
+     * edge). rec: the summed durations of the closed frames of the same function whose nearest
+     * enclosing frame of that function is this one - the time this frame's function spent
+     * nested in it, counted once, which is what remains of it when this frame never closes. */
+    size_t same_below, edge_below;
+    uint64_t rec;
+};
+
+/* Open frames by function (and by caller -> callee pair): key -> index + 1 of the topmost open
+ * frame with that key (open addressing, 0 = empty slot). Its size follows the stack depth. */
+struct cs_nest {
+    uint64_t *key;
+    size_t *top;
+    size_t cap, n;
 };
 
 struct cs_thread {
     int32_t pid, tid;
     struct cs_frame *st;
     size_t depth, cap;
-    uint64_t last;  /* TSC of the thread's last function record or event */
-    bool args_open; /* the last function record entered with arguments: CallArguments follow */
+    uint64_t first;      /* TSC of the first record fed for the thread */
+    uint64_t last;       /* TSC of the thread's last function record or event */
+    bool args_open;      /* the last function record entered with arguments: CallArguments follow */
+    struct cs_nest nest; /* with callstack.nesting */
 };
 
 /* Why a frame closed: its own exit, an exit of a function below it (a repair), a loss marker or
@@ -62,6 +84,7 @@ struct cs_ops {
 
 struct callstack {
     bool close_open; /* set before the first cs_feed (see the top of this file) */
+    bool nesting;    /* set before the first cs_feed: keep same_below, edge_below and rec */
     struct u64map tmap;
     struct cs_thread *t;
     size_t nt, capt;

@@ -5,16 +5,25 @@
  * (repairs); an exit with no open frame of f is ignored ("unmatched"); a loss marker drops the
  * thread's open frames (no call is measured across a gap). Frames dropped at a loss marker or
  * still open at the end are counted as unfinished calls of their function (in `count`, and on
- * their own: `unfinished`), with no duration: every entered function appears. A closed frame's duration is exit TSC - entry TSC; self time is the duration minus
- * that of its directly closed children. On well-formed traces this counts exactly what
- * `llvm-xray account` counts.
+ * their own: `unfinished`), with no duration: every entered function appears. A closed frame's
+ * duration is exit TSC - entry TSC; self time is the duration minus that of its directly closed
+ * children. total is the length of the union of the function's closed frames, per thread: a
+ * closed frame adds its duration when no frame of the same function is open below it
+ * (callstack's same_below), and a frame that never closes adds the closed frames of its function
+ * nested in it (its rec). On well-formed traces the calls counted are exactly those
+ * `llvm-xray account` counts; its sum adds the durations of every call, recursive ones too.
  *
  * Memory grows with the number of functions, threads and the stack depth, never with the trace
  * length (with --per-thread, statistics are kept per (thread, function) pair, so memory grows
- * with functions x threads): count, total, self, min and max are exact; median/p90/p99 come
- * from a log-linear histogram (values below 128 ticks exact; above, 128 buckets per power of
- * two, reported at the bucket midpoint and clamped to [min, max]: relative error <= 1/256, i.e.
- * under 0.4%). Ranks follow llvm-xray: the k-th smallest with k = floor(n * q), 0-based. */
+ * with functions x threads): count, total, self, min and max are exact. median/p90/p99 follow
+ * the nearest-rank rule: the q-quantile of n durations is the k-th smallest, k = ceil(q * n)
+ * (1-based), always one of the durations recorded. They are exact while a function has at most
+ * EXACT_MAX finished calls (its durations are kept, at most 8 KiB); past that, the durations
+ * move to a log-linear histogram (values below 128 ticks exact; above, 128 buckets per power of
+ * two, reported at the bucket midpoint and clamped to [min, max]): a bucket [lo, lo + w) has
+ * w <= lo / 128, so the midpoint is within w / 2 <= lo / 256 <= v / 256 of any value v in it,
+ * a relative error of at most 1/256 (under 0.4%), in ticks; the conversion to nanoseconds
+ * rounds to the nearest, which can add half a nanosecond. */
 #include "callstack.h"
 
 #include <inttypes.h>
@@ -23,6 +32,8 @@
 #include <string.h>
 
 enum { SUB_BITS = 7, SUB = 1 << SUB_BITS, ROWS = 64 - SUB_BITS + 1 };
+/* Durations kept exactly per function (per thread and function with --per-thread). */
+enum { EXACT_MAX = 1024 };
 
 static void help(FILE *out)
 {
@@ -30,21 +41,37 @@ static void help(FILE *out)
           "                         [--per-thread] [--syms FILE]\n"
           "\n"
           "Per-function call statistics: count, total, self, min, median, p90, p99, max.\n"
+          "total is the time the function was on the stack (at least one of its calls\n"
+          "open; the union of its finished calls), per thread, summed over the threads: a\n"
+          "recursive function's nested calls lie inside its outermost one and add nothing.\n"
+          "self is the time in the function's own code (callees excluded), summed over its\n"
+          "calls. min, median, p90, p99 and max are per call: one call's duration, entry to\n"
+          "exit, callees included.\n"
+          "share is total as a percentage of the summed wall time of all threads (each\n"
+          "thread from its first to its last record), as perf report's percentages are\n"
+          "shares of all threads' samples, so it never exceeds 100%; with --per-thread,\n"
+          "of the thread's own wall time (a function that spans the thread: 100%).\n"
           "Each call counts once; an exit closes the nearest open frame of its function\n"
           "(frames above it are closed too and reported as stack repairs). A call that never\n"
           "returned (open at the end, or cut by a loss marker) counts as unfinished: in count,\n"
-          "marked '(N unfinished)' (csv and json: an unfinished column), and in no time column.\n"
-          "Percentiles come from a histogram with under 0.4% relative error; the other\n"
-          "columns are exact.\n"
+          "marked '(N unfinished)' (csv and json: an unfinished column), and its own\n"
+          "duration, unknown, is in no time column.\n"
+          "Percentiles use the nearest-rank rule: the p-th percentile of n calls is the\n"
+          "k-th shortest, k = ceil(n * p / 100), so the median of 10ns and 30ns is 10ns.\n"
+          "They are exact up to 1024 finished calls per function (per thread and function\n"
+          "with --per-thread); beyond, they come from a histogram and are within 0.4%\n"
+          "(1/256) relative error. The other columns are exact.\n"
           "\n"
-          "  --format F         text (default); csv with raw nanoseconds (summary on\n"
-          "                     stderr); json: one object with the trace, the rows in\n"
-          "                     nanoseconds and a summary of the counters\n"
+          "  --format F         text (default); csv with raw nanoseconds and share_pct\n"
+          "                     (summary on stderr); json: one object with the trace,\n"
+          "                     the rows in nanoseconds and a summary of the counters\n"
+          "                     and the wall time (wall_ns)\n"
           "  --sort KEY         total (default), self, count, max (descending), name, id\n"
           "  --top N            only the first N rows (per thread with --per-thread)\n"
           "  --per-thread       statistics per (pid, tid) thread, threads in pid/tid order:\n"
-          "                     text prints a 'thread PID/TID' heading before each table,\n"
-          "                     csv adds leading pid,tid columns, json a threads array\n"
+          "                     text prints a 'thread PID/TID (wall time T)' heading\n"
+          "                     before each table, csv adds leading pid,tid columns, json\n"
+          "                     a threads array (pid, tid, wall_ns, functions)\n"
           "  --syms FILE        symbols file (default: TRACE with .fdr replaced by .syms)\n",
           out);
 }
@@ -54,6 +81,11 @@ struct fstat {
     uint32_t tix; /* thread index (--per-thread), else 0 */
     uint64_t count, total, self, min, max;
     uint64_t unfinished; /* entered, never exited: open at the end or cut at a loss marker */
+    /* The durations of the first EXACT_MAX finished calls (vals, nvals of capvals, sorted
+     * before the output); then sketch is set, vals freed and the histogram rows hold them. */
+    uint64_t *vals;
+    uint32_t nvals, capvals;
+    bool sketch;
     uint64_t *rows[ROWS];
 };
 
@@ -89,6 +121,39 @@ static int hist_add(struct fstat *f, uint64_t v)
     return 0;
 }
 
+/* A finished call's duration: kept as it is up to EXACT_MAX calls, else in the histogram. */
+static int record(struct fstat *f, uint64_t v)
+{
+    if (f->sketch)
+        return hist_add(f, v);
+    if (f->nvals == EXACT_MAX) {
+        for (uint32_t i = 0; i < f->nvals; i++)
+            if (hist_add(f, f->vals[i]) != 0)
+                return -1;
+        free(f->vals);
+        f->vals = NULL;
+        f->nvals = f->capvals = 0;
+        f->sketch = true;
+        return hist_add(f, v);
+    }
+    if (f->nvals == f->capvals) {
+        size_t cap = f->capvals;
+        uint64_t *n = tool_grow(f->vals, &cap, sizeof *n, 4);
+        if (!n)
+            return -1;
+        f->vals = n;
+        f->capvals = (uint32_t)cap;
+    }
+    f->vals[f->nvals++] = v;
+    return 0;
+}
+
+static int cmp_u64(const void *pa, const void *pb)
+{
+    uint64_t x = *(const uint64_t *)pa, y = *(const uint64_t *)pb;
+    return x < y ? -1 : x > y;
+}
+
 /* k-th smallest (0-based) recorded value, approximately. */
 static uint64_t hist_rank(const struct fstat *f, uint64_t k)
 {
@@ -116,6 +181,18 @@ static uint64_t hist_rank(const struct fstat *f, uint64_t k)
         }
     }
     return f->max;
+}
+
+/* The pct-th percentile of f's n durations by the nearest-rank rule: the k-th smallest,
+ * k = ceil(n * pct / 100) (1-based), exact while the durations are kept (sorted by then). */
+static uint64_t rank(const struct fstat *f, uint64_t n, unsigned pct)
+{
+    if (n == 0)
+        return 0;
+    uint64_t k = n / 100 * pct + ((n % 100) * pct + 99) / 100; /* no overflow for any n */
+    if (!f->sketch)
+        return f->vals[k - 1];
+    return hist_rank(f, k - 1);
 }
 
 /* Statistics of function id (on thread index tix with --per-thread). */
@@ -169,36 +246,47 @@ static int on_close(void *ctx, const struct cs_close *c)
     if (dur > f->max)
         f->max = dur;
     f->count++;
-    f->total += dur;
+    /* total: the union of the function's finished calls on this thread - only the outermost
+     * frame of a recursion adds its duration (the nested ones lie inside it) */
+    if (!c->f->same_below)
+        f->total += dur;
     f->self += c->self;
-    return hist_add(f, dur);
+    return record(f, dur);
 }
 
-/* Frames a loss marker dropped (still readable in t->st, callstack.h): unfinished calls. */
+/* A frame that never closes (dropped at a loss marker, or open at the end) is an unfinished
+ * call. The finished calls of its function nested in it are in no outermost finished frame:
+ * their union is its rec (the union of the maximal ones, whose nearest enclosing frame of the
+ * function is open, hence unfinished too), so each unfinished frame adds its rec to the total. */
+static int unfinished(struct acct *a, size_t tix, const struct cs_frame *fr)
+{
+    struct fstat *f = fget(a, (uint32_t)tix, fr->id);
+    if (!f)
+        return -1;
+    f->unfinished++;
+    f->total += fr->rec;
+    return 0;
+}
+
+/* Frames a loss marker dropped (still readable in t->st, callstack.h). */
 static int on_loss(void *ctx, const struct cs_thread *t, uint64_t tsc, uint64_t lost,
                    size_t dropped)
 {
     struct acct *a = ctx;
     (void)tsc, (void)lost;
-    for (size_t k = 0; k < dropped; k++) {
-        struct fstat *f = fget(a, (uint32_t)(t - a->cs.t), t->st[k].id);
-        if (!f)
+    for (size_t k = 0; k < dropped; k++)
+        if (unfinished(a, (size_t)(t - a->cs.t), &t->st[k]) != 0)
             return -1;
-        f->unfinished++;
-    }
     return 0;
 }
 
-/* Frames still open at the end of the trace: unfinished calls. */
+/* Frames still open at the end of the trace. */
 static int count_open(struct acct *a)
 {
     for (size_t i = 0; i < a->cs.nt; i++)
-        for (size_t k = 0; k < a->cs.t[i].depth; k++) {
-            struct fstat *f = fget(a, (uint32_t)i, a->cs.t[i].st[k].id);
-            if (!f)
+        for (size_t k = 0; k < a->cs.t[i].depth; k++)
+            if (unfinished(a, i, &a->cs.t[i].st[k]) != 0)
                 return -1;
-            f->unfinished++;
-        }
     return 0;
 }
 
@@ -286,19 +374,31 @@ enum format { F_TEXT, F_CSV, F_JSON };
 static const char *const col_names[] = {"total_ns", "self_ns", "min_ns", "median_ns",
                                         "p90_ns",   "p99_ns",  "max_ns"};
 
+/* A thread's wall time: from its first to its last record that account reads (function
+ * records and loss markers), in ticks. */
+static uint64_t wall(const struct cs_thread *t)
+{
+    return t->last >= t->first ? t->last - t->first : t->first - t->last;
+}
+
+/* share: the function's total as a percentage of wall (ticks), two decimals (0 when wall is). */
+static void fmt_share(char *b, size_t len, uint64_t total, uint64_t wall_ticks, bool pct_sign)
+{
+    double v = wall_ticks ? 100.0 * (double)total / (double)wall_ticks : 0.0;
+    snprintf(b, len, "%.2f%s", v, pct_sign ? "%" : "");
+}
+
+/* wall_ticks: the share's denominator for this row (the thread's wall time with --per-thread,
+ * else the sum over threads). */
 static void put_row(enum format fmt, bool per_thread, const struct cs_thread *th,
-                    const struct row *r, uint64_t freq, bool first)
+                    const struct row *r, uint64_t freq, uint64_t wall_ticks, bool first)
 {
     const struct fstat *f = r->f;
     uint64_t n = f->count;
+    char share[32];
+    fmt_share(share, sizeof share, f->total, wall_ticks, fmt == F_TEXT);
     uint64_t v[7] = {
-        f->total,
-        f->self,
-        f->min,
-        hist_rank(f, n / 2),
-        hist_rank(f, n * 9 / 10),
-        hist_rank(f, n * 99 / 100),
-        f->max,
+        f->total, f->self, f->min, rank(f, n, 50), rank(f, n, 90), rank(f, n, 99), f->max,
     };
     for (int k = 0; k < 7; k++)
         v[k] = tool_ticks_to_ns(v[k], freq);
@@ -310,16 +410,22 @@ static void put_row(enum format fmt, bool per_thread, const struct cs_thread *th
             printf("%" PRId32 ",%" PRId32 ",", th->pid, th->tid);
         csv_field(row_name(r));
         printf(",%" PRIu32 ",%" PRIu64, f->id, all);
-        for (int k = 0; k < 7; k++)
+        for (int k = 0; k < 7; k++) {
             printf(",%" PRIu64, n ? v[k] : 0);
+            if (k == 0)
+                printf(",%s", share);
+        }
         printf(",%" PRIu64 "\n", f->unfinished);
     } else if (fmt == F_JSON) {
         fputs(first ? "\n" : ",\n", stdout);
         fputs(per_thread ? "      {\"function\": " : "    {\"function\": ", stdout);
         json_str(row_name(r));
         printf(", \"id\": %" PRIu32 ", \"count\": %" PRIu64, f->id, all);
-        for (int k = 0; k < 7; k++)
+        for (int k = 0; k < 7; k++) {
             printf(", \"%s\": %" PRIu64, col_names[k], n ? v[k] : 0);
+            if (k == 0)
+                printf(", \"share_pct\": %s", share);
+        }
         printf(", \"unfinished\": %" PRIu64 "}", f->unfinished);
     } else {
         printf("%10" PRIu64, all);
@@ -330,6 +436,8 @@ static void put_row(enum format fmt, bool per_thread, const struct cs_thread *th
             else
                 snprintf(b, sizeof b, "-");
             printf(" %12s", b);
+            if (k == 0)
+                printf(" %7s", n ? share : "-");
         }
         printf(" %10" PRIu32 "  %s", f->id, row_name(r));
         if (f->unfinished)
@@ -341,12 +449,12 @@ static void put_row(enum format fmt, bool per_thread, const struct cs_thread *th
 static void put_header(enum format fmt, bool per_thread)
 {
     if (fmt == F_CSV)
-        printf("%sfunction,id,count,total_ns,self_ns,min_ns,median_ns,p90_ns,p99_ns,max_ns,"
-               "unfinished\n",
+        printf("%sfunction,id,count,total_ns,share_pct,self_ns,min_ns,median_ns,p90_ns,p99_ns,"
+               "max_ns,unfinished\n",
                per_thread ? "pid,tid," : "");
     else if (fmt == F_TEXT)
-        printf("%10s %12s %12s %12s %12s %12s %12s %12s %10s  %s\n", "count", "total", "self",
-               "min", "median", "p90", "p99", "max", "id", "function");
+        printf("%10s %12s %7s %12s %12s %12s %12s %12s %12s %10s  %s\n", "count", "total", "share",
+               "self", "min", "median", "p90", "p99", "max", "id", "function");
 }
 
 int cmd_account(int argc, char **argv)
@@ -403,6 +511,7 @@ int cmd_account(int argc, char **argv)
 
     struct acct a = {0};
     a.per_thread = per_thread;
+    a.cs.nesting = true;
     static const struct cs_ops ops = {.enter = on_enter, .close = on_close, .loss = on_loss};
     struct stf_item it;
     int rc, status = EXIT_OK;
@@ -436,6 +545,8 @@ int cmd_account(int argc, char **argv)
         for (size_t i = 0; i < a.nf; i++) {
             if (a.f[i].count == 0 && a.f[i].unfinished == 0)
                 continue;
+            if (a.f[i].nvals)
+                qsort(a.f[i].vals, a.f[i].nvals, sizeof *a.f[i].vals, cmp_u64);
             rows[nrows].f = &a.f[i];
             const char *nm = stf_syms_name(syms, a.f[i].id, rows[nrows].buf, sizeof rows[0].buf);
             rows[nrows].sym = nm == rows[nrows].buf ? NULL : nm;
@@ -444,6 +555,11 @@ int cmd_account(int argc, char **argv)
         g_threads = per_thread ? a.cs.t : NULL;
         qsort(rows, nrows, sizeof *rows, row_cmp);
         uint64_t open = cs_open_frames(&a.cs);
+        /* share's denominator without --per-thread: every thread's wall time, summed */
+        uint64_t wall_sum = 0;
+        for (size_t i = 0; i < a.cs.nt; i++)
+            wall_sum += wall(&a.cs.t[i]);
+        char wall_b[32];
         /* distinct functions with a finished call (rows are per thread with --per-thread) */
         size_t nfuncs = nrows;
         if (per_thread) {
@@ -480,14 +596,18 @@ int cmd_account(int argc, char **argv)
             const struct cs_thread *th = &a.cs.t[rows[g].f->tix];
             size_t shown = top && top < e - g ? (size_t)top : e - g;
             if (per_thread && fmt == F_TEXT) {
-                printf("%sthread %" PRId32 "/%" PRId32 "\n", g ? "\n" : "", th->pid, th->tid);
+                tool_fmt_ns(wall_b, sizeof wall_b, tool_ticks_to_ns(wall(th), freq));
+                printf("%sthread %" PRId32 "/%" PRId32 " (wall time %s)\n", g ? "\n" : "", th->pid,
+                       th->tid, wall_b);
                 put_header(fmt, per_thread);
             } else if (per_thread && fmt == F_JSON) {
-                printf("%s\n    {\"pid\": %" PRId32 ", \"tid\": %" PRId32 ", \"functions\": [",
-                       g ? "," : "", th->pid, th->tid);
+                printf("%s\n    {\"pid\": %" PRId32 ", \"tid\": %" PRId32 ", \"wall_ns\": %" PRIu64
+                       ", \"functions\": [",
+                       g ? "," : "", th->pid, th->tid, tool_ticks_to_ns(wall(th), freq));
             }
             for (size_t i = g; i < g + shown; i++)
-                put_row(fmt, per_thread, th, &rows[i], freq, i == g);
+                put_row(fmt, per_thread, th, &rows[i], freq, per_thread ? wall(th) : wall_sum,
+                        i == g);
             if (per_thread && fmt == F_JSON)
                 fputs(shown ? "\n    ]}" : "]}", stdout);
             g = e;
@@ -497,9 +617,10 @@ int cmd_account(int argc, char **argv)
             printf("  \"summary\": {\"functions\": %zu, \"calls\": %" PRIu64
                    ", \"stack_repairs\": %" PRIu64 ", \"unmatched_exits\": %" PRIu64
                    ", \"unfinished_frames\": %" PRIu64 ", \"gaps\": %" PRIu64
-                   ", \"gap_events\": %" PRIu64 ", \"gap_frames\": %" PRIu64 "}}\n",
+                   ", \"gap_events\": %" PRIu64 ", \"gap_frames\": %" PRIu64
+                   ", \"threads\": %zu, \"wall_ns\": %" PRIu64 "}}\n",
                    nfuncs, a.cs.calls, a.cs.repairs, a.cs.unmatched, open, a.cs.gaps,
-                   a.cs.gap_events, a.cs.gap_frames);
+                   a.cs.gap_events, a.cs.gap_frames, a.cs.nt, tool_ticks_to_ns(wall_sum, freq));
         }
         FILE *foot = fmt == F_TEXT ? stdout : stderr;
         if (status == EXIT_OK && fmt == F_TEXT && per_thread && nrows)
@@ -512,6 +633,15 @@ int cmd_account(int argc, char **argv)
                     "functions: %zu, calls: %" PRIu64 ", stack repairs: %" PRIu64
                     ", unmatched exits: %" PRIu64 ", unfinished frames: %" PRIu64 "\n",
                     nfuncs, a.cs.calls, a.cs.repairs, a.cs.unmatched, open);
+            tool_fmt_ns(wall_b, sizeof wall_b, tool_ticks_to_ns(wall_sum, freq));
+            if (per_thread)
+                fputs("# share: of each thread's wall time (from its first to its last record)\n",
+                      foot);
+            else
+                fprintf(foot,
+                        "# share: of %s, the summed wall time of %zu thread%s (each from its "
+                        "first to its last record)\n",
+                        wall_b, a.cs.nt, a.cs.nt == 1 ? "" : "s");
         }
         if (status == EXIT_OK && a.cs.gaps)
             fprintf(foot,
@@ -520,9 +650,11 @@ int cmd_account(int argc, char **argv)
                     a.cs.gaps, a.cs.gap_events, a.cs.gap_frames);
     }
     free(rows);
-    for (size_t i = 0; i < a.nf; i++)
+    for (size_t i = 0; i < a.nf; i++) {
+        free(a.f[i].vals);
         for (int k = 0; k < ROWS; k++)
             free(a.f[i].rows[k]);
+    }
     free(a.f);
     cs_free(&a.cs);
     u64map_free(&a.fmap);

@@ -7,9 +7,13 @@
  *     f1 -> f2 [label="calls: 2\ntotal: 1.300us"];
  *   }
  *
- * One node per function that was entered (calls: frames of it that closed; total: their
- * summed durations, recursion counted at every level), one edge per caller -> callee pair (calls
- * and summed callee durations for that pair). Frames are closed by the stack rule of
+ * One node per function that was entered (calls: frames of it that closed; total: the time at
+ * least one frame of it was open, per thread, summed over threads - account's total), one edge
+ * per caller -> callee pair (calls: the callee's frames under that caller; total: the time at
+ * least one such frame was open - nested calls of the same pair, in a recursion, count once).
+ * An edge's total is at most its callee's and its caller's node total, and equals the callee's
+ * when every outermost call of the callee is made by that caller. Frames are closed by the
+ * stack rule of
  * callstack.h with close_open: frames open at a loss marker or at the end are closed at their
  * thread's last timestamp and counted. Nodes and edges are listed in order of first appearance. */
 #include "callstack.h"
@@ -25,9 +29,13 @@ static void help(FILE *out)
           "\n"
           "Writes the call graph as Graphviz DOT (render with 'dot -Tsvg'): one node per\n"
           "function (name, calls, total time), one edge per caller -> callee pair (calls and\n"
-          "total time of the callee under that caller). Calls follow the account stack rule;\n"
-          "calls still open at a loss marker or at the end are closed at the thread's last\n"
-          "timestamp.\n"
+          "total time of the callee under that caller). A node's total is account's: the\n"
+          "time the function was on the stack, per thread, summed over threads (recursion\n"
+          "counted once). An edge's total is the time a call of the callee made by that\n"
+          "caller was on the stack: at most the callee's node total, and equal to it when\n"
+          "that caller makes every outermost call of the callee. Calls follow the account\n"
+          "stack rule; calls still open at a loss marker or at the end are closed at the\n"
+          "thread's last timestamp (account leaves them out of its times).\n"
           "\n"
           "  -o OUT        output file (default: stdout)\n"
           "  --tid N       only thread N\n"
@@ -101,18 +109,21 @@ static int on_close(void *ctx, const struct cs_close *c)
 {
     struct graph *g = ctx;
     const struct cs_frame *fr = c->f;
-    uint64_t dur = c->end >= fr->start ? c->end - fr->start : 0;
     struct gnode *n = node(g, fr->id);
     if (!n)
         return -1;
+    /* every call counts; a duration counts at the outermost frame of its function (node) or of
+     * its caller -> callee pair (edge): the ones nested in it lie inside it */
     n->calls++;
-    n->total += dur;
+    if (!fr->same_below)
+        n->total += c->dur;
     if (c->depth) {
         struct gedge *e = edge(g, c->t->st[c->depth - 1].id, fr->id);
         if (!e)
             return -1;
         e->calls++;
-        e->total += dur;
+        if (!fr->edge_below)
+            e->total += c->dur;
     }
     return 0;
 }
@@ -181,7 +192,7 @@ int cmd_graph(int argc, char **argv)
     tr.tid = tid;
     struct graph g = {0};
     static const struct cs_ops ops = {.enter = on_enter, .close = on_close};
-    struct callstack cs = {.close_open = true};
+    struct callstack cs = {.close_open = true, .nesting = true};
     struct stf_item it;
     int rc, status = EXIT_OK;
     while ((rc = tool_trace_next(&tr, &it)) == STF_OK) {
