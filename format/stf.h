@@ -379,6 +379,9 @@ void stf_cursor_stats(const struct stf_cursor *c, struct stf_reader_stats *out);
 /* Text file written next to the trace:
  *     sledtrace-syms<TAB>1
  *     run<TAB>id          (optional: the `sledtrace run` that made the trace)
+ *     cmd<TAB>command line (the program's arguments, quoted for a shell)
+ *     exit<TAB>status<TAB>N | exit<TAB>signal<TAB>N | exit<TAB>exec   (appended at the end)
+ *     thread<TAB>pid<TAB>tid<TAB>name                                   (appended at the end)
  *     o<TAB>objid<TAB>0xbias<TAB>path
  *     b<TAB>objid<TAB>buildid
  *     f<TAB>objid<TAB>fid<TAB>0xaddress<TAB>name
@@ -415,6 +418,17 @@ void stf_syms_free(struct stf_syms *s);
 enum { STF_SYMS_WARNINGS_KEPT = 10 };
 size_t stf_syms_warnings(const struct stf_syms *s);
 const char *stf_syms_warning(const struct stf_syms *s, size_t i);
+
+/* The process the trace is of, as the sidecar records it: its command line (NULL if not
+ * recorded), how it ended (STF_END_*, with the status or signal number in *value), and the
+ * name of thread tid of process pid (pid 0: any; NULL if not recorded). s may be NULL. */
+enum stf_end { STF_END_UNKNOWN = 0, STF_END_STATUS = 1, STF_END_SIGNAL = 2, STF_END_EXEC = 3 };
+const char *stf_syms_command(const struct stf_syms *s);
+int stf_syms_end(const struct stf_syms *s, int *value);
+const char *stf_syms_thread_name(const struct stf_syms *s, int32_t pid, int32_t tid);
+/* Moves what src records of the process (command, end, thread names) to dst, replacing dst's:
+ * names read from a binary, the process from the sidecar beside the trace. */
+void stf_syms_take_process(struct stf_syms *dst, struct stf_syms *src);
 
 /* Name for (objid, fid), or NULL if unknown or empty. s may be NULL. */
 const char *stf_syms_lookup(const struct stf_syms *s, uint32_t objid, uint32_t fid);

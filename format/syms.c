@@ -51,7 +51,115 @@ struct stf_syms {
     size_t tcap;     /* power of two */
     size_t nwarn;    /* warnings issued while loading */
     char *warn[STF_SYMS_WARNINGS_KEPT];
+    char *command; /* the `cmd` line, or NULL */
+    int end_kind;  /* enum stf_end: the `exit` line */
+    int end_value;
+    struct tname *tnames; /* the `thread` lines */
+    size_t ntnames, captnames;
 };
+
+struct tname {
+    int32_t pid, tid;
+    char *name;
+};
+
+/* The process lines: cmd<TAB>text, exit<TAB>status|signal<TAB>N or exit<TAB>exec, and
+ * thread<TAB>pid<TAB>tid<TAB>name. A malformed one is ignored (they only add to what the tools
+ * show); the last of each wins. 1 when line was one of them. */
+static int process_line(struct stf_syms *s, char *line)
+{
+    if (strncmp(line, "cmd\t", 4) == 0) {
+        char *c = strdup(line + 4);
+        if (!c)
+            return -1;
+        free(s->command);
+        s->command = c;
+        return 1;
+    }
+    if (strncmp(line, "exit\t", 5) == 0) {
+        const char *v = line + 5;
+        char *end;
+        long n;
+        if (strcmp(v, "exec") == 0) {
+            s->end_kind = STF_END_EXEC;
+            s->end_value = 0;
+        } else if (strncmp(v, "status\t", 7) == 0 && (n = strtol(v + 7, &end, 10), !*end) && v[7] &&
+                   n >= 0 && n <= 255) {
+            s->end_kind = STF_END_STATUS;
+            s->end_value = (int)n;
+        } else if (strncmp(v, "signal\t", 7) == 0 && (n = strtol(v + 7, &end, 10), !*end) && v[7] &&
+                   n > 0 && n < 128) {
+            s->end_kind = STF_END_SIGNAL;
+            s->end_value = (int)n;
+        }
+        return 1;
+    }
+    if (strncmp(line, "thread\t", 7) == 0) {
+        char *p = line + 7, *end;
+        long pid = strtol(p, &end, 10);
+        if (end == p || *end != '\t')
+            return 1;
+        p = end + 1;
+        long tid = strtol(p, &end, 10);
+        if (end == p || *end != '\t' || pid <= 0 || tid <= 0 || pid > INT32_MAX || tid > INT32_MAX)
+            return 1;
+        if (s->ntnames == s->captnames) {
+            size_t nc = s->captnames ? 2 * s->captnames : 16;
+            struct tname *nt = realloc(s->tnames, nc * sizeof *nt);
+            if (!nt)
+                return -1;
+            s->tnames = nt;
+            s->captnames = nc;
+        }
+        char *name = strdup(end + 1);
+        if (!name)
+            return -1;
+        s->tnames[s->ntnames++] = (struct tname){(int32_t)pid, (int32_t)tid, name};
+        return 1;
+    }
+    return 0;
+}
+
+void stf_syms_take_process(struct stf_syms *dst, struct stf_syms *src)
+{
+    if (!dst || !src)
+        return;
+    free(dst->command);
+    for (size_t i = 0; i < dst->ntnames; i++)
+        free(dst->tnames[i].name);
+    free(dst->tnames);
+    dst->command = src->command;
+    dst->end_kind = src->end_kind;
+    dst->end_value = src->end_value;
+    dst->tnames = src->tnames;
+    dst->ntnames = src->ntnames;
+    dst->captnames = src->captnames;
+    src->command = NULL;
+    src->tnames = NULL;
+    src->ntnames = src->captnames = 0;
+    src->end_kind = STF_END_UNKNOWN;
+}
+
+const char *stf_syms_command(const struct stf_syms *s)
+{
+    return s ? s->command : NULL;
+}
+
+int stf_syms_end(const struct stf_syms *s, int *value)
+{
+    if (value)
+        *value = s ? s->end_value : 0;
+    return s ? s->end_kind : STF_END_UNKNOWN;
+}
+
+const char *stf_syms_thread_name(const struct stf_syms *s, int32_t pid, int32_t tid)
+{
+    const char *name = NULL;
+    for (size_t i = 0; s && i < s->ntnames; i++)
+        if (s->tnames[i].tid == tid && (pid == 0 || s->tnames[i].pid == pid))
+            name = s->tnames[i].name; /* the last line wins */
+    return name;
+}
 
 static uint64_t key_hash(uint32_t objid, uint32_t fid)
 {
@@ -348,6 +456,13 @@ static int parse_line(struct stf_syms *s, char *line, bool nul, const char *path
                       unsigned long lineno)
 {
     char type = line[0];
+    if (!nul) {
+        int pl = process_line(s, line);
+        if (pl < 0)
+            return STF_ERR_NOMEM;
+        if (pl > 0)
+            return STF_OK;
+    }
     if ((type != 'o' && type != 'f' && type != 'b') || line[1] != '\t')
         return STF_OK; /* unknown line type (or blank): ignored */
     uint32_t objid = 0, fid = 0;
@@ -492,6 +607,10 @@ void stf_syms_free(struct stf_syms *s)
     }
     for (size_t i = 0; i < s->nwarn && i < STF_SYMS_WARNINGS_KEPT; i++)
         free(s->warn[i]);
+    for (size_t i = 0; i < s->ntnames; i++)
+        free(s->tnames[i].name);
+    free(s->tnames);
+    free(s->command);
     free(s->syms);
     free(s->objs);
     free(s->table);

@@ -588,9 +588,9 @@ static void sidecar_end(int with_registry, int crash)
     for (struct str_thread *th = with_registry ? registry : NULL; th && p < end; th = th->next) {
         char name[16];
         if (crash)
-            str_names_get_unlocked(th->self, name);
+            str_names_get_unlocked(th->self, th->birth, name);
         else
-            str_names_get(th->self, name);
+            str_names_get(th->self, th->birth, name);
         p = put_thread(p, th->pid, th->tid, name);
     }
     str_syms_finish(buf, (size_t)(p - buf));
@@ -731,6 +731,7 @@ static struct str_thread *new_thread(int vfork_child)
     th->tid = (int32_t)syscall(SYS_gettid);
     th->pid = vfork_child ? (int32_t)syscall(SYS_getpid) : pid;
     th->self = pthread_self();
+    th->birth = str_names_birth();
     th->nchunks = str_cfg.nchunks;
     for (unsigned i = 0; i < th->nchunks; i++) {
         th->chunks[i].owner = th;
@@ -968,7 +969,7 @@ static void retire(struct str_thread *th)
     cur->nest++;
     str_drain_side();
     char name[16];
-    str_names_get(th->self, name);
+    str_names_get(th->self, th->birth, name);
     pthread_mutex_lock(&registry_lock);
     for (struct str_thread **p = &registry; *p; p = &(*p)->next)
         if (*p == th) {

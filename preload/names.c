@@ -4,8 +4,10 @@
  * sandbox may forbid (prctl, or /proc), so the runtime never asks: it watches the calls that set
  * one, pthread_setname_np and prctl(PR_SET_NAME) (threads.c interposes both), and keeps the name
  * per pthread_t. A thread that was never named has its creator's name, which the runtime takes
- * to be the program's (program_invocation_short_name, as the kernel truncates it). An entry is
- * dropped when a thread starts (threads.c), so a reused pthread_t never inherits a name.
+ * to be the program's (program_invocation_short_name, as the kernel truncates it). pthread_t
+ * values are reused once a thread is joined: every name carries a sequence number, and a thread
+ * takes only a name given after its pthread_create began (str_names_birth, threads.c), never
+ * one its pthread_t had in an earlier thread.
  *
  * Threads: a mutex around the table; str_names_get_unlocked is the crash path's, which may not
  * wait for it.
@@ -14,15 +16,24 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <string.h>
 
 enum { MAX_NAMES = 1024 };
 
 static struct {
     pthread_t t;
+    uint64_t seq;
     char name[16];
 } names[MAX_NAMES];
 static size_t nnames;
+static _Atomic uint64_t seq;
+
+uint64_t str_names_seq(void)
+{
+    return atomic_fetch_add_explicit(&seq, 1, memory_order_relaxed) + 1;
+}
 static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* name as the kernel keeps it: at most 15 bytes; control bytes (a sidecar line ends at a
@@ -51,37 +62,30 @@ void str_names_set(pthread_t t, const char *name)
         i = (long)nnames++;
         names[i].t = t;
     }
-    if (i >= 0)
+    if (i >= 0) {
         clean(names[i].name, name);
+        names[i].seq = str_names_seq();
+    }
     pthread_mutex_unlock(&names_lock);
 }
 
-void str_names_forget(pthread_t t)
-{
-    pthread_mutex_lock(&names_lock);
-    long i = find(t);
-    if (i >= 0)
-        names[i] = names[--nnames];
-    pthread_mutex_unlock(&names_lock);
-}
-
-static void get(pthread_t t, char out[16])
+static void get(pthread_t t, uint64_t birth, char out[16])
 {
     long i = find(t);
-    if (i >= 0)
+    if (i >= 0 && names[i].seq > birth)
         memcpy(out, names[i].name, 16);
     else
         clean(out, program_invocation_short_name);
 }
 
-void str_names_get(pthread_t t, char out[16])
+void str_names_get(pthread_t t, uint64_t birth, char out[16])
 {
     pthread_mutex_lock(&names_lock);
-    get(t, out);
+    get(t, birth, out);
     pthread_mutex_unlock(&names_lock);
 }
 
-void str_names_get_unlocked(pthread_t t, char out[16])
+void str_names_get_unlocked(pthread_t t, uint64_t birth, char out[16])
 {
-    get(t, out);
+    get(t, birth, out);
 }

@@ -153,7 +153,8 @@ struct str_thread {
     uint32_t dropping;
     uint64_t gap;
     uint64_t discarded; /* all events this thread dropped */
-    pthread_t self;     /* the thread's pthread_t (its name: names.c) */
+    pthread_t self;     /* the thread's pthread_t and birth (its name: names.c) */
+    uint64_t birth;
     struct str_side_entry side[STR_SIDE_N];
     struct str_chunk chunks[];
 };
@@ -219,9 +220,14 @@ STR_HIDDEN int str_threads_alone(void);
 STR_HIDDEN int str_thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
 /* names.c: thread names as the program sets them (pthread_setname_np, prctl PR_SET_NAME). */
 STR_HIDDEN void str_names_set(pthread_t t, const char *name);
-STR_HIDDEN void str_names_forget(pthread_t t);
-STR_HIDDEN void str_names_get(pthread_t t, char out[16]);
-STR_HIDDEN void str_names_get_unlocked(pthread_t t, char out[16]);
+/* The name given to t after sequence number birth (else the program's). */
+STR_HIDDEN void str_names_get(pthread_t t, uint64_t birth, char out[16]);
+STR_HIDDEN void str_names_get_unlocked(pthread_t t, uint64_t birth, char out[16]);
+/* The next sequence number (taken by pthread_create before the thread exists). */
+STR_HIDDEN uint64_t str_names_seq(void);
+/* threads.c: the calling thread's birth (its pthread_create's sequence number; 0 for the main
+ * thread and threads made otherwise). */
+STR_HIDDEN uint64_t str_names_birth(void);
 /* How the process ends, for the sidecar's `exit` line (buffers.c writes it with the final
  * flush): the exit status (exit, _exit), the fatal signal, or an exec. The last call wins. */
 enum { STR_END_STATUS = 1, STR_END_SIGNAL = 2, STR_END_EXEC = 3 };

@@ -52,6 +52,7 @@ int str_threads_alone(void)
 struct start {
     void *(*fn)(void *);
     void *arg;
+    uint64_t birth; /* names.c */
 };
 
 static void gone(void *unused)
@@ -63,11 +64,18 @@ static void gone(void *unused)
     atomic_fetch_sub_explicit(&live, 1, memory_order_release);
 }
 
+static __thread uint64_t birth __attribute__((tls_model("initial-exec")));
+
+uint64_t str_names_birth(void)
+{
+    return birth;
+}
+
 static void *run(void *p)
 {
     struct start s = *(struct start *)p;
     free(p);
-    str_names_forget(pthread_self()); /* a name a thread before it with this pthread_t had */
+    birth = s.birth;
     void *ret;
     pthread_cleanup_push(gone, NULL);
     ret = s.fn(s.arg);
@@ -120,6 +128,7 @@ STR_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*
         return real(t, attr, fn, arg);
     s->fn = fn;
     s->arg = arg;
+    s->birth = str_names_seq(); /* names given to *t from now on are this thread's */
     atomic_fetch_add_explicit(&live, 1, memory_order_relaxed);
     int rc = real(t, attr, run, s);
     if ((rc == EAGAIN || rc == ENOMEM) && str_reclaim())

@@ -29,6 +29,7 @@ static void help(FILE *out)
 
 struct thr {
     int32_t pid, tid;
+    size_t order; /* first seen */
     uint64_t blocks, records;
     uint64_t calls, events; /* function entries; custom/typed events other than loss markers */
     uint64_t drops, gaps;   /* from loss markers */
@@ -54,6 +55,7 @@ static int credit(struct u64map *map, struct thr **thr, size_t *n, size_t *cap, 
         memset(&(*thr)[*n], 0, sizeof **thr);
         (*thr)[*n].pid = b->pid;
         (*thr)[*n].tid = b->tid;
+        (*thr)[*n].order = *n;
         (*n)++;
     }
     struct thr *t = &(*thr)[idx];
@@ -73,29 +75,61 @@ static int credit(struct u64map *map, struct thr **thr, size_t *n, size_t *cap, 
     return 0;
 }
 
-/* The objects the sidecar beside the trace describes: one line each, id, build id (what
- * --syms BINARY is checked against) and path; or why there are none to show. */
-static void print_objects(const char *path)
+/* The sidecar beside the trace, or NULL with why there is none in why. */
+static struct stf_syms *load_side(const char *path, char *why, size_t len)
 {
     if (strcmp(path, "-") == 0) {
-        printf("objects:       - (standard input: no symbols file)\n");
-        return;
+        snprintf(why, len, "standard input: no symbols file");
+        return NULL;
     }
     char *side = stf_syms_path_for(path);
     if (!side) {
-        printf("objects:       - (out of memory)\n");
-        return;
+        snprintf(why, len, "out of memory");
+        return NULL;
     }
     struct stf_syms *s = NULL;
     char err[512];
     int rc = stf_syms_load(&s, side, err, sizeof err);
     if (rc == STF_ERR_IO && errno == ENOENT)
-        printf("objects:       - (no symbols file %s)\n", side);
+        snprintf(why, len, "no symbols file %s", side);
     else if (rc != STF_OK)
-        printf("objects:       - (%s)\n", err[0] ? err : stf_strerror(rc));
+        snprintf(why, len, "%s", err[0] ? err : stf_strerror(rc));
     free(side);
-    if (rc != STF_OK)
+    return rc == STF_OK ? s : NULL;
+}
+
+/* What the sidecar says of the process: its command line and how it ended. */
+static void print_process(const struct stf_syms *s)
+{
+    const char *cmd = stf_syms_command(s);
+    char *shown = cmd ? tool_printable(cmd) : NULL;
+    printf("command:       %s\n", shown ? shown : cmd ? cmd : "- (not recorded)");
+    free(shown);
+    int value;
+    switch (stf_syms_end(s, &value)) {
+    case STF_END_STATUS:
+        printf("exit:          status %d\n", value);
+        break;
+    case STF_END_SIGNAL:
+        printf("exit:          killed by signal %d (%s)\n", value, strsignal(value));
+        break;
+    case STF_END_EXEC:
+        printf("exit:          replaced by exec\n");
+        break;
+    default:
+        printf("exit:          - (not recorded)\n");
+        break;
+    }
+}
+
+/* The objects the sidecar beside the trace describes: one line each, id, build id (what
+ * --syms BINARY is checked against) and path; or why there are none to show. */
+static void print_objects(const struct stf_syms *s, const char *why)
+{
+    if (!s) {
+        printf("objects:       - (%s)\n", why);
         return;
+    }
     static const char none[] = "(none recorded)";
     size_t n = stf_syms_objects(s), width = sizeof none - 1;
     for (size_t i = 0; i < n; i++) {
@@ -114,7 +148,16 @@ static void print_objects(const char *path)
                      : "(path unknown)");
         free(shown);
     }
-    stf_syms_free(s);
+}
+
+/* Main threads (tid == pid) first, then the order the trace gives. */
+static int cmp_main_first(const void *a, const void *b)
+{
+    const struct thr *x = a, *y = b;
+    int mx = x->tid == x->pid, my = y->tid == y->pid;
+    if (mx != my)
+        return my - mx;
+    return (x->order > y->order) - (x->order < y->order);
 }
 
 static uint64_t gcd(uint64_t a, uint64_t b)
@@ -266,7 +309,10 @@ int cmd_info(int argc, char **argv)
 
     if (status == EXIT_OK) {
         uint64_t freq = h->cycle_freq;
+        char why[600];
+        struct stf_syms *side = load_side(path, why, sizeof why);
         printf("file:          %s\n", path);
+        print_process(side);
         printf("file size:     %" PRIu64 " bytes\n", st.file_size ? st.file_size : st.bytes);
         printf("format:        FDR version %u (type %u)\n", (unsigned)h->version,
                (unsigned)h->type);
@@ -318,27 +364,35 @@ int cmd_info(int argc, char **argv)
         printf("warnings:      %" PRIu64 "\n", st.warnings);
         printf("threads:       %zu\n", nthr);
         if (nthr)
-            printf("  %10s %10s %8s %12s %12s %8s %20s %20s %14s %14s\n", "tid", "pid", "blocks",
-                   "records", "calls", "events", "first_tsc", "last_tsc", "start_s", "end_s");
+            printf("  %10s %10s %8s %12s %12s %8s %20s %20s %14s %14s  %s\n", "tid", "pid",
+                   "blocks", "records", "calls", "events", "first_tsc", "last_tsc", "start_s",
+                   "end_s", "name");
+        qsort(thr, nthr, sizeof *thr, cmp_main_first);
         for (size_t i = 0; i < nthr; i++) {
             const struct thr *t = &thr[i];
+            const char *nm = stf_syms_thread_name(side, t->pid, t->tid);
+            char *shown = nm ? tool_printable(nm) : NULL;
+            if (shown)
+                nm = shown;
             if (t->have_tsc)
                 printf("  %10" PRId32 " %10" PRId32 " %8" PRIu64 " %12" PRIu64 " %12" PRIu64
-                       " %8" PRIu64 " %20" PRIu64 " %20" PRIu64 " %14.9f %14.9f\n",
+                       " %8" PRIu64 " %20" PRIu64 " %20" PRIu64 " %14.9f %14.9f  %s\n",
                        t->tid, t->pid, t->blocks, t->records, t->calls, t->events, t->first_tsc,
                        t->last_tsc, tool_ticks_to_s(t->first_tsc - first_tsc, freq),
-                       tool_ticks_to_s(t->last_tsc - first_tsc, freq));
+                       tool_ticks_to_s(t->last_tsc - first_tsc, freq), nm ? nm : "-");
             else
                 printf("  %10" PRId32 " %10" PRId32 " %8" PRIu64 " %12" PRIu64 " %12" PRIu64
-                       " %8" PRIu64 " %20s %20s %14s %14s\n",
+                       " %8" PRIu64 " %20s %20s %14s %14s  %s\n",
                        t->tid, t->pid, t->blocks, t->records, t->calls, t->events, "-", "-", "-",
-                       "-");
+                       "-", nm ? nm : "-");
+            free(shown);
         }
         for (size_t i = 0; i < nthr; i++)
             if (thr[i].gaps)
                 printf("  tid %" PRId32 ": %" PRIu64 " events dropped in %" PRIu64 " gaps\n",
                        thr[i].tid, thr[i].drops, thr[i].gaps);
-        print_objects(path);
+        print_objects(side, why);
+        stf_syms_free(side);
         printf("decode time:   %.6f s\n", dt);
         printf("peak memory:   %ld KiB\n", ru.ru_maxrss);
     }

@@ -78,7 +78,26 @@ struct replay {
     uint32_t *ids;              /* the lookahead's own stack of function ids */
     size_t cap;
     const char *fail; /* why the lookahead failed (else a failure is out of memory) */
+    bool named;       /* a thread has been introduced (below) */
+    int32_t named_pid, named_tid;
 };
+
+/* Before a thread's first line: "# thread TID: NAME" when the sidecar names it (the name the
+ * program gave it, pthread_setname_np or prctl). */
+static void thread_header(struct replay *rp, int32_t pid, int32_t tid)
+{
+    if (rp->named && rp->named_pid == pid && rp->named_tid == tid)
+        return;
+    rp->named = true;
+    rp->named_pid = pid;
+    rp->named_tid = tid;
+    const char *nm = stf_syms_thread_name(rp->syms, pid, tid);
+    if (!nm)
+        return;
+    char *shown = tool_printable(nm);
+    printf("# thread %" PRId32 ": %s\n", tid, shown ? shown : nm);
+    free(shown);
+}
 
 /* "TID     TIME " like printf("%-7d %12.9f "), at p; returns the end. Replay writes a line per
  * call, so its lines are put together without printf. The time is the integer nanosecond
@@ -389,6 +408,7 @@ static int walk_entry(struct tool_trace *tr, struct callstack *cs, struct replay
                          nxt.kind == STF_K_FUNCTION &&
                          (nxt.action == STF_EXIT || nxt.action == STF_TAIL_EXIT) &&
                          nxt.func_id == cur.func_id;
+        thread_header(rp, cur.pid, cur.tid);
         if (cs_feed(cs, &cur, &ops, rp) != 0)
             return -1;
         if (!more && *rc >= 0)
@@ -480,6 +500,7 @@ int cmd_replay(int argc, char **argv)
         }
     } else {
         while ((rc = tool_trace_next(&tr, &it)) == STF_OK) {
+            thread_header(&rp, it.pid, it.tid);
             if (cs_feed(&cs, &it, &ops, &rp) != 0) {
                 tool_err("out of memory");
                 status = EXIT_BAD_TRACE;

@@ -336,12 +336,26 @@ int tool_trace_next(struct tool_trace *t, struct stf_item *it)
         if (!has_tid(t))
             return NO_SUCH_TID;
     }
+    if (!t->order && stf_cursor_threads(t->c) > 0) {
+        /* Main threads (tid == pid) first, then the order the trace gives (a stable split). */
+        size_t n = stf_cursor_threads(t->c), k = 0;
+        t->order = malloc(n * sizeof *t->order);
+        if (!t->order)
+            return STF_ERR_NOMEM;
+        for (int pass = 0; pass < 2; pass++)
+            for (size_t i = 0; i < n; i++) {
+                int32_t pid = 0, tid = 0;
+                stf_cursor_select(t->c, i, &pid, &tid, NULL);
+                if ((tid == pid) == (pass == 0))
+                    t->order[k++] = i;
+            }
+    }
     for (;;) {
         if (!t->started) {
             if (t->thread >= stf_cursor_threads(t->c))
                 return STF_END;
             int32_t tid;
-            int rc = stf_cursor_select(t->c, t->thread, NULL, &tid, NULL);
+            int rc = stf_cursor_select(t->c, t->order[t->thread], NULL, &tid, NULL);
             if (rc != STF_OK)
                 return rc;
             if (t->one && tid != t->tid) {
@@ -413,6 +427,8 @@ int tool_trace_end(struct tool_trace *t, int rc)
 
 void tool_trace_close(struct tool_trace *t)
 {
+    free(t->order);
+    t->order = NULL;
     stf_cursor_close(t->c);
     stf_syms_free(t->syms);
     if (t->spool >= 0)
@@ -606,8 +622,9 @@ static void syms_warnings(const struct stf_syms *s, const char *path)
  * trace from a pipe) or a build id in it (runtimes before 'b' lines, an executable linked with
  * --build-id=none), there is nothing to compare and the binary is taken as it is, silently:
  * such traces are what --syms BINARY is for. Returns false after printing the error on a
- * mismatch, unless --force-syms was given (then it is a warning). */
-static bool check_build_id(const char *trace_path, const char *binary, const struct stf_syms *bin)
+ * mismatch, unless --force-syms was given (then it is a warning). What the sidecar records of
+ * the process (command line, thread names) moves to bin. */
+static bool check_build_id(const char *trace_path, const char *binary, struct stf_syms *bin)
 {
     if (strcmp(trace_path, "-") == 0)
         return true;
@@ -640,6 +657,7 @@ static bool check_build_id(const char *trace_path, const char *binary, const str
             ok = false;
         }
     }
+    stf_syms_take_process(bin, t); /* the command and thread names still come from there */
     stf_syms_free(t);
     free(side);
     return ok;

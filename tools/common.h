@@ -89,8 +89,9 @@ void *tool_grow(void *p, size_t *cap, size_t elem, size_t init);
  * the caller closes it). Returns the path to open, or NULL with the error printed. */
 const char *tool_seekable(const char *path, char *buf, size_t len, int *fd);
 
-/* How the analysis commands read a trace: through the cursor (stf.h), one thread after another
- * in first-seen order, each thread's items in its own order; memory does not grow with the
+/* How the analysis commands read a trace: through the cursor (stf.h), one thread after another,
+ * main threads (tid == pid) first and then in first-seen order, each thread's items in its own
+ * order; memory does not grow with the
  * trace. Opened leniently (warnings printed as tool_open_trace does) with its names (syms_opt,
  * else the sidecar beside it; syms may be NULL when there is none). */
 struct tool_trace {
@@ -107,7 +108,8 @@ struct tool_trace {
                   not hold is an error (the first tool_trace_next fails, tool_trace_end says so) */
     int32_t tid;
     bool tid_checked;
-    char src[64]; /* what was opened when not path itself (a piped trace's copy, /dev/stdin) */
+    size_t *order; /* the cursor's threads, main threads (tid == pid) first */
+    char src[64];  /* what was opened when not path itself (a piped trace's copy, /dev/stdin) */
 };
 /* The file to open again for a second look at the trace (replay's lookahead). */
 const char *tool_trace_source(const struct tool_trace *t);

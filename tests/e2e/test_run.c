@@ -4,6 +4,7 @@
 #include <criterion/criterion.h>
 
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,4 +120,73 @@ Test(run, live_prints_the_call_tree_and_leaves_nothing)
     cr_assert_str_empty(r.err, "%s", r.err);
     e2e_run_free(&r);
     e2e_rmtree(work);
+}
+
+/* 13.5: the sidecar records the command line (quoted as a shell would need it), how the
+ * process ended, and every traced thread's name as the program set it; info and replay show
+ * them. namesprog.c says which thread has which name. */
+static void check_process_lines(const char *how, const char *want_exit, int want_status)
+{
+    char work[PATH_MAX], out[PATH_MAX], trace[PATH_MAX], syms[PATH_MAX], want[1024];
+    const char *bin = BIN("namesprog");
+    e2e_workdir(work, sizeof work);
+    snprintf(out, sizeof out, "%s/out", work);
+    struct e2e_spec s = {
+        .prog = bin, .argv1 = how, .preload = 1, .outdir = out, .pre_exec = e2e_no_core};
+    struct e2e_run t, info, rep;
+    e2e_run(work, &s, &t);
+    cr_assert_eq(t.status, want_status, "status %#x: %s", t.status, t.err);
+    long tid[3];
+    for (int i = 0; i < 3; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "tid %d ", i);
+        const char *p = strstr(t.out, key);
+        cr_assert(p && sscanf(p + strlen(key), "%ld", &tid[i]) == 1, "%s", t.out);
+    }
+    e2e_trace_path(trace, sizeof trace, out, bin, t.pid, "fdr");
+    e2e_trace_path(syms, sizeof syms, out, bin, t.pid, "syms");
+    char *text = e2e_slurp(syms, NULL);
+    cr_assert_not_null(text);
+    snprintf(want, sizeof want, "\ncmd\t%s %s\n", bin, how);
+    cr_assert_not_null(strstr(text, want), "no '%s' in:\n%s", want, text);
+    cr_assert_not_null(strstr(text, want_exit), "no '%s' in the sidecar", want_exit);
+    const char *names[] = {"w0-prctl", "w1-setname", "namesprog"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(want, sizeof want, "\nthread\t%d\t%ld\t%s\n", (int)t.pid, tid[i], names[i]);
+        cr_assert_not_null(strstr(text, want), "no '%s' in the sidecar", want);
+    }
+    snprintf(want, sizeof want, "\nthread\t%d\t%d\tboss\n", (int)t.pid, (int)t.pid);
+    cr_assert_not_null(strstr(text, want), "no main thread line in the sidecar");
+    free(text);
+
+    e2e_run_sh(work, &info, "'" E2E_SLEDTRACE "' info '%s'", trace);
+    cr_assert_eq(info.status, 0, "%s", info.err);
+    snprintf(want, sizeof want, "command:       %s %s\n", bin, how);
+    cr_assert_not_null(strstr(info.out, want), "%s", info.out);
+    /* main first in the thread table, with its name */
+    const char *table = strstr(info.out, "  name\n");
+    cr_assert_not_null(table, "%s", info.out);
+    snprintf(want, sizeof want, "%d", (int)t.pid);
+    cr_assert(strncmp(table + 7 + strspn(table + 7, " "), want, strlen(want)) == 0,
+              "main thread not first:\n%s", info.out);
+    e2e_run_sh(work, &rep, "'" E2E_SLEDTRACE "' replay '%s'", trace);
+    cr_assert_eq(rep.status, 0, "%s", rep.err);
+    snprintf(want, sizeof want, "# thread %d: boss\n", (int)t.pid);
+    cr_assert(strncmp(rep.out, want, strlen(want)) == 0, "replay begins:\n%.300s", rep.out);
+    snprintf(want, sizeof want, "\n# thread %ld: w1-setname\n", tid[1]);
+    cr_assert_not_null(strstr(rep.out, want), "%s", rep.out);
+    e2e_run_free(&t);
+    e2e_run_free(&info);
+    e2e_run_free(&rep);
+    e2e_rmtree(work);
+}
+
+Test(run, sidecar_records_command_exit_and_thread_names)
+{
+    check_process_lines("alpha", "\nexit\tstatus\t3\n", 3 << 8);
+}
+
+Test(run, sidecar_records_a_fatal_signal)
+{
+    check_process_lines("crash", "\nexit\tsignal\t11\n", SIGSEGV);
 }

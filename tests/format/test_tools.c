@@ -464,7 +464,7 @@ Test(tools, info_golden_lines)
         "drops:         0\n",
         "threads:       1\n",
         ("         100        100        2           19            4        0"
-         "                 1000                 4000    0.000000000    0.000003000\n"),
+         "                 1000                 4000    0.000000000    0.000003000  -\n"),
         "decode time:   ",
         "peak memory:   ",
     };
