@@ -25,6 +25,7 @@ struct cs_frame {
     uint64_t start, child;
     uint64_t arg;   /* first logged argument (CallArgument after an enter-with-args) */
     uint32_t nargs; /* arguments logged for this call */
+    uint64_t mark;  /* free for the caller (convert --format chrome: its start as written) */
 };
 
 struct cs_thread {
