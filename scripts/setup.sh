@@ -5,7 +5,9 @@
 # installed, no root is needed.
 #
 #   setup.sh          everything the tests need (three compilers, compiler-rt, llvm-xray,
-#                     Criterion), built into build/ with the test programs
+#                     Criterion), built into build/ with the test programs, and, where node and
+#                     npm are installed, the npm packages of tests/viewers (npm ci, pinned by
+#                     its package-lock.json) into build/tests/viewers
 #   setup.sh --demo   only what the runtime, the sledtrace command and the demo need (clang,
 #                     libelf, Capstone, meson), built into build-demo/ without tests
 set -euo pipefail
@@ -103,5 +105,24 @@ configure_and_build() {
     meson compile -C "$BUILD_DIR"
 }
 
+# The viewers-devtools test loads the Chrome JSON export with the Chrome DevTools trace engine,
+# an npm package: installed here, while the registry is reachable, so that the test needs no
+# network (it runs npm ci itself when this did not). node and npm are not Debian packages here
+# (node 20 comes with the machine); without them the test is not built.
+install_viewers() {
+    local npm
+    if ! command -v node >/dev/null || ! npm=$(command -v npm); then
+        log "node or npm not found: no viewers-devtools test"
+        return 0
+    fi
+    if ! tests/viewers/install.sh tests/viewers "$BUILD_DIR/tests/viewers" "$npm"; then
+        log "warning: npm ci failed; the viewers-devtools test will try again (and fail without" \
+            "the npm registry)"
+    fi
+}
+
 install_packages
 configure_and_build
+if [[ $MODE == all ]]; then
+    install_viewers
+fi

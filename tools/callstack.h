@@ -37,6 +37,7 @@ struct cs_frame {
      * nested in it, counted once, which is what remains of it when this frame never closes. */
     size_t same_below, edge_below;
     uint64_t rec;
+    uint64_t mark; /* free for the caller (convert --format chrome: its start as written) */
 };
 
 /* Open frames by function (and by caller -> callee pair): key -> index + 1 of the topmost open

@@ -369,7 +369,7 @@ int tool_trace_next(struct tool_trace *t, struct stf_item *it)
             if (t->prog.on && ++t->n % PROGRESS_EVERY == 0) {
                 struct stf_reader_stats st;
                 stf_cursor_stats(t->c, &st);
-                tool_progress_set(&t->prog, st.bytes);
+                tool_progress_set(&t->prog, t->items ? t->n : st.bytes);
             }
             return STF_OK;
         }
@@ -404,6 +404,37 @@ uint64_t tool_trace_base(struct tool_trace *t)
     t->started = false;
     t->thread = 0;
     return base == UINT64_MAX ? 0 : base;
+}
+
+uint64_t tool_trace_extent(struct tool_trace *t, uint64_t *items)
+{
+    uint64_t last = 0, n = 0;
+    for (size_t i = 0; i < stf_cursor_threads(t->c); i++) {
+        if (stf_cursor_select(t->c, i, NULL, NULL, NULL) != STF_OK)
+            break;
+        struct stf_item it;
+        while (stf_cursor_next(t->c, &it) == STF_OK) {
+            n++;
+            switch (it.kind) {
+            case STF_K_FUNCTION:
+            case STF_M_NEW_CPU:
+            case STF_M_TSC_WRAP:
+            case STF_M_CUSTOM_EVENT:
+            case STF_M_TYPED_EVENT:
+                if (it.tsc > last)
+                    last = it.tsc;
+                break;
+            default:
+                break;
+            }
+        }
+    }
+    t->started = false;
+    t->thread = 0;
+    t->items = n;
+    t->prog.total = n;
+    *items = n;
+    return last;
 }
 
 int tool_trace_end(struct tool_trace *t, int rc)

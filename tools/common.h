@@ -103,9 +103,10 @@ struct tool_trace {
     bool started;  /* a thread is selected */
     uint64_t n;    /* items handed out */
     struct tool_progress prog;
-    int spool; /* descriptor of the temporary copy of a piped trace, or -1 */
-    bool one;  /* only thread tid (--tid): the others are skipped unread; a tid the trace does
+    int spool;      /* descriptor of the temporary copy of a piped trace, or -1 */
+    bool one;       /* only thread tid (--tid): the others are skipped unread; a tid the trace does
                   not hold is an error (the first tool_trace_next fails, tool_trace_end says so) */
+    uint64_t items; /* items in the trace, once tool_trace_extent counted them (progress), else 0 */
     int32_t tid;
     bool tid_checked;
     size_t *order; /* the cursor's threads, main threads (tid == pid) first */
@@ -126,6 +127,11 @@ int tool_trace_end(struct tool_trace *t, int rc);
 /* Time zero for displays: the earliest first timestamp (NewCPUId, TSCWrap or function record)
  * over all threads, 0 if none. Call before the first tool_trace_next. */
 uint64_t tool_trace_base(struct tool_trace *t);
+/* The largest timestamp (function record, CPU change, TSC wrap, event) over all threads, 0 if
+ * none, and the number of items: reads the whole trace once (a reading error stops it; the walk
+ * that follows meets the error again). Progress then counts items. Call before the first
+ * tool_trace_next. */
+uint64_t tool_trace_extent(struct tool_trace *t, uint64_t *items);
 void tool_trace_close(struct tool_trace *t);
 /* Print the reader's error for path. Always returns EXIT_BAD_TRACE. */
 int tool_reader_fail(struct stf_reader *r, const char *path, int rc);

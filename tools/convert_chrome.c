@@ -1,11 +1,13 @@
 /* sledtrace convert --format chrome: Chrome trace_event JSON (the "JSON Array/Object Format"
- * that Perfetto and chrome://tracing load), in one streaming pass, thread after thread.
+ * that Perfetto, chrome://tracing, Chrome DevTools and speedscope load), streamed thread after
+ * thread: one reading pass finds the trace's last timestamp (tool_trace_extent), the next writes.
  *
  *   {"traceEvents":[
- *   {"ph":"M","name":"process_name","pid":P,"tid":P,"ts":0,"args":{"name":"prog"}},
- *   {"ph":"M","name":"thread_name","pid":P,"tid":T,"ts":0,"args":{"name":"thread T"}},
- *   {"ph":"X","name":"main","cat":"function","pid":P,"tid":T,"ts":1.000,"dur":3.000},
- *   {"ph":"i","s":"t","name":"custom event","cat":"event",...,"args":{"payload":"..."}},
+ *   {"ph":"M","pid":P,"tid":P,"ts":1,"name":"process_name","args":{"name":"prog"}},
+ *   {"ph":"M","pid":P,"tid":T,"ts":1,"name":"thread_name","args":{"name":"NAME (T)"}},
+ *   (NAME: the thread's name from the sidecar; "thread T" when it records none)
+ *   {"ph":"X","pid":P,"tid":T,"ts":1.25,"dur":3.000244140625,"cat":"function","name":"main",...},
+ *   {"ph":"i","pid":P,"tid":T,"ts":2.5,"s":"t","cat":"event","name":"custom event",...},
  *   ...
  *   ],"displayTimeUnit":"ns","otherData":{"calls":N,"stack_repairs":R,...}}
  *
@@ -15,16 +17,60 @@
  * function below them), "gap" (open at a loss marker: closed at the thread's last timestamp
  * before it) or "unfinished" (open at the end: closed at the thread's last timestamp).
  * otherData (the format's free-form metadata) carries the walker's counts: calls, stack
- * repairs, unmatched exits, gaps and the events lost in them. Times are microseconds with three
- * decimals, relative to the earliest first timestamp of any thread (tool_trace_base), so none
- * is negative; they are computed in integer nanoseconds, so nested calls stay nested after
- * rounding. */
+ * repairs, unmatched exits, gaps and the events lost in them. Memory: the walker's stacks, a
+ * word per thread and the table of fractions below; nothing grows with the calls.
+ *
+ * Times nest exactly as viewers read them. Viewers parse ts and dur into IEEE doubles and nest
+ * calls by comparing computed ends: Chrome DevTools (and its trace engine) takes ts + dur,
+ * speedscope 1.25 (ts - the thread's first ts) + dur, Perfetto rounds ts*1000 and dur*1000 to
+ * integer nanoseconds and adds those. Decimal microseconds with three digits (integer
+ * nanoseconds) are not binary fractions: ts + dur of a child could round above its parent's
+ * end, or above the next sibling's ts, and a viewer would open the sibling inside it or drop the
+ * child (DevTools drops a call that ends after its parent). So:
+ *  - Every ts and dur is a whole multiple of a power-of-two step, 2^-12 us (0.244 ns), written
+ *    exactly in decimal ("1391.45703125"), and every time stays below 2^53 steps: as doubles
+ *    they are exact, and so is any sum or difference of them, in whatever order a viewer
+ *    computes it. A call's dur is its end minus its start, both on the grid, so ts + dur is
+ *    exactly its end. A time is the step nearest its nanosecond (4.096 steps per ns): off by at
+ *    most 0.122 ns, a dur by 0.244 ns, so Perfetto's rounding gives back the nanoseconds the
+ *    other commands show. A trace that spans more than 2^41 us (25 days) gets the finest
+ *    coarser step that keeps 2^53 (Perfetto still reads exact nanoseconds down to 2^-11 us).
+ *  - Within a thread, every start and end written is after the one written before it, in the
+ *    walker's order (a call's start when it enters, its end when it closes): a time that would
+ *    not be is written one step after the previous one. Children then start after their parent
+ *    and end before it, siblings start after the previous one ends, and every call lasts at
+ *    least one step: intervals are strictly nested or disjoint, so no viewer is left a tie to
+ *    break, and calls of length 0 (enter and exit in one nanosecond, a frame entered by a
+ *    thread's last record and closed there, closed together with its parent) still hold their
+ *    children and sit inside their parent (DevTools and Perfetto pop a call at a time where the
+ *    call on top ends; speedscope opens a call of the same name and args before closing
+ *    the one that ends at its start). It also keeps a thread's calls in order when a CPU change
+ *    steps the counter back. A time moved by one step still rounds to its nanosecond in
+ *    Perfetto, and so does a dur between two such; only where more than two times meet in one
+ *    nanosecond can Perfetto see one a nanosecond later. Instants are never written before
+ *    their thread's last start or end, and do not count as one.
+ *  - Time 0 is 1 us before the earliest first timestamp of any thread (tool_trace_base): the
+ *    DevTools trace engine leaves an event at ts 0 out of the trace's time range (0 is its "no
+ *    timestamp"), which cut the first call off the window. Nothing is written before the base
+ *    (a counter stepped back below it is clamped to it). Metadata events sit at the base too.
+ * Why complete events and not begin/end ("B"/"E") pairs, which cannot overlap: the DevTools
+ * trace engine pairs B with E on one stack for the whole file, not per thread, so pairs of
+ * threads that interleave (frames closed at the end of the trace, after every thread) pair up
+ * wrongly; it then turns each pair back into ts + (E - B), rounding again. Exact numbers need
+ * no pairing, and each event is still written when its frame closes. */
 #include "callstack.h"
 #include "convert.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+
+enum { OFFSET_NS = 1000, FINEST = 12 };
+
+struct frac { /* a fraction of a step: "." and its decimals */
+    char s[FINEST + 1];
+    uint8_t n;
+};
 
 struct chrome {
     FILE *f;
@@ -35,34 +81,113 @@ struct chrome {
     size_t nnamed;
     struct tool_names names; /* JSON-escaped function names */
     bool nomem;
+    const struct callstack *cs;
+    int step;       /* times are whole multiples of 2^-step us (see the top) */
+    uint64_t *last; /* per walker thread: its last start or end written, in steps (0: none) */
+    size_t nlast;
+    struct frac *frac; /* see frac_table */
 };
 
-/* Nanoseconds from the base, signed. */
-static int64_t rel_ns(const struct chrome *c, uint64_t tsc)
+/* Nanoseconds from 1 us before the base (none before the base: a counter stepped back below it
+ * is clamped), saturating. */
+static uint64_t at_ns(const struct chrome *c, uint64_t tsc)
 {
-    if (tsc >= c->base)
-        return (int64_t)tool_ticks_to_ns(tsc - c->base, c->freq);
-    return -(int64_t)tool_ticks_to_ns(c->base - tsc, c->freq);
+    uint64_t ns = tsc > c->base ? tool_ticks_to_ns(tsc - c->base, c->freq) : 0;
+    return ns > UINT64_MAX - OFFSET_NS ? UINT64_MAX : ns + OFFSET_NS;
 }
 
-/* Microseconds with three decimals from signed ns, at p; returns the end. */
-static char *put_us(char *p, int64_t ns)
+/* ns rounded to the nearest multiple of 2^-step us, in those steps (overflows unless the result
+ * is below 2^53 steps, see pick_step). */
+static uint64_t to_steps(int step, uint64_t ns)
 {
-    uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
-    if (ns < 0)
-        *p++ = '-';
-    p = tool_put_i64(p, (int64_t)(a / 1000));
-    *p++ = '.';
-    *p++ = (char)('0' + a % 1000 / 100);
-    *p++ = (char)('0' + a % 100 / 10);
-    *p++ = (char)('0' + a % 10);
-    return p;
+    if (step >= 0)
+        return (ns / 1000 << step) + ((ns % 1000 << step) + 500) / 1000;
+    uint64_t d = (uint64_t)1000 << -step, r = ns % d;
+    return ns / d + (r >= d - r);
 }
 
-/* An event object's start (separator, ph, pid, tid, ts) at p (64 bytes suffice); returns the
+/* The finest step (FINEST at most) at which times up to ns, each moved up to `moves` steps later
+ * (see the top), stay below 2^53 steps: exact as doubles, and so are their sums. */
+static int pick_step(uint64_t ns, uint64_t moves)
+{
+    const uint64_t exact = (uint64_t)1 << 53;
+    int step = FINEST;
+    for (; step > -20; step--) {
+        if (step >= 0 && ns / 1000 >= exact >> step)
+            continue;
+        uint64_t k = to_steps(step, ns);
+        if (k < exact && moves < exact - k)
+            break;
+    }
+    return step;
+}
+
+/* The time of tsc on thread t in steps. A start or end (strict) is after the thread's last one
+ * written, at least by one step, and becomes the last; an instant is not before it. */
+static uint64_t when(struct chrome *c, const struct cs_thread *t, uint64_t tsc, bool strict)
+{
+    uint64_t *last = &c->last[t - c->cs->t];
+    uint64_t k = to_steps(c->step, at_ns(c, tsc));
+    if (k == 0) /* a coarse step: the base rounds to 0, and DevTools drops ts 0 */
+        k = 1;
+    if (k <= *last)
+        k = strict ? *last + 1 : *last;
+    if (strict)
+        *last = k;
+    return k;
+}
+
+/* The fraction frac / 2^step (0 < frac < 2^step) as "." and its decimals at p (at most
+ * FINEST + 1 bytes); returns the end. A multiple of 2^-s has at most s decimals: the fraction
+ * times 5^s is their integer. */
+static char *put_frac(char *p, int step, uint64_t frac)
+{
+    for (int i = 0; i < step; i++)
+        frac *= 5;
+    int n = step;
+    while (frac % 10 == 0) {
+        frac /= 10;
+        n--;
+    }
+    *p = '.';
+    for (int i = n; i > 0; i--, frac /= 10)
+        p[i] = (char)('0' + frac % 10);
+    return p + n + 1;
+}
+
+/* The fractions of a step, written once (2^step of them, 56 KiB at FINEST): every time needs
+ * one, and digits one by one cost a tenth of the conversion. NULL when the step is 0 or less or
+ * memory is short (then each is written as it comes). */
+static struct frac *frac_table(int step)
+{
+    if (step <= 0)
+        return NULL;
+    size_t n = (size_t)1 << step;
+    struct frac *t = malloc(n * sizeof *t);
+    for (size_t i = 1; t && i < n; i++)
+        t[i].n = (uint8_t)(put_frac(t[i].s, step, i) - t[i].s);
+    return t;
+}
+
+/* k steps as an exact decimal number of microseconds at p (at most 34 bytes); returns the end. */
+static char *put_us(const struct chrome *c, char *p, uint64_t k)
+{
+    if (c->step <= 0)
+        return tool_put_u64(p, k << -c->step);
+    p = tool_put_u64(p, k >> c->step);
+    uint64_t frac = k & (((uint64_t)1 << c->step) - 1);
+    if (!frac)
+        return p;
+    if (!c->frac)
+        return put_frac(p, c->step, frac);
+    memcpy(p, c->frac[frac].s, c->frac[frac].n);
+    return p + c->frac[frac].n;
+}
+
+/* An event object's start (separator, ph, pid, tid, ts) at p (96 bytes suffice); returns the
  * end. The converter writes one event per call, so events are put together without printf. */
 static char *event_head(struct chrome *c, char *p, const char *ph, int32_t pid, int32_t tid,
-                        int64_t ts)
+                        uint64_t ts)
 {
     p = tool_put_str(p, c->first ? "\n{\"ph\":\"" : ",\n{\"ph\":\"");
     c->first = false;
@@ -72,13 +197,20 @@ static char *event_head(struct chrome *c, char *p, const char *ph, int32_t pid, 
     p = tool_put_str(p, ",\"tid\":");
     p = tool_put_i64(p, tid);
     p = tool_put_str(p, ",\"ts\":");
-    return put_us(p, ts);
+    return put_us(c, p, ts);
 }
 
-static void begin_event(struct chrome *c, const char *ph, int32_t pid, int32_t tid, int64_t ts)
+static void begin_event(struct chrome *c, const char *ph, int32_t pid, int32_t tid, uint64_t ts)
 {
-    char buf[96];
+    char buf[128];
     fwrite(buf, 1, (size_t)(event_head(c, buf, ph, pid, tid, ts) - buf), c->f);
+}
+
+/* Metadata sit at the base. */
+static uint64_t base_steps(const struct chrome *c)
+{
+    uint64_t k = to_steps(c->step, OFFSET_NS);
+    return k ? k : 1;
 }
 
 static void make_name(FILE *f, uint32_t id, void *ctx)
@@ -100,7 +232,7 @@ static void name_process(struct chrome *c, int32_t pid)
     const char *exe = stf_syms_object(c->syms, 0);
     const char *base = exe ? strrchr(exe, '/') : NULL;
     base = base ? base + 1 : exe;
-    begin_event(c, "M", pid, pid, 0);
+    begin_event(c, "M", pid, pid, base_steps(c));
     fputs(",\"name\":\"process_name\",\"args\":{\"name\":\"", c->f);
     if (base && *base)
         tool_json_escape(c->f, (const uint8_t *)base, strlen(base));
@@ -112,9 +244,32 @@ static void name_process(struct chrome *c, int32_t pid)
 static int on_thread(void *ctx, const struct cs_thread *t)
 {
     struct chrome *c = ctx;
+    size_t i = (size_t)(t - c->cs->t);
+    while (c->nlast <= i) {
+        size_t old = c->nlast;
+        uint64_t *n = tool_grow(c->last, &c->nlast, sizeof *n, 16);
+        if (!n) {
+            c->nomem = true;
+            return -1;
+        }
+        memset(n + old, 0, (c->nlast - old) * sizeof *n);
+        c->last = n;
+    }
     name_process(c, t->pid);
-    begin_event(c, "M", t->pid, t->tid, 0);
-    fprintf(c->f, ",\"name\":\"thread_name\",\"args\":{\"name\":\"thread %" PRId32 "\"}}", t->tid);
+    begin_event(c, "M", t->pid, t->tid, base_steps(c));
+    /* The name the program gave the thread (sidecar), with its tid: "worker-1 (1234)". */
+    const char *nm = stf_syms_thread_name(c->syms, t->pid, t->tid);
+    fputs(",\"name\":\"thread_name\",\"args\":{\"name\":\"", c->f);
+    if (nm)
+        tool_json_escape(c->f, (const uint8_t *)nm, strlen(nm));
+    fprintf(c->f, nm ? " (%" PRId32 ")\"}}" : "thread %" PRId32 "\"}}", t->tid);
+    return 0;
+}
+
+static int on_enter(void *ctx, const struct cs_thread *t, struct cs_frame *f, size_t depth)
+{
+    (void)depth;
+    f->mark = when(ctx, t, f->start, true);
     return 0;
 }
 
@@ -122,16 +277,16 @@ static int on_close(void *ctx, const struct cs_close *cl)
 {
     struct chrome *c = ctx;
     const struct cs_frame *fr = cl->f;
-    int64_t s = rel_ns(c, fr->start), e = rel_ns(c, cl->end);
+    uint64_t s = fr->mark, e = when(c, cl->t, cl->end, true);
     const char *name = tool_names_get(&c->names, fr->id, make_name, c);
     if (!name) {
         c->nomem = true;
         return -1;
     }
-    char buf[192];
+    char buf[256];
     char *p = event_head(c, buf, "X", cl->t->pid, cl->t->tid, s);
     p = tool_put_str(p, ",\"dur\":");
-    p = put_us(p, e > s ? e - s : 0);
+    p = put_us(c, p, e - s);
     p = tool_put_str(p, ",\"cat\":\"function\",\"name\":\"");
     fwrite(buf, 1, (size_t)(p - buf), c->f);
     fputs(name, c->f);
@@ -157,7 +312,8 @@ static int on_close(void *ctx, const struct cs_close *cl)
 static void instant(struct chrome *c, const struct stf_item *it)
 {
     uint64_t lost;
-    begin_event(c, "i", it->pid, it->tid, rel_ns(c, it->tsc));
+    const struct cs_thread *t = cs_find(c->cs, it->pid, it->tid);
+    begin_event(c, "i", it->pid, it->tid, when(c, t, it->tsc, false));
     if (it->kind == STF_M_CUSTOM_EVENT && stf_decode_loss(it->payload, it->payload_len, &lost)) {
         fprintf(
             c->f,
@@ -185,10 +341,14 @@ int convert_chrome(const char *path, const char *out, const char *syms_opt)
     FILE *f = conv_begin(&tr, &o, path, out, syms_opt);
     if (!f)
         return EXIT_BAD_TRACE;
+    static const struct cs_ops ops = {.thread = on_thread, .enter = on_enter, .close = on_close};
+    struct callstack cs = {.close_open = true};
     struct chrome c = {
         .f = f, .syms = tr.syms, .freq = tr.freq, .first = true, .base = tool_trace_base(&tr)};
-    static const struct cs_ops ops = {.thread = on_thread, .close = on_close};
-    struct callstack cs = {.close_open = true};
+    uint64_t items, end = tool_trace_extent(&tr, &items);
+    c.cs = &cs;
+    c.step = pick_step(at_ns(&c, end), 2 * items); /* a start and an end per item at most */
+    c.frac = frac_table(c.step);
     fputs("{\"traceEvents\":[", f);
 
     struct stf_item it;
@@ -217,6 +377,8 @@ int convert_chrome(const char *path, const char *out, const char *syms_opt)
     if (status == EXIT_OK)
         status = st;
     cs_free(&cs);
+    free(c.last);
+    free(c.frac);
     tool_names_free(&c.names);
     tool_trace_close(&tr);
     return status;

@@ -1,7 +1,10 @@
 /* Tests of the export formats of the built `sledtrace` ($SLEDTRACE_BIN) on crafted traces:
  * convert --format chrome (JSON parsed by python3, event fields, per-thread nesting, exact
- * events), convert --format yaml (record lines compared with llvm-xray 14's, $LLVM_XRAY) and
- * graph (DOT structure and exact edges). */
+ * events; the nesting of calls as the numbers written, in IEEE double, on crafted traces made to
+ * hit decimal rounding and on the checked-in real traces: chromecheck.h), convert --format yaml
+ * (record lines compared with llvm-xray 14's, $LLVM_XRAY) and graph (DOT structure and exact
+ * edges). */
+#include "chromecheck.h"
 #include "toolrun.h"
 #include "tracegen.h"
 
@@ -43,8 +46,9 @@ static void golden_trace(struct tg *g)
 }
 
 /* python3 check of a Chrome JSON file: it parses; top level has traceEvents, displayTimeUnit
- * "ns" and otherData with the walker's integer counts; every event has ph, ts, pid, tid; per (pid, tid) the complete events' intervals are
- * disjoint or nested. Prints the number of events. */
+ * "ns" and otherData with the walker's integer counts; every event has ph, ts > 0, pid, tid; per
+ * (pid, tid) the complete events' intervals, ts + dur computed in python's doubles, are disjoint
+ * or nested, exactly. Prints the number of events. */
 static const char chrome_check_py[] =
     "import json, sys\n"
     "d = json.load(open(sys.argv[1]))\n"
@@ -55,7 +59,7 @@ static const char chrome_check_py[] =
     "for e in d['traceEvents']:\n"
     "    for k in ('ph', 'ts', 'pid', 'tid'):\n"
     "        assert k in e, (k, e)\n"
-    "    assert isinstance(e['ts'], (int, float))\n"
+    "    assert isinstance(e['ts'], (int, float)) and e['ts'] > 0, e\n"
     "    if e['ph'] == 'X':\n"
     "        assert e['dur'] >= 0 and e['cat'] == 'function' and e['name'], e\n"
     "        per.setdefault((e['pid'], e['tid']), []).append((e['ts'], e['ts'] + e['dur']))\n"
@@ -63,9 +67,9 @@ static const char chrome_check_py[] =
     "    iv.sort(key=lambda x: (x[0], -x[1]))\n"
     "    st = []\n"
     "    for s, e in iv:\n"
-    "        while st and st[-1] <= s + 1e-9:\n"
+    "        while st and st[-1] <= s:\n"
     "            st.pop()\n"
-    "        assert not st or e <= st[-1] + 1e-9, ('overlap', s, e, st[-1])\n"
+    "        assert not st or e <= st[-1], ('overlap', s, e, st[-1])\n"
     "        st.append(e)\n"
     "print(len(d['traceEvents']))\n";
 
@@ -104,32 +108,36 @@ Test(exports, chrome_exact_events)
     cr_assert_str_eq(r.e, "");
     cr_assert_eq(chrome_check(o), 12);
     char *j = tr_slurp(o);
+    /* 1 us + the nanoseconds after the base (TSC 900, 1 GHz) on a grid of 2^-12 us: f enters
+     * at 1200 ns (4915.2 steps: 4915) and exits at 1500 ns (6144), so ts 4915/4096 and dur
+     * 1229/4096; thread 200's open main closes at its last timestamp, the typed event's. */
     cr_assert_str_eq(
         j, "{\"traceEvents\":[\n"
-           "{\"ph\":\"M\",\"pid\":100,\"tid\":100,\"ts\":0.000,\"name\":\"process_name\","
+           "{\"ph\":\"M\",\"pid\":100,\"tid\":100,\"ts\":1,\"name\":\"process_name\","
            "\"args\":{\"name\":\"prog\"}},\n"
-           "{\"ph\":\"M\",\"pid\":100,\"tid\":100,\"ts\":0.000,\"name\":\"thread_name\","
+           "{\"ph\":\"M\",\"pid\":100,\"tid\":100,\"ts\":1,\"name\":\"thread_name\","
            "\"args\":{\"name\":\"thread 100\"}},\n"
-           "{\"ph\":\"X\",\"pid\":100,\"tid\":100,\"ts\":0.200,\"dur\":0.300,\"cat\":\"function\","
-           "\"name\":\"f\",\"args\":{\"id\":2,\"arg\":7}},\n"
-           "{\"ph\":\"X\",\"pid\":100,\"tid\":100,\"ts\":0.600,\"dur\":1.000,\"cat\":\"function\","
-           "\"name\":\"f\",\"args\":{\"id\":2}},\n"
-           "{\"ph\":\"X\",\"pid\":100,\"tid\":100,\"ts\":1.700,\"dur\":0.050,\"cat\":\"function\","
-           "\"name\":\"#3\",\"args\":{\"id\":3}},\n"
-           "{\"ph\":\"X\",\"pid\":100,\"tid\":100,\"ts\":0.100,\"dur\":3.000,\"cat\":\"function\","
-           "\"name\":\"main\",\"args\":{\"id\":1}},\n"
-           "{\"ph\":\"M\",\"pid\":100,\"tid\":200,\"ts\":0.000,\"name\":\"thread_name\","
+           "{\"ph\":\"X\",\"pid\":100,\"tid\":100,\"ts\":1.199951171875,\"dur\":0.300048828125,"
+           "\"cat\":\"function\",\"name\":\"f\",\"args\":{\"id\":2,\"arg\":7}},\n"
+           "{\"ph\":\"X\",\"pid\":100,\"tid\":100,\"ts\":1.60009765625,\"dur\":1,"
+           "\"cat\":\"function\",\"name\":\"f\",\"args\":{\"id\":2}},\n"
+           "{\"ph\":\"X\",\"pid\":100,\"tid\":100,\"ts\":2.699951171875,\"dur\":0.050048828125,"
+           "\"cat\":\"function\",\"name\":\"#3\",\"args\":{\"id\":3}},\n"
+           "{\"ph\":\"X\",\"pid\":100,\"tid\":100,\"ts\":1.10009765625,\"dur\":3,"
+           "\"cat\":\"function\",\"name\":\"main\",\"args\":{\"id\":1}},\n"
+           "{\"ph\":\"M\",\"pid\":100,\"tid\":200,\"ts\":1,\"name\":\"thread_name\","
            "\"args\":{\"name\":\"thread 200\"}},\n"
-           "{\"ph\":\"i\",\"pid\":100,\"tid\":200,\"ts\":0.410,\"s\":\"t\",\"cat\":\"event\","
-           "\"name\":\"custom event\",\"args\":{\"payload\":\"a\\\"b\\\\c\\u000a\\u007f\"}},\n"
-           "{\"ph\":\"X\",\"pid\":100,\"tid\":200,\"ts\":0.420,\"dur\":0.580,\"cat\":\"function\","
-           "\"name\":\"#4\",\"args\":{\"id\":4,\"closed\":\"repaired\"}},\n"
-           "{\"ph\":\"X\",\"pid\":100,\"tid\":200,\"ts\":0.400,\"dur\":0.600,\"cat\":\"function\","
-           "\"name\":\"f\",\"args\":{\"id\":2}},\n"
-           "{\"ph\":\"i\",\"pid\":100,\"tid\":200,\"ts\":1.200,\"s\":\"t\",\"cat\":\"event\","
-           "\"name\":\"typed event\",\"args\":{\"type\":9,\"payload\":\"ty\"}},\n"
-           "{\"ph\":\"X\",\"pid\":100,\"tid\":200,\"ts\":1.100,\"dur\":0.100,\"cat\":\"function\","
-           "\"name\":\"main\",\"args\":{\"id\":1,\"closed\":\"unfinished\"}}\n"
+           "{\"ph\":\"i\",\"pid\":100,\"tid\":200,\"ts\":1.409912109375,\"s\":\"t\","
+           "\"cat\":\"event\",\"name\":\"custom event\","
+           "\"args\":{\"payload\":\"a\\\"b\\\\c\\u000a\\u007f\"}},\n"
+           "{\"ph\":\"X\",\"pid\":100,\"tid\":200,\"ts\":1.419921875,\"dur\":0.580078125,"
+           "\"cat\":\"function\",\"name\":\"#4\",\"args\":{\"id\":4,\"closed\":\"repaired\"}},\n"
+           "{\"ph\":\"X\",\"pid\":100,\"tid\":200,\"ts\":1.39990234375,\"dur\":0.600341796875,"
+           "\"cat\":\"function\",\"name\":\"f\",\"args\":{\"id\":2}},\n"
+           "{\"ph\":\"i\",\"pid\":100,\"tid\":200,\"ts\":2.199951171875,\"s\":\"t\","
+           "\"cat\":\"event\",\"name\":\"typed event\",\"args\":{\"type\":9,\"payload\":\"ty\"}},\n"
+           "{\"ph\":\"X\",\"pid\":100,\"tid\":200,\"ts\":2.10009765625,\"dur\":0.099853515625,"
+           "\"cat\":\"function\",\"name\":\"main\",\"args\":{\"id\":1,\"closed\":\"unfinished\"}}\n"
            "],\"displayTimeUnit\":\"ns\",\"otherData\":{\"calls\":7,\"stack_repairs\":1,"
            "\"unmatched_exits\":0,\"gaps\":0,\"events_lost\":0}}\n");
     free(j);
@@ -145,6 +153,23 @@ Test(exports, chrome_exact_events)
     free(o);
     tr_remove_trace(p);
     tg_free(&g);
+}
+
+/* Every case of chromecheck.h: as doubles computed the way viewers compute them, each call ends
+ * at or before its parent's end, each sibling starts at or after the previous one's end, no two
+ * starts or ends of a thread are equal, no event sits at ts 0; the calls found per thread and
+ * depth are the trace's, and the time range is the trace's. */
+Test(exports, chrome_nests_as_doubles)
+{
+    for (int i = 0; i < CC_CASES; i++) {
+        struct cc_result want, got;
+        const char *name;
+        char *json = cc_case(i, &want, &name);
+        cc_check(json, &got);
+        cc_expect(name, &got, &want);
+        unlink(json);
+        free(json);
+    }
 }
 
 /* Payload bytes: well-formed UTF-8 (a 2-, 3- and 4-byte sequence) passes through; a lone 0xff,
@@ -206,15 +231,20 @@ Test(exports, chrome_gaps_and_frequency)
     char *j = tr_slurp(o);
     /* no sidecar: the process is named by its pid */
     cr_assert(strstr(j, "\"name\":\"process_name\",\"args\":{\"name\":\"pid "), "%s", j);
-    /* f11 exits last, at 19890 ticks: 4945 ns after the base 10000 */
-    cr_assert(strstr(j, "\"ts\":0.005,\"dur\":4.940,\"cat\":\"function\",\"name\":\"#1\",\"args\":"
-                        "{\"id\":1,\"closed\":\"gap\"}}"),
+    /* Times are 1 us + the nanoseconds after the base (10000 ticks) on a grid of 2^-12 us:
+     * #1 enters 5 ns after the base, at 1005 ns = 4116.48 steps, written 4116/4096 us. f11 exits
+     * last, at 19890 ticks (5945 ns, step 24351); the 10 frames open at the loss marker close
+     * there, each a step after the one before (#10 at 24352 ... #1 at 24361). */
+    cr_assert(strstr(j, "\"ts\":1.0048828125,\"dur\":4.942626953125,\"cat\":\"function\","
+                        "\"name\":\"#1\",\"args\":{\"id\":1,\"closed\":\"gap\"}}"),
               "%s", j);
-    cr_assert(strstr(j, "\"ts\":20.000,\"s\":\"t\",\"cat\":\"loss\",\"name\":\"events lost\","
+    /* 20000 ns after the base: 21000 ns, 86016 steps, exactly 21 us */
+    cr_assert(strstr(j, "\"ts\":21,\"s\":\"t\",\"cat\":\"loss\",\"name\":\"events lost\","
                         "\"args\":{\"count\":42}}"),
               "%s", j);
-    cr_assert(strstr(j, "\"ts\":20.050,\"dur\":0.100,\"cat\":\"function\",\"name\":\"#5\","
-                        "\"args\":{\"id\":5}}"),
+    /* 21050 ns (86220.8: step 86221) to 21150 ns (86630.4: step 86630): 409 steps, 99.85 ns */
+    cr_assert(strstr(j, "\"ts\":21.050048828125,\"dur\":0.099853515625,\"cat\":\"function\","
+                        "\"name\":\"#5\",\"args\":{\"id\":5}}"),
               "%s", j);
     free(j);
     unlink(o);

@@ -1,0 +1,17 @@
+#!/bin/sh
+# Installs the node packages package-lock.json pins (the trace importers the viewers-devtools
+# test loads the Chrome JSON with) into DEST/node_modules with `npm ci`, unless DEST already holds
+# exactly that lockfile's install. Needs the npm registry the first time, then nothing.
+# Usage: install.sh SRC_DIR DEST_DIR [NPM]   (SRC_DIR: this directory, tests/viewers)
+set -eu
+src=$1
+dest=$2
+npm=${3:-npm}
+stamp=$dest/node_modules/.sledtrace-package-lock.json
+if [ -f "$stamp" ] && cmp -s "$src/package-lock.json" "$stamp"; then
+    exit 0
+fi
+mkdir -p "$dest"
+cp "$src/package.json" "$src/package-lock.json" "$dest/"
+(cd "$dest" && "$npm" ci --no-audit --no-fund --ignore-scripts --loglevel=error </dev/null)
+cp "$src/package-lock.json" "$stamp"
