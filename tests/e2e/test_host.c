@@ -471,19 +471,28 @@ Test(host, chroot_then_main_thread_exits)
  * guard under it) while 4 KiB chunks make its events take the slow path often. Before: the slow
  * path's XSAVE area (11 KiB with AMX here) went below the stack: SIGSEGV in 5 of 5 runs. Now the
  * slow path runs on the runtime's own stack, and every call is in the trace. */
+/* On a loaded machine the program can be preempted inside the tracer right after each of
+ * several ticks' handlers, whose events then fill the side ring (1024 entries: about 8 ticks);
+ * the runtime reports those as lost (the README's limit). A run that says so is run again: three
+ * runs without a reported loss must have every call, and no run may lose one without saying. */
 Test(host, handler_on_a_small_alternate_stack)
 {
     const char *bin = BIN("hostile-pie-nort");
-    for (int i = 0; i < 3; i++) {
+    int clean = 0;
+    for (int i = 0; i < 9 && clean < 3; i++) {
         char out[PATH_MAX];
         struct e2e_run t;
         run_hostile(bin, "small-altstack", ENV("SLEDTRACE_BUFFER_KB=4"), &t, out, sizeof out);
         long ticks = 0;
         cr_assert(sscanf(t.err, "ticks %ld", &ticks) == 1 && ticks > 10, "%s", t.err);
-        check_parent_trace(bin, out, &t, "small-altstack");
+        if (strstr(t.err, "side ring full") == NULL) {
+            check_parent_trace(bin, out, &t, "small-altstack");
+            clean++;
+        }
         e2e_run_free(&t);
         e2e_rmtree(out);
     }
+    cr_assert_eq(clean, 3, "only %d of 9 runs kept every handler's calls", clean);
 }
 
 /* 9.13 (memory): under an address-space limit (ulimit -v 20000 KiB), 400 rounds of
