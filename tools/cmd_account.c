@@ -498,10 +498,8 @@ int cmd_account(int argc, char **argv)
             return EXIT_USAGE;
         }
     }
-    if (!path) {
-        help(stderr);
+    if (!tool_default_trace(&path, "account"))
         return EXIT_USAGE;
-    }
 
     struct tool_trace tr;
     if (tool_trace_open(&tr, path, syms_path, "reading", false) != EXIT_OK)

@@ -165,10 +165,12 @@ int cmd_convert(int argc, char **argv)
             return EXIT_USAGE;
         }
     }
-    if (!path || !format) {
+    if (!format) {
         help(stderr);
         return EXIT_USAGE;
     }
+    if (!tool_default_trace(&path, "convert"))
+        return EXIT_USAGE;
     static const char *const formats[] = {"fdr", "chrome", "yaml"};
     int k = tool_choice("convert", "format", format, formats, 3);
     if (k < 0)

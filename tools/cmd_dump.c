@@ -109,10 +109,8 @@ int cmd_dump(int argc, char **argv)
             return EXIT_USAGE;
         }
     }
-    if (!path) {
-        help(stderr);
+    if (!tool_default_trace(&path, "dump"))
         return EXIT_USAGE;
-    }
 
     struct stf_reader *r = tool_open_trace(path, verify ? STF_READ_STRICT : STF_READ_LENIENT);
     if (!r)

@@ -214,13 +214,12 @@ int cmd_flamegraph(int argc, char **argv)
             return EXIT_USAGE;
         }
     }
-    if (!path || !out) {
-        if (path)
-            tool_err("flamegraph: -o OUT.svg is required");
-        else
-            help(stderr);
+    if (!out) {
+        tool_err("flamegraph: -o OUT.svg is required (- for standard output)");
         return EXIT_USAGE;
     }
+    if (!tool_default_trace(&path, "flamegraph"))
+        return EXIT_USAGE;
 
     struct cs_tree tree = {0};
     struct callstack cs = {0};

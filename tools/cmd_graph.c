@@ -178,10 +178,8 @@ int cmd_graph(int argc, char **argv)
             return EXIT_USAGE;
         }
     }
-    if (!path) {
-        help(stderr);
+    if (!tool_default_trace(&path, "graph"))
         return EXIT_USAGE;
-    }
 
     struct tool_trace tr;
     if (tool_trace_open(&tr, path, syms_opt, "reading", false) != EXIT_OK)

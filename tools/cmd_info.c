@@ -214,10 +214,8 @@ int cmd_info(int argc, char **argv)
         }
         path = argv[i];
     }
-    if (!path) {
-        help(stderr);
+    if (!tool_default_trace(&path, "info"))
         return EXIT_USAGE;
-    }
 
     double t0 = now_s();
     struct stf_reader *r = tool_open_trace(path, STF_READ_LENIENT);

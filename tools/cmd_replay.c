@@ -462,10 +462,8 @@ int cmd_replay(int argc, char **argv)
             return EXIT_USAGE;
         }
     }
-    if (!path) {
-        help(stderr);
+    if (!tool_default_trace(&path, "replay"))
         return EXIT_USAGE;
-    }
     bool exit_order = order == 1;
 
     struct tool_trace tr;

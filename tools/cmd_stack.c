@@ -103,10 +103,8 @@ int cmd_stack(int argc, char **argv)
             return EXIT_USAGE;
         }
     }
-    if (!path) {
-        help(stderr);
+    if (!tool_default_trace(&path, "stack"))
         return EXIT_USAGE;
-    }
 
     struct cs_tree tree = {0};
     struct callstack cs = {0};

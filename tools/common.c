@@ -4,6 +4,7 @@
 
 #include "stp.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -1039,4 +1040,55 @@ void tool_names_free(struct tool_names *c)
     free(c->s);
     u64map_free(&c->map);
     memset(c, 0, sizeof *c);
+}
+
+/* The newest sledtrace.*.fdr (by modification time, then name) in $SLEDTRACE_OUTPUT, else the
+ * current directory, for a command given no TRACE; says on stderr which one it took. */
+bool tool_default_trace(const char **path, const char *cmd)
+{
+    if (*path)
+        return true;
+    static char chosen[PATH_MAX];
+    const char *dir = getenv("SLEDTRACE_OUTPUT");
+    if (!dir || !*dir)
+        dir = ".";
+    DIR *d = opendir(dir);
+    struct timespec best = {0, 0};
+    char best_name[256] = "";
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (strncmp(e->d_name, "sledtrace.", 10) != 0 || len < 15 ||
+            strcmp(e->d_name + len - 4, ".fdr") != 0)
+            continue;
+        struct stat st;
+        if (fstatat(dirfd(d), e->d_name, &st, 0) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        bool newer = st.st_mtim.tv_sec > best.tv_sec ||
+                     (st.st_mtim.tv_sec == best.tv_sec && st.st_mtim.tv_nsec > best.tv_nsec) ||
+                     (st.st_mtim.tv_sec == best.tv_sec && st.st_mtim.tv_nsec == best.tv_nsec &&
+                      strcmp(e->d_name, best_name) > 0);
+        if (!best_name[0] || newer) {
+            best = st.st_mtim;
+            snprintf(best_name, sizeof best_name, "%s", e->d_name);
+        }
+    }
+    if (d)
+        closedir(d);
+    char shown[4 * PATH_MAX + 1];
+    tool_printable_to(shown, strlen(dir) < PATH_MAX ? dir : "?");
+    if (!best_name[0]) {
+        tool_err("%s: no TRACE given, and no sledtrace.*.fdr in %s (see 'sledtrace %s --help')",
+                 cmd, shown, cmd);
+        return false;
+    }
+    snprintf(chosen, sizeof chosen, "%s%s%s", strcmp(dir, ".") == 0 ? "" : dir,
+             strcmp(dir, ".") == 0 ? "" : "/", best_name);
+    char name[4 * 256 + 1];
+    tool_printable_to(name, best_name);
+    tool_err("%s: no TRACE given; using %s%s%s, the newest trace in %s", cmd,
+             strcmp(dir, ".") == 0 ? "" : shown, strcmp(dir, ".") == 0 ? "" : "/", name,
+             strcmp(dir, ".") == 0 ? "the current directory" : shown);
+    *path = chosen;
+    return true;
 }

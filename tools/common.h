@@ -65,6 +65,9 @@ struct stf_reader *tool_open_trace_as(const char *path, const char *name, int fl
  * prefixed by cmd. */
 int tool_trace_arg(int argc, char **argv, int *i, const char *cmd, const char **path,
                    const char **syms);
+/* No TRACE given (*path NULL): the newest sledtrace.*.fdr in $SLEDTRACE_OUTPUT, else the
+ * current directory, said on stderr; false (after saying there is none) when there is none. */
+bool tool_default_trace(const char **path, const char *cmd);
 /* Option --tid N at argv[*i]: 1 (N in *tid, *i advanced), 0 (not this option) or -1 (value
  * missing or not a 32-bit integer; error printed, prefixed by cmd). */
 int tool_tid_option(int argc, char **argv, int *i, const char *cmd, int32_t *tid);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "e2e.h"
@@ -189,4 +190,42 @@ Test(run, sidecar_records_command_exit_and_thread_names)
 Test(run, sidecar_records_a_fatal_signal)
 {
     check_process_lines("crash", "\nexit\tsignal\t11\n", SIGSEGV);
+}
+
+/* 13.4: an analysis command given no TRACE takes the newest trace of $SLEDTRACE_OUTPUT (else of
+ * the current directory) and says which; with none there, it says so (exit 2). */
+Test(run, no_trace_argument_takes_the_newest)
+{
+    char work[PATH_MAX], out[PATH_MAX], want[2 * PATH_MAX];
+    e2e_workdir(work, sizeof work);
+    snprintf(out, sizeof out, "%s/out", work);
+    struct e2e_run a, b, r, none;
+    e2e_run_sh(work, &none, "env SLEDTRACE_OUTPUT='%s' '" E2E_SLEDTRACE "' account", work);
+    cr_assert(WIFEXITED(none.status) && WEXITSTATUS(none.status) == 2, "%#x", none.status);
+    snprintf(want, sizeof want,
+             "sledtrace: account: no TRACE given, and no sledtrace.*.fdr in %s (see 'sledtrace "
+             "account --help')\n",
+             work);
+    cr_assert_str_eq(none.err, want);
+    e2e_run_sh(work, &a, "'" E2E_SLEDTRACE "' run -o '%s' -- '%s' 3", out, BIN("fib-pie-nort"));
+    struct timespec pause = {0, 20 * 1000 * 1000}; /* distinct modification times */
+    nanosleep(&pause, NULL);
+    e2e_run_sh(work, &b, "'" E2E_SLEDTRACE "' run -o '%s' -- '%s' 4", out, BIN("fib-pie-nort"));
+    cr_assert(a.status == 0 && b.status == 0, "%s%s", a.err, b.err);
+    e2e_run_sh(work, &r, "env SLEDTRACE_OUTPUT='%s' '" E2E_SLEDTRACE "' replay", out);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    const char *second = strstr(b.err, "sledtrace: trace written to ");
+    cr_assert_not_null(second);
+    char path[PATH_MAX];
+    cr_assert_eq(sscanf(second, "sledtrace: trace written to %s", path), 1);
+    snprintf(want, sizeof want,
+             "sledtrace: replay: no TRACE given; using %s, the newest trace in %s\n", path, out);
+    cr_assert(strncmp(r.err, want, strlen(want)) == 0, "stderr:\n%s\nwant:\n%s", r.err, want);
+    cr_assert_not_null(strstr(r.out, "# shown: 11 of 11 calls"),
+                       "fib(4): 9 calls, main, set-up:\n%s", r.out);
+    e2e_run_free(&none);
+    e2e_run_free(&a);
+    e2e_run_free(&b);
+    e2e_run_free(&r);
+    e2e_rmtree(work);
 }
