@@ -4,9 +4,13 @@
 #   - `sledtrace --version`;
 #   - `sledtrace run` finds the staged runtime (relative to its own executable: the configured
 #     bindir -> libdir/sledtrace) and the trace it writes of an instrumented fib(12) has exactly
-#     the calls the program counts, by the staged `sledtrace account`.
+#     the calls the program counts, by the staged `sledtrace account`;
+#   - pkg-config (PKG_CONFIG_PATH and PKG_CONFIG_SYSROOT_DIR into the tree): sledtrace.pc names
+#     the runtime's directory for the linker and the run path, and ctl.c, built with its flags
+#     and with sleds, links the staged runtime, switches tracing off and on with
+#     sledtrace_unpatch() and sledtrace_patch() and traces exactly the calls made while on.
 # Output: TAP, one line per check. Run by meson (tests/install/meson.build), which sets:
-#   MESON BUILD_ROOT SOURCE_ROOT PREFIX BINDIR LIBDIR VERSION FIB
+#   MESON BUILD_ROOT SOURCE_ROOT PREFIX BINDIR LIBDIR VERSION FIB CLANG XRAY_NOLINK
 set -uo pipefail
 # meson points LD_LIBRARY_PATH at the build tree's libraries: nothing here may use them.
 unset LD_LIBRARY_PATH
@@ -49,9 +53,16 @@ same() {
     fi
 }
 
-# fib_count CSV: the count column of function fib in `sledtrace account --format csv`.
-fib_count() {
-    awk -F, 'NR > 1 && $1 == "fib" { print $3 }' "$1"
+# func_count NAME CSV: the count column of function NAME in `sledtrace account --format csv`.
+func_count() {
+    awk -F, -v f="$1" 'NR > 1 && $1 == f { print $3 }' "$2"
+}
+
+# pc ROOT LIBDIR ARGS...: pkg-config on the .pc files of the tree staged in ROOT.
+pc() {
+    local root=$1 libdir=$2
+    shift 2
+    PKG_CONFIG_PATH=$root$libdir/pkgconfig PKG_CONFIG_SYSROOT_DIR=$root pkg-config "$@"
 }
 
 # check_tree NAME ROOT BINDIR LIBDIR: the checks above on the tree staged in ROOT, whose files
@@ -84,7 +95,34 @@ check_tree() {
     fi
     ok "$name: run -- fib 12 writes a trace"
     "$tool" account --format csv "$trace" >"$work/account.csv" 2>"$work/account.err"
-    same "$name: account counts every fib call" "$want" "$(fib_count "$work/account.csv")"
+    same "$name: account counts every fib call" "$want" "$(func_count fib "$work/account.csv")"
+
+    # The control API through pkg-config. Without a sysroot the flags are the installed ones.
+    out=$(PKG_CONFIG_PATH=$root$libdir/pkgconfig pkg-config --libs sledtrace 2>&1)
+    case " $out " in
+    *" -L$libdir/sledtrace "*"-Wl,-rpath,$libdir/sledtrace "*"-lsledtrace "*)
+        ok "$name: sledtrace.pc links the runtime's directory, with a run path" ;;
+    *) not_ok "$name: sledtrace.pc links the runtime's directory, with a run path" "$out" ;;
+    esac
+    local flags
+    if ! flags=$(pc "$root" "$libdir" --cflags --libs sledtrace 2>&1); then
+        not_ok "$name: pkg-config --cflags --libs sledtrace" "$flags"
+        return
+    fi
+    # shellcheck disable=SC2086 # flags are split on purpose
+    if ! out=$("$CLANG" -O2 -fxray-instrument -fxray-instruction-threshold=1 "$XRAY_NOLINK" \
+        "$SOURCE_ROOT/tests/install/ctl.c" $flags -o "$work/ctl" 2>&1); then
+        not_ok "$name: a program using sledtrace.h builds with pkg-config's flags" "$out"
+        return
+    fi
+    ok "$name: a program using sledtrace.h builds with pkg-config's flags"
+    mkdir -p "$work/ctl-traces"
+    out=$(LD_LIBRARY_PATH=$root$libdir/sledtrace SLEDTRACE_OUTPUT=$work/ctl-traces "$work/ctl" 2>&1)
+    same "$name: sledtrace_unpatch() and sledtrace_patch() work in the linked program" 21 "$out"
+    trace=$(find "$work/ctl-traces" -name '*.fdr' | head -n 1)
+    "$tool" account --format csv "$trace" >"$work/ctl.csv" 2>&1
+    same "$name: the linked program traced exactly the calls made while patched" 5 \
+        "$(func_count f "$work/ctl.csv")"
 }
 
 # ---- meson install --destdir from the build directory under test ------------------------------
