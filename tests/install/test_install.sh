@@ -8,9 +8,13 @@
 #   - pkg-config (PKG_CONFIG_PATH and PKG_CONFIG_SYSROOT_DIR into the tree): sledtrace.pc names
 #     the runtime's directory for the linker and the run path, and ctl.c, built with its flags
 #     and with sleds, links the staged runtime, switches tracing off and on with
-#     sledtrace_unpatch() and sledtrace_patch() and traces exactly the calls made while on.
+#     sledtrace_unpatch() and sledtrace_patch() and traces exactly the calls made while on;
+#   - the trace reading library: libsledtrace-format.so.0 (its soname) exports exactly the
+#     functions the installed sledtrace/stf.h declares, and readtrace.c, built with `cc` and
+#     `pkg-config --cflags --libs sledtrace-format`, reads the fib trace: the fib calls the
+#     program counted, and as many records as `sledtrace info` finds.
 # Output: TAP, one line per check. Run by meson (tests/install/meson.build), which sets:
-#   MESON BUILD_ROOT SOURCE_ROOT PREFIX BINDIR LIBDIR VERSION FIB CLANG XRAY_NOLINK
+#   MESON BUILD_ROOT SOURCE_ROOT BINDIR LIBDIR INCLUDEDIR VERSION FIB CC CLANG XRAY_NOLINK
 set -uo pipefail
 # meson points LD_LIBRARY_PATH at the build tree's libraries: nothing here may use them.
 unset LD_LIBRARY_PATH
@@ -65,10 +69,45 @@ pc() {
     PKG_CONFIG_PATH=$root$libdir/pkgconfig PKG_CONFIG_SYSROOT_DIR=$root pkg-config "$@"
 }
 
-# check_tree NAME ROOT BINDIR LIBDIR: the checks above on the tree staged in ROOT, whose files
-# were configured for the absolute directories BINDIR and LIBDIR.
+# check_format NAME ROOT LIBDIR INCLUDEDIR TOOL TRACE FIB_CALLS: the trace reading library.
+check_format() {
+    local name=$1 root=$2 libdir=$3 includedir=$4 tool=$5 trace=$6 want=$7 work=$tmp/$1 out
+    local lib=$root$libdir/libsledtrace-format.so.0
+    out=$(readelf -d "$lib" 2>&1 | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
+    same "$name: libsledtrace-format's soname" libsledtrace-format.so.0 "$out"
+    local declared exported
+    declared=$(grep -E '^[a-z]' "$root$includedir/sledtrace/stf.h" | grep -v '^static' |
+        grep -oE '\bstf_[a-z0-9_]+\(' | tr -d '(' | sort -u)
+    exported=$(nm -D --defined-only "$lib" | awk '{ print $3 }' | sort -u)
+    if [[ -n "$declared" && "$declared" == "$exported" ]]; then
+        ok "$name: libsledtrace-format exports the $(wc -l <<<"$declared") functions of stf.h, only"
+    else
+        not_ok "$name: libsledtrace-format exports the functions of stf.h, only" \
+            "$(diff <(echo "$declared") <(echo "$exported"))"
+    fi
+    local flags
+    if ! flags=$(pc "$root" "$libdir" --cflags --libs sledtrace-format 2>&1); then
+        not_ok "$name: pkg-config --cflags --libs sledtrace-format" "$flags"
+        return
+    fi
+    # shellcheck disable=SC2086 # flags are split on purpose
+    if ! out=$($CC -std=c11 -Wall -Wextra -Werror "$SOURCE_ROOT/tests/install/readtrace.c" \
+        $flags -o "$work/readtrace" 2>&1); then
+        not_ok "$name: a trace reader builds with pkg-config's flags" "$out"
+        return
+    fi
+    ok "$name: a trace reader builds with pkg-config's flags"
+    local records
+    records=$("$tool" info "$trace" | awk '$1 == "records:" { print $2 }')
+    out=$(LD_LIBRARY_PATH=$root$libdir "$work/readtrace" "$trace" fib 2>&1)
+    same "$name: the trace reader, on the shared library, reads the fib trace" \
+        "calls fib $want records $records " "$(tr '\n' ' ' <<<"$out")"
+}
+
+# check_tree NAME ROOT BINDIR LIBDIR INCLUDEDIR: the checks above on the tree staged in ROOT,
+# whose files were configured for these absolute directories.
 check_tree() {
-    local name=$1 root=$2 bindir=$3 libdir=$4
+    local name=$1 root=$2 bindir=$3 libdir=$4 includedir=$5
     local tool=$root$bindir/sledtrace out
     local work=$tmp/$name
     mkdir -p "$work"
@@ -96,6 +135,7 @@ check_tree() {
     ok "$name: run -- fib 12 writes a trace"
     "$tool" account --format csv "$trace" >"$work/account.csv" 2>"$work/account.err"
     same "$name: account counts every fib call" "$want" "$(func_count fib "$work/account.csv")"
+    check_format "$name" "$root" "$libdir" "$includedir" "$tool" "$trace" "$want"
 
     # The control API through pkg-config. Without a sysroot the flags are the installed ones.
     out=$(PKG_CONFIG_PATH=$root$libdir/pkgconfig pkg-config --libs sledtrace 2>&1)
@@ -133,7 +173,7 @@ if ! out=$("$MESON" install -C "$BUILD_ROOT" --no-rebuild --destdir "$stage" 2>&
     exit 1
 fi
 ok "meson install --destdir"
-check_tree meson "$stage" "$BINDIR" "$LIBDIR"
+check_tree meson "$stage" "$BINDIR" "$LIBDIR" "$INCLUDEDIR"
 
 echo "1..$n"
 ((failed == 0))
