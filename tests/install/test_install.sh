@@ -12,9 +12,13 @@
 #   - the trace reading library: libsledtrace-format.so.0 (its soname) exports exactly the
 #     functions the installed sledtrace/stf.h declares, and readtrace.c, built with `cc` and
 #     `pkg-config --cflags --libs sledtrace-format`, reads the fib trace: the fib calls the
-#     program counted, and as many records as `sledtrace info` finds.
+#     program counted, and as many records as `sledtrace info` finds;
+#   - the manual pages: `man -l` renders sledtrace(1) and libsledtrace(3) without a warning
+#     (man --warnings, and groff -man -ww), sledtrace(1) names every command and every option
+#     that each command's --help lists, and libsledtrace(3) every SLEDTRACE_ variable the
+#     runtime reads (preload/*.c).
 # Output: TAP, one line per check. Run by meson (tests/install/meson.build), which sets:
-#   MESON BUILD_ROOT SOURCE_ROOT BINDIR LIBDIR INCLUDEDIR VERSION FIB CC CLANG XRAY_NOLINK
+#   MESON BUILD_ROOT SOURCE_ROOT BINDIR LIBDIR INCLUDEDIR MANDIR VERSION FIB CC CLANG XRAY_NOLINK
 set -uo pipefail
 # meson points LD_LIBRARY_PATH at the build tree's libraries: nothing here may use them.
 unset LD_LIBRARY_PATH
@@ -104,15 +108,73 @@ check_format() {
         "calls fib $want records $records " "$(tr '\n' ' ' <<<"$out")"
 }
 
-# check_tree NAME ROOT BINDIR LIBDIR INCLUDEDIR: the checks above on the tree staged in ROOT,
-# whose files were configured for these absolute directories.
+# The commands of `sledtrace --help`, each with the options its --help lists (long options, and
+# -o where it has one).
+COMMANDS=(run live info dump account convert replay stack flamegraph graph)
+help_options() {
+    "$1" "$2" --help 2>&1 | grep -oE '(^|[ ,[])(--[a-z][a-z-]*|-o)' | grep -oE -- '-.*' | sort -u
+}
+
+# check_man NAME TOOL PAGE1 PAGE3: the two manual pages (plain or gzipped).
+check_man() {
+    local name=$1 tool=$2 page1=$3 page3=$4 work=$tmp/$1 page text warn
+    for page in "$page1" "$page3"; do
+        if [[ ! -f "$page" ]]; then
+            not_ok "$name: $(basename "$page") is installed" "no $page"
+            continue
+        fi
+        text=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l "$page" 2>"$work/man.err")
+        warn=$(cat "$work/man.err"; zcat -f "$page" | groff -man -ww -z 2>&1)
+        if [[ -n "$text" && -z "$warn" ]]; then
+            ok "$name: man -l renders $(basename "$page") without warnings"
+        else
+            not_ok "$name: man -l renders $(basename "$page") without warnings" "$warn"
+        fi
+    done
+    [[ -f "$page1" && -f "$page3" ]] || return
+    # Rendered text, with any hyphen the formatter might print as U+2010 made plain.
+    text=$(LC_ALL=C.UTF-8 MANWIDTH=200 man -l "$page1" 2>&1 | sed 's/\xe2\x80\x90/-/g')
+    local missing=() cmd opt
+    for cmd in "${COMMANDS[@]}"; do
+        grep -qE "^   $cmd( |$)" <<<"$text" || missing+=("command $cmd")
+        for opt in $(help_options "$tool" "$cmd"); do
+            [[ $opt == --help ]] && continue
+            grep -qE -- "(^|[^a-z-])$opt([^a-z-]|$)" <<<"$text" || missing+=("$cmd $opt")
+        done
+    done
+    if ((${#missing[@]} == 0)); then
+        ok "$name: sledtrace(1) describes every command and option of the --help texts"
+    else
+        not_ok "$name: sledtrace(1) describes every command and option of the --help texts" \
+            "missing: ${missing[*]}"
+    fi
+    text=$(LC_ALL=C.UTF-8 MANWIDTH=200 man -l "$page3" 2>&1)
+    missing=()
+    for opt in $(grep -ohE '"SLEDTRACE_[A-Z_]+"' "$SOURCE_ROOT"/preload/*.c | tr -d '"' | sort -u); do
+        grep -qE "^       $opt\$" <<<"$text" || missing+=("$opt")
+    done
+    if ((${#missing[@]} == 0)); then
+        ok "$name: libsledtrace(3) describes every variable the runtime reads"
+    else
+        not_ok "$name: libsledtrace(3) describes every variable the runtime reads" \
+            "missing: ${missing[*]}"
+    fi
+}
+
+# check_tree NAME ROOT BINDIR LIBDIR INCLUDEDIR MANDIR: the checks above on the tree staged in
+# ROOT, whose files were configured for these absolute directories.
 check_tree() {
-    local name=$1 root=$2 bindir=$3 libdir=$4 includedir=$5
+    local name=$1 root=$2 bindir=$3 libdir=$4 includedir=$5 mandir=$6
     local tool=$root$bindir/sledtrace out
     local work=$tmp/$name
     mkdir -p "$work"
 
     same "$name: sledtrace --version" "sledtrace $VERSION" "$("$tool" --version 2>&1)"
+    local page1 page3
+    page1=$(ls "$root$mandir/man1/sledtrace.1"* 2>/dev/null | head -n 1)
+    page3=$(ls "$root$mandir/man3/libsledtrace.3"* 2>/dev/null | head -n 1)
+    check_man "$name" "$tool" "${page1:-$root$mandir/man1/sledtrace.1}" \
+        "${page3:-$root$mandir/man3/libsledtrace.3}"
 
     # The runtime `run` preloads is the staged one (not a build tree's, nor one installed on this
     # machine at the configured path): env prints the LD_PRELOAD it was given.
@@ -173,7 +235,7 @@ if ! out=$("$MESON" install -C "$BUILD_ROOT" --no-rebuild --destdir "$stage" 2>&
     exit 1
 fi
 ok "meson install --destdir"
-check_tree meson "$stage" "$BINDIR" "$LIBDIR" "$INCLUDEDIR"
+check_tree meson "$stage" "$BINDIR" "$LIBDIR" "$INCLUDEDIR" "$MANDIR"
 
 echo "1..$n"
 ((failed == 0))
