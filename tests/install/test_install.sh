@@ -16,9 +16,13 @@
 #   - the manual pages: `man -l` renders sledtrace(1) and libsledtrace(3) without a warning
 #     (man --warnings, and groff -man -ww), sledtrace(1) names every command and every option
 #     that each command's --help lists, and libsledtrace(3) every SLEDTRACE_ variable the
-#     runtime reads (preload/*.c).
+#     runtime reads (preload/*.c);
+#   - the bash completion, installed where bash-completion looks: bash -n accepts it, and
+#     sourced alone it completes the commands, every option of each command's --help, the
+#     values of a few options, traces (*.fdr) as TRACE and any file after --syms.
 # Output: TAP, one line per check. Run by meson (tests/install/meson.build), which sets:
-#   MESON BUILD_ROOT SOURCE_ROOT BINDIR LIBDIR INCLUDEDIR MANDIR VERSION FIB CC CLANG XRAY_NOLINK
+#   MESON BUILD_ROOT SOURCE_ROOT BINDIR LIBDIR INCLUDEDIR MANDIR DATADIR VERSION FIB CC CLANG
+#   XRAY_NOLINK
 set -uo pipefail
 # meson points LD_LIBRARY_PATH at the build tree's libraries: nothing here may use them.
 unset LD_LIBRARY_PATH
@@ -108,11 +112,12 @@ check_format() {
         "calls fib $want records $records " "$(tr '\n' ' ' <<<"$out")"
 }
 
-# The commands of `sledtrace --help`, each with the options its --help lists (long options, and
-# -o where it has one).
+# The commands of `sledtrace --help`; help_options TOOL COMMAND: the options the command's --help
+# lists, one per line (those that begin its indented option lines: "  -o, --output DIR ...").
 COMMANDS=(run live info dump account convert replay stack flamegraph graph)
 help_options() {
-    "$1" "$2" --help 2>&1 | grep -oE '(^|[ ,[])(--[a-z][a-z-]*|-o)' | grep -oE -- '-.*' | sort -u
+    "$1" "$2" --help 2>&1 | grep -E '^ +-' |
+        sed -E 's/^ +//; s/^((-[a-z], )?--?[a-z][a-z-]*).*/\1/' | tr ',' '\n' | tr -d ' ' | sort -u
 }
 
 # check_man NAME TOOL PAGE1 PAGE3: the two manual pages (plain or gzipped).
@@ -161,10 +166,67 @@ check_man() {
     fi
 }
 
-# check_tree NAME ROOT BINDIR LIBDIR INCLUDEDIR MANDIR: the checks above on the tree staged in
-# ROOT, whose files were configured for these absolute directories.
+# completions SCRIPT DIR WORD...: what SCRIPT, sourced alone into bash in directory DIR, offers
+# for the command line `WORD...` (the last word being the one completed), sorted, on one line.
+completions() {
+    local script=$1 dir=$2
+    shift 2
+    (cd "$dir" && bash --norc --noprofile -c '
+        source "$1" || exit 1
+        shift
+        COMP_WORDS=("$@")
+        COMP_CWORD=$(($# - 1))
+        COMPREPLY=()
+        _sledtrace sledtrace "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}" 2>/dev/null
+        printf "%s\n" "${COMPREPLY[@]}" | sort | tr "\n" " "' bash "$script" "$@")
+}
+
+# check_completion NAME TOOL SCRIPT: the bash completion.
+check_completion() {
+    local name=$1 tool=$2 script=$3 work=$tmp/$1/completion
+    if [[ ! -f "$script" ]]; then
+        not_ok "$name: the bash completion is installed" "no $script"
+        return
+    fi
+    check "$name: bash -n accepts the completion script" bash -n "$script"
+    mkdir -p "$work/sub"
+    touch "$work/a.fdr" "$work/a.syms"
+    same "$name: completion offers the commands" \
+        "--help --version account convert dump flamegraph graph info live replay run stack " \
+        "$(completions "$script" "$work" sledtrace '')"
+    local cmd opt offered missing=()
+    for cmd in "${COMMANDS[@]}"; do
+        offered=" $(completions "$script" "$work" sledtrace "$cmd" -) "
+        for opt in $(help_options "$tool" "$cmd"); do
+            [[ $offered == *" $opt "* ]] || missing+=("$cmd $opt")
+        done
+    done
+    if ((${#missing[@]} == 0)); then
+        ok "$name: completion offers every option of each command's --help"
+    else
+        not_ok "$name: completion offers every option of each command's --help" \
+            "missing: ${missing[*]}"
+    fi
+    same "$name: completion of account --format" "csv json text " \
+        "$(completions "$script" "$work" sledtrace account --format '')"
+    same "$name: completion of run --policy=" "discard flight lossless " \
+        "$(completions "$script" "$work" sledtrace run --policy = '')"
+    same "$name: completion of a TRACE: traces and directories" "a.fdr sub " \
+        "$(completions "$script" "$work" sledtrace replay --tid 1 '')"
+    same "$name: completion of --syms: any file" "a.fdr a.syms sub " \
+        "$(completions "$script" "$work" sledtrace dump a.fdr --syms '')"
+    offered=" $(completions "$script" "$work" sledtrace run --log info -- bas) "
+    if [[ $offered == *" bash "* ]]; then
+        ok "$name: completion of run's program: commands"
+    else
+        not_ok "$name: completion of run's program: commands" "got:$offered"
+    fi
+}
+
+# check_tree NAME ROOT BINDIR LIBDIR INCLUDEDIR MANDIR DATADIR: the checks above on the tree
+# staged in ROOT, whose files were configured for these absolute directories.
 check_tree() {
-    local name=$1 root=$2 bindir=$3 libdir=$4 includedir=$5 mandir=$6
+    local name=$1 root=$2 bindir=$3 libdir=$4 includedir=$5 mandir=$6 datadir=$7
     local tool=$root$bindir/sledtrace out
     local work=$tmp/$name
     mkdir -p "$work"
@@ -175,6 +237,7 @@ check_tree() {
     page3=$(ls "$root$mandir/man3/libsledtrace.3"* 2>/dev/null | head -n 1)
     check_man "$name" "$tool" "${page1:-$root$mandir/man1/sledtrace.1}" \
         "${page3:-$root$mandir/man3/libsledtrace.3}"
+    check_completion "$name" "$tool" "$root$datadir/bash-completion/completions/sledtrace"
 
     # The runtime `run` preloads is the staged one (not a build tree's, nor one installed on this
     # machine at the configured path): env prints the LD_PRELOAD it was given.
@@ -235,7 +298,7 @@ if ! out=$("$MESON" install -C "$BUILD_ROOT" --no-rebuild --destdir "$stage" 2>&
     exit 1
 fi
 ok "meson install --destdir"
-check_tree meson "$stage" "$BINDIR" "$LIBDIR" "$INCLUDEDIR" "$MANDIR"
+check_tree meson "$stage" "$BINDIR" "$LIBDIR" "$INCLUDEDIR" "$MANDIR" "$DATADIR"
 
 echo "1..$n"
 ((failed == 0))
