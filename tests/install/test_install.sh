@@ -20,9 +20,14 @@
 #   - the bash completion, installed where bash-completion looks: bash -n accepts it, and
 #     sourced alone it completes the commands, every option of each command's --help, the
 #     values of a few options, traces (*.fdr) as TRACE and any file after --syms.
+# Then the same checks on the Debian package: scripts/package-deb.sh (its own build directory,
+# DEB_BUILD, kept between runs; without lintian) makes the .deb, whose control file must name
+# its dependencies and whose md5sums must match, and which is unpacked with dpkg-deb -x into a
+# scratch root: the files are where Debian puts them (/usr, the multiarch libdir, compressed
+# manual pages, copyright and changelog.gz) and everything above works from there.
 # Output: TAP, one line per check. Run by meson (tests/install/meson.build), which sets:
 #   MESON BUILD_ROOT SOURCE_ROOT BINDIR LIBDIR INCLUDEDIR MANDIR DATADIR VERSION FIB CC CLANG
-#   XRAY_NOLINK
+#   XRAY_NOLINK DEB_BUILD
 set -uo pipefail
 # meson points LD_LIBRARY_PATH at the build tree's libraries: nothing here may use them.
 unset LD_LIBRARY_PATH
@@ -299,6 +304,48 @@ if ! out=$("$MESON" install -C "$BUILD_ROOT" --no-rebuild --destdir "$stage" 2>&
 fi
 ok "meson install --destdir"
 check_tree meson "$stage" "$BINDIR" "$LIBDIR" "$INCLUDEDIR" "$MANDIR" "$DATADIR"
+
+# ---- the Debian package ---------------------------------------------------------------------
+if ! deb=$(DEBFULLNAME="sledtrace tests" DEBEMAIL=tests@sledtrace.invalid \
+    "$SOURCE_ROOT/scripts/package-deb.sh" -b "$DEB_BUILD" -o "$tmp/deb" --no-lintian \
+    2>"$tmp/deb.log" | tail -n 1) || [[ ! -f "$deb" ]]; then
+    not_ok "scripts/package-deb.sh builds a .deb" "$(tail -n 30 "$tmp/deb.log")"
+    echo "1..$n"
+    exit 1
+fi
+ok "scripts/package-deb.sh builds $(basename "$deb")"
+droot=$tmp/debroot
+dpkg-deb -x "$deb" "$droot"
+dpkg-deb -e "$deb" "$tmp/DEBIAN"
+same "deb: control names the package, version and architecture" \
+    "sledtrace $VERSION $(dpkg --print-architecture)" \
+    "$(dpkg-deb -f "$deb" Package Version Architecture | cut -d' ' -f2 | tr '\n' ' ' | sed 's/ $//')"
+depends=$(dpkg-deb -f "$deb" Depends)
+missing=()
+for p in libc6 libelf1 libstdc++6 libcapstone4; do
+    [[ ", $depends," == *", $p "* || ", $depends," == *", $p,"* ]] || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+    ok "deb: Depends: $depends"
+else
+    not_ok "deb: Depends names libc6, libelf1, libstdc++6 and libcapstone4" "Depends: $depends"
+fi
+check "deb: md5sums match the files" bash -c "cd '$droot' && md5sum --quiet -c '$tmp/DEBIAN/md5sums'"
+multiarch=/usr/lib/$($CC -print-multiarch)
+missing=()
+for f in usr/bin/sledtrace "${multiarch#/}/sledtrace/libsledtrace.so" \
+    "${multiarch#/}/libsledtrace-format.so.0" "${multiarch#/}/pkgconfig/sledtrace.pc" \
+    usr/share/man/man1/sledtrace.1.gz usr/share/man/man3/libsledtrace.3.gz \
+    usr/share/doc/sledtrace/copyright usr/share/doc/sledtrace/changelog.gz; do
+    [[ -e "$droot/$f" ]] || missing+=("$f")
+done
+if ((${#missing[@]} == 0)); then
+    ok "deb: files in /usr and $multiarch, manual pages and changelog compressed, copyright"
+else
+    not_ok "deb: files where Debian puts them" "missing: ${missing[*]}" \
+        "$(cd "$droot" && find . -type f)"
+fi
+check_tree deb "$droot" /usr/bin "$multiarch" /usr/include /usr/share/man /usr/share
 
 echo "1..$n"
 ((failed == 0))
