@@ -8,20 +8,20 @@
 # BUILD_DIR (default build-deb, relative to the repository root) is a meson build directory of
 # its own, configured with --prefix=/usr (so the libdir is Debian's multiarch one) and without
 # the tests; it is reused when it exists. The package is staged with `meson install --destdir`,
-# then made as Debian expects: binaries stripped, manual pages compressed, /usr/share/doc/sledtrace with
-# the copyright file and a compressed changelog, shared libraries not executable, an ldconfig
-# trigger, shlibs and symbols files for libsledtrace-format.so.0, md5sums, and a control file
-# whose Depends come from dpkg-shlibdeps when dpkg-dev is installed (else libc6, libelf1 and
-# libstdc++6 by hand), plus the Capstone library the runtime loads with dlopen (which
-# dpkg-shlibdeps cannot see). dpkg-deb --build --root-owner-group makes the .deb in OUT_DIR
-# (default BUILD_DIR). Then lintian checks it, when installed and unless --no-lintian; the tags
-# that remain, and why, are in the override file written below and in README.md ("Install").
+# then made as Debian expects: binaries stripped, manual pages compressed, /usr/share/doc/
+# sledtrace with the copyright file and a compressed changelog, shared libraries not
+# executable, an ldconfig trigger, shlibs and symbols files for libsledtrace-format.so.0,
+# md5sums, and a control file whose Depends come from dpkg-shlibdeps when dpkg-dev is installed
+# (else libc6, libelf1 and libstdc++6 by hand), plus the Capstone library the runtime loads
+# with dlopen (which dpkg-shlibdeps cannot see). dpkg-deb --build --root-owner-group makes the
+# .deb in OUT_DIR (default BUILD_DIR). Then lintian checks it, when installed and unless
+# --no-lintian; the tags that remain, and why, are in the override file written below and in
+# README.md ("Install").
 #
 # Maintainer: $DEBFULLNAME <$DEBEMAIL> when set, else git's user.name and user.email.
 # Needs: meson, ninja, the build dependencies of sledtrace, dpkg-deb, gzip, binutils (strip,
-# nm); optionally dpkg-dev
-# (dpkg-shlibdeps) and lintian. No root needed. Prints the .deb's path on stdout (last line);
-# everything else goes to stderr.
+# nm); optionally dpkg-dev (dpkg-shlibdeps) and lintian. No root needed. Prints the .deb's
+# path on stdout (last line); everything else goes to stderr.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
