@@ -31,6 +31,9 @@
 set -uo pipefail
 # meson points LD_LIBRARY_PATH at the build tree's libraries: nothing here may use them.
 unset LD_LIBRARY_PATH
+: "${MESON:?}" "${BUILD_ROOT:?}" "${SOURCE_ROOT:?}" "${BINDIR:?}" "${LIBDIR:?}" "${INCLUDEDIR:?}" \
+    "${MANDIR:?}" "${DATADIR:?}" "${VERSION:?}" "${FIB:?}" "${CC:?}" "${CLANG:?}" "${XRAY_NOLINK:?}" \
+    "${DEB_BUILD:?}"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/sledtrace-install.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
@@ -237,11 +240,11 @@ check_tree() {
     mkdir -p "$work"
 
     same "$name: sledtrace --version" "sledtrace $VERSION" "$("$tool" --version 2>&1)"
-    local page1 page3
-    page1=$(ls "$root$mandir/man1/sledtrace.1"* 2>/dev/null | head -n 1)
-    page3=$(ls "$root$mandir/man3/libsledtrace.3"* 2>/dev/null | head -n 1)
-    check_man "$name" "$tool" "${page1:-$root$mandir/man1/sledtrace.1}" \
-        "${page3:-$root$mandir/man3/libsledtrace.3}"
+    # The pages as meson installs them, or gzipped as in the package.
+    local page1=$root$mandir/man1/sledtrace.1 page3=$root$mandir/man3/libsledtrace.3
+    [[ -f $page1.gz ]] && page1+=.gz
+    [[ -f $page3.gz ]] && page3+=.gz
+    check_man "$name" "$tool" "$page1" "$page3"
     check_completion "$name" "$tool" "$root$datadir/bash-completion/completions/sledtrace"
 
     # The runtime `run` preloads is the staged one (not a build tree's, nor one installed on this
