@@ -29,8 +29,9 @@ esac
 # clang-19 and clang-22 build the end-to-end tests' programs a second and third way.
 # libclang-rt-22-dev: clang-22 -fxray-shared links libclang_rt.xray-dso.a from it (tests/e2e/libxs.so).
 # clang-format runs as the `style` test.
+# man-db (with groff-base): the `install` test renders the installed manual pages with `man -l`.
 PACKAGES=(meson ninja-build pkg-config libelf-dev libcapstone-dev libcriterion-dev clang llvm
-    libclang-rt-14-dev clang-19 clang-22 libclang-rt-22-dev clang-format)
+    libclang-rt-14-dev clang-19 clang-22 libclang-rt-22-dev clang-format man-db)
 BUILD_DIR=build
 MESON_OPTIONS=()
 if [[ $MODE == demo ]]; then

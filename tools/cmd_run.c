@@ -16,7 +16,9 @@
  * trace on stdout (replay), like uftrace's live command.
  *
  * The runtime is --preload LIB, else found relative to this executable: ../preload/ (build
- * tree), ../lib/sledtrace/, ../lib/ (installed). */
+ * tree), then where meson installs it (SLEDTRACE_RUNTIME_REL, the path from the configured bindir
+ * to libdir/sledtrace, so that a DESTDIR or unpacked tree works), ../lib/sledtrace/, ../lib/, and
+ * last the configured absolute path (SLEDTRACE_RUNTIME_ABS). */
 #include "common.h"
 #include "callstack.h" /* cmd_replay */
 
@@ -96,29 +98,51 @@ static int make_dirs(const char *path)
     return rc;
 }
 
+/* Directories set by tools/meson.build: the installed runtime's, relative to the configured
+ * bindir (empty when bindir or libdir is absolute), and the same as an absolute path. */
+#ifndef SLEDTRACE_RUNTIME_REL
+#define SLEDTRACE_RUNTIME_REL ""
+#endif
+#ifndef SLEDTRACE_RUNTIME_ABS
+#define SLEDTRACE_RUNTIME_ABS ""
+#endif
+
+/* dir/libsledtrace.so, resolved, if it is readable; else NULL. */
+static char *runtime_in(const char *dir)
+{
+    char cand[PATH_MAX + 32];
+    if (!*dir || (size_t)snprintf(cand, sizeof cand, "%s/libsledtrace.so", dir) >= sizeof cand ||
+        access(cand, R_OK) != 0)
+        return NULL;
+    return realpath(cand, NULL);
+}
+
+/* The runtime next to this executable, else at its configured absolute path; NULL if none. */
 static char *find_runtime(void)
 {
     static const char *const rel[] = {
-        "/../preload/libsledtrace.so",
-        "/../lib/sledtrace/libsledtrace.so",
-        "/../lib/libsledtrace.so",
+        "../preload",
+        SLEDTRACE_RUNTIME_REL,
+        "../lib/sledtrace",
+        "../lib",
     };
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0)
-        return NULL;
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (!slash)
-        return NULL;
-    *slash = '\0';
-    for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
-        char cand[PATH_MAX + 64];
-        snprintf(cand, sizeof cand, "%s%s", exe, rel[i]);
-        if (access(cand, R_OK) == 0)
-            return realpath(cand, NULL);
+    char *slash = NULL;
+    if (n > 0) {
+        exe[n] = '\0';
+        slash = strrchr(exe, '/');
     }
-    return NULL;
+    for (size_t i = 0; slash && i < sizeof rel / sizeof rel[0]; i++) {
+        char dir[PATH_MAX + 64];
+        if (!*rel[i] || (size_t)snprintf(dir, sizeof dir, "%.*s/%s", (int)(slash - exe), exe,
+                                         rel[i]) >= sizeof dir)
+            continue;
+        char *lib = runtime_in(dir);
+        if (lib)
+            return lib;
+    }
+    return runtime_in(SLEDTRACE_RUNTIME_ABS);
 }
 
 /* Whether name[0..len) ends in ".PID". */
@@ -512,8 +536,11 @@ static int run_or_live(int argc, char **argv, bool live)
     } else {
         lib = find_runtime();
         if (!lib) {
-            tool_err("cannot find libsledtrace.so next to this executable "
-                     "(looked in ../preload, ../lib/sledtrace, ../lib); use --preload LIB");
+            tool_err("cannot find libsledtrace.so (looked next to this executable in "
+                     "../preload, %s%s../lib/sledtrace and ../lib, then in %s); use --preload "
+                     "LIB",
+                     SLEDTRACE_RUNTIME_REL, sizeof SLEDTRACE_RUNTIME_REL > 1 ? ", " : "",
+                     sizeof SLEDTRACE_RUNTIME_ABS > 1 ? SLEDTRACE_RUNTIME_ABS : "no other place");
             free(dir);
             return EXIT_USAGE;
         }
