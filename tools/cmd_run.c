@@ -55,7 +55,7 @@ static void help(FILE *out, bool live)
         "  --clock CLOCK         auto (default), tsc, monotonic (SLEDTRACE_CLOCK)\n"
         "  --buffer-kb N         buffer size, 4..16384 KiB (SLEDTRACE_BUFFER_KB, default 64)\n"
         "  --buffers N           buffers per thread, 2..4096 (SLEDTRACE_BUFFERS, default 16)\n"
-        "  --flush-ms N          flush period, 1..60000 ms (SLEDTRACE_FLUSH_MS, default 1000)\n"
+        "  --flush-ms N          flush period, 1..60000 ms (SLEDTRACE_FLUSH_MS, default 100)\n"
         "  --max-size SIZE       stop writing the trace past SIZE bytes (K, M, G, T; 0: no cap;\n"
         "                        default: half the free space) (SLEDTRACE_MAX_SIZE)\n"
         "  --log LEVEL           runtime messages: error, warn (default), info, debug\n"
