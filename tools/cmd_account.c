@@ -72,7 +72,8 @@ static void help(FILE *out)
           "                     text prints a 'thread PID/TID (wall time T)' heading\n"
           "                     before each table, csv adds leading pid,tid columns, json\n"
           "                     a threads array (pid, tid, wall_ns, functions)\n"
-          "  --syms FILE        symbols file (default: TRACE with .fdr replaced by .syms)\n",
+          "  --syms FILE        symbols file (default: TRACE with .fdr replaced by .syms)\n"
+          "  --names MODE  C++ names: short (default: namespaces and name), full or mangled\n",
           out);
 }
 

@@ -19,6 +19,7 @@
  * another, copied byte for byte. Every body starts with a NewCPUId carrying an absolute TSC, so
  * the deltas that follow stay valid. Records are neither dropped nor altered. */
 #include "convert.h"
+#include "names.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -50,7 +51,8 @@ static void help(FILE *out)
           "  --syms FILE      symbols file (default: TRACE with .fdr replaced by .syms), or\n"
           "                   the traced binary: refused if its build id is not the one the\n"
           "                   trace's symbols file records\n"
-          "  --force-syms     use a --syms binary even if its build id differs\n",
+          "  --force-syms     use a --syms binary even if its build id differs\n"
+          "  --names MODE  C++ names: short (default: namespaces and name), full or mangled\n",
           out);
 }
 
@@ -177,8 +179,10 @@ int cmd_convert(int argc, char **argv)
         return EXIT_USAGE;
     if (k == 1)
         return convert_chrome(path, out, syms);
-    if (k == 2)
+    if (k == 2) {
+        tool_names_default(TOOL_NAMES_FULL); /* llvm-xray's YAML names functions in full */
         return convert_yaml(path, out, syms);
+    }
     if (!out) {
         tool_err("convert: --format fdr needs -o OUT");
         return EXIT_USAGE;

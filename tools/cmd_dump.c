@@ -23,7 +23,8 @@ static void help(FILE *out)
           "  --syms FILE   symbols file (default: the trace path with .fdr replaced by .syms),\n"
           "                or the traced binary: refused if its build id is not the one the\n"
           "                trace's symbols file records\n"
-          "  --force-syms  use a --syms binary even if its build id differs\n",
+          "  --force-syms  use a --syms binary even if its build id differs\n"
+          "  --names MODE  C++ names: short (default: namespaces and name), full or mangled\n",
           out);
 }
 

@@ -31,7 +31,8 @@ static void help(FILE *out)
           "  --syms FILE        symbols file (default: TRACE with .fdr replaced by .syms), or\n"
           "                     the traced binary: refused if its build id is not the one\n"
           "                     the trace's symbols file records\n"
-          "  --force-syms       use a --syms binary even if its build id differs\n",
+          "  --force-syms       use a --syms binary even if its build id differs\n"
+          "  --names MODE  C++ names: short (default: namespaces and name), full or mangled\n",
           out);
 }
 

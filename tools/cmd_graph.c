@@ -39,7 +39,8 @@ static void help(FILE *out)
           "\n"
           "  -o OUT        output file (default: stdout)\n"
           "  --tid N       only thread N\n"
-          "  --syms FILE   symbols file (default: TRACE with .fdr replaced by .syms)\n",
+          "  --syms FILE   symbols file (default: TRACE with .fdr replaced by .syms)\n"
+          "  --names MODE  C++ names: short (default: namespaces and name), full or mangled\n",
           out);
 }
 

@@ -29,7 +29,8 @@ static void help(FILE *out)
           "  --syms FILE           symbols file (default: TRACE with .fdr replaced by .syms),\n"
           "                        or the traced binary: refused if its build id is not the\n"
           "                        one the trace's symbols file records\n"
-          "  --force-syms          use a --syms binary even if its build id differs\n",
+          "  --force-syms          use a --syms binary even if its build id differs\n"
+          "  --names MODE  C++ names: short (default: namespaces and name), full or mangled\n",
           out);
 }
 

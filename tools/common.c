@@ -2,6 +2,7 @@
  * "sledtrace: FILE: offset N: reason", so that scripts can match them. */
 #include "common.h"
 
+#include "names.h"
 #include "stp.h"
 
 #include <dirent.h>
@@ -96,24 +97,6 @@ struct stf_reader *tool_open_trace(const char *path, int flags)
     return tool_open_trace_as(strcmp(path, "-") == 0 ? "/dev/stdin" : path, path, flags);
 }
 
-/* libstdc++'s demangler (the Itanium C++ ABI's __cxa_demangle, C linkage). Debian's
- * libstdc++6 is on every machine that has clang, so this adds no package. */
-extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
-
-static char *demangle(const char *name, void *arg)
-{
-    (void)arg;
-    if (name[0] != '_' || name[1] != 'Z')
-        return NULL;
-    int status = 0;
-    char *d = __cxa_demangle(name, NULL, NULL, &status);
-    if (status != 0) {
-        free(d);
-        return NULL;
-    }
-    return d;
-}
-
 /* Loads the sidecar (syms_opt, else the one beside the trace) and demangles C++ names unless
  * SLEDTRACE_NO_DEMANGLE is set in the environment. */
 static struct stf_syms *load_syms(const char *trace_path, const char *syms_opt, bool *ok);
@@ -124,6 +107,20 @@ int tool_option(int argc, char **argv, int *i, const char *cmd, const char *name
     size_t n = strlen(name);
     if (strcmp(name, "--syms") == 0 && strcmp(o, "--force-syms") == 0) {
         force_syms = true; /* --syms's companion flag: every command taking --syms takes it */
+        return 1;
+    }
+    if (strcmp(name, "--syms") == 0 &&
+        (strcmp(o, "--names") == 0 || strncmp(o, "--names=", 8) == 0)) {
+        /* also --syms's companion: how C++ names are shown (names.c) */
+        const char *v = o[7] == '=' ? o + 8 : *i + 1 < argc ? argv[++*i] : NULL;
+        if (!v) {
+            tool_err("%s: --names needs a value", cmd);
+            return -1;
+        }
+        if (tool_names_mode(v) != 0) {
+            tool_err("%s: --names must be short, full or mangled, not '%s'", cmd, v);
+            return -1;
+        }
         return 1;
     }
     if (strcmp(o, name) == 0) {
@@ -562,7 +559,7 @@ struct stf_syms *tool_load_syms(const char *trace_path, const char *syms_opt, bo
     struct stf_syms *s = load_syms(trace_path, syms_opt, ok);
     const char *no = getenv("SLEDTRACE_NO_DEMANGLE");
     if (s && !(no && *no))
-        stf_syms_rename(s, demangle, NULL);
+        stf_syms_rename(s, tool_demangle, NULL);
     /* after demangling, which can make such bytes too */
     bool oom = false;
     stf_syms_rename(s, printable, &oom);

@@ -117,7 +117,7 @@ static void check_cxx(const char *filter, const char *const *want)
     cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0, "status %#x", t.status);
     cr_assert_str_empty(t.err, "%s: stderr:\n%s", filter, t.err);
     e2e_trace_path(trace, sizeof trace, out, bin, t.pid, "fdr");
-    e2e_run_sh(work, &a, "'" E2E_SLEDTRACE "' account --format csv '%s'", trace);
+    e2e_run_sh(work, &a, "'" E2E_SLEDTRACE "' account --format csv --names full '%s'", trace);
     cr_assert_eq(a.status, 0, "%s", a.err);
     int rows = 0, nwant = 0;
     for (const char *p = strchr(a.out, '\n'); p && p[1]; p = strchr(p + 1, '\n')) {

@@ -88,7 +88,8 @@ Test(golden, known_call_counts)
 Test(golden, real_events_known_counts)
 {
     cr_assert_eq(chdir(data_dir()), 0);
-    const char *argv[] = {tr_bin(), "account", "real-events.fdr", "--format", "csv", NULL};
+    const char *argv[] = {tr_bin(), "account", "real-events.fdr", "--format", "csv", "--names",
+                          "full",   NULL};
     struct tr_out r = tr_run(argv);
     cr_assert_eq(r.code, 0, "%s", r.e);
     static const struct {

@@ -236,8 +236,10 @@ Test(views, replay_golden)
     tr_remove_trace(p);
 }
 
-/* C++ names in the sidecar are demangled (libstdc++'s __cxa_demangle) unless
- * SLEDTRACE_NO_DEMANGLE is set; a name that is not a valid mangling stays as written. */
+/* C++ names in the sidecar are demangled (libstdc++'s __cxa_demangle) and shown short by
+ * default (namespaces, classes and name: no return type, template arguments or parameters),
+ * in full with --names full, as written with --names mangled or SLEDTRACE_NO_DEMANGLE; a name
+ * that is not a valid mangling stays as written. */
 Test(views, cxx_names_demangled)
 {
     char *p = write_trace();
@@ -252,9 +254,26 @@ Test(views, cxx_names_demangled)
     const char *argv[] = {tr_bin(), "stack", p, "--format", "folded", NULL};
     struct tr_out r = tr_run(argv);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert(strstr(r.o, "main;ns::Box::get;plain_c_like "), "%s", r.o);
+    cr_assert(strstr(r.o, "main;ns::Box::get;_Zbroken "), "%s", r.o);
+    cr_assert_null(strstr(r.o, "_ZNK2ns"), "%s", r.o);
+    tr_out_free(&r);
+    const char *full[] = {tr_bin(), "stack", p, "--format", "folded", "--names", "full", NULL};
+    r = tr_run(full);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
     cr_assert(strstr(r.o, "main;ns::Box<int>::get() const;plain_c_like(int) "), "%s", r.o);
     cr_assert(strstr(r.o, "main;ns::Box<int>::get() const;_Zbroken "), "%s", r.o);
-    cr_assert_null(strstr(r.o, "_ZNK2ns"), "%s", r.o);
+    tr_out_free(&r);
+    const char *mangled[] = {tr_bin(), "stack", p, "--format", "folded", "--names=mangled", NULL};
+    r = tr_run(mangled);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert(strstr(r.o, "main;_ZNK2ns3BoxIiE3getEv;_Z12plain_c_likei "), "%s", r.o);
+    tr_out_free(&r);
+    const char *bad[] = {tr_bin(), "stack", p, "--names", "pretty", NULL};
+    r = tr_run(bad);
+    cr_assert_eq(r.code, 2);
+    cr_assert_str_eq(r.e,
+                     "sledtrace: stack: --names must be short, full or mangled, not 'pretty'\n");
     tr_out_free(&r);
     setenv("SLEDTRACE_NO_DEMANGLE", "1", 1);
     r = tr_run(argv);
