@@ -26,7 +26,7 @@
 static void help(FILE *out)
 {
     fputs("usage: sledtrace replay TRACE [--order entry|exit] [--tid N] [--depth N]\n"
-          "                        [--min-duration NS] [--filter GLOB]\n"
+          "                        [--min-duration TIME] [--filter GLOB]\n"
           "                        [--syms FILE [--force-syms]]\n"
           "\n"
           "Per-thread call tree, thread after thread:\n"
@@ -46,7 +46,8 @@ static void help(FILE *out)
           "  --order O          entry (default) or exit\n"
           "  --tid N            only thread N\n"
           "  --depth N          only calls at depth < N (top-level calls are depth 0)\n"
-          "  --min-duration NS  only calls lasting at least NS nanoseconds (and, in entry\n"
+          "  --min-duration TIME  only calls lasting at least TIME (10us, 2.5ms, 1s; a bare\n"
+          "                     number is nanoseconds) (and, in entry\n"
           "                     order, callees of shown calls only: a shorter call hides\n"
           "                     its callees too, as they are shorter still)\n"
           "  --filter GLOB      only functions whose name matches GLOB (fnmatch, e.g. 'f*')\n"
@@ -449,9 +450,11 @@ int cmd_replay(int argc, char **argv)
                 return EXIT_USAGE;
             }
         } else if ((m = tool_option(argc, argv, &i, "replay", "--min-duration", &v)) != 0) {
-            if (m < 0 || !tool_parse_u64(v, &rp.min_ns)) {
+            if (m < 0 || !tool_parse_duration(v, &rp.min_ns)) {
                 if (m > 0)
-                    tool_err("replay: --min-duration needs nanoseconds, not '%s'", v);
+                    tool_err("replay: --min-duration needs a duration (10us, 2.5ms, 1s; a bare "
+                             "number is ns), not '%s'",
+                             v);
                 return EXIT_USAGE;
             }
             have_min = true;

@@ -1089,3 +1089,42 @@ bool tool_default_trace(const char **path, const char *cmd)
     *path = chosen;
     return true;
 }
+
+bool tool_parse_duration(const char *s, uint64_t *ns)
+{
+    /* digits, an optional fraction, an optional unit */
+    const char *p = s;
+    uint64_t whole = 0, frac = 0, frac_div = 1;
+    if (*p < '0' || *p > '9')
+        return false;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (whole > (UINT64_MAX - 9) / 10)
+            return false;
+        whole = whole * 10 + (uint64_t)(*p - '0');
+    }
+    if (*p == '.') {
+        p++;
+        if (*p < '0' || *p > '9')
+            return false;
+        for (; *p >= '0' && *p <= '9'; p++)
+            if (frac_div < 1000000000u) {
+                frac = frac * 10 + (uint64_t)(*p - '0');
+                frac_div *= 10;
+            }
+    }
+    static const struct {
+        const char *unit;
+        uint64_t ns;
+    } units[] = {{"", 1}, {"ns", 1}, {"us", 1000}, {"ms", 1000000}, {"s", 1000000000}};
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (strcmp(p, units[i].unit) != 0)
+            continue;
+        uint64_t m = units[i].ns;
+        if (whole > UINT64_MAX / m)
+            return false;
+        /* a fraction below the unit's nanosecond is cut */
+        *ns = whole * m + frac * m / frac_div;
+        return true;
+    }
+    return false;
+}

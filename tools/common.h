@@ -162,6 +162,9 @@ char *tool_put_str(char *p, const char *s); /* s without its terminator */
 uint64_t tool_ticks_to_ns(uint64_t ticks, uint64_t freq);
 double tool_ticks_to_s(uint64_t ticks, uint64_t freq);
 
+/* A duration: a number (fraction allowed) with a unit ns, us, ms or s, or none for ns
+ * ("10us", "2.5ms", "1500"); false if invalid or too large. */
+bool tool_parse_duration(const char *s, uint64_t *ns);
 /* Parse a non-negative decimal integer option value; false if invalid. */
 bool tool_parse_u64(const char *s, uint64_t *out);
 

@@ -236,6 +236,37 @@ Test(views, replay_golden)
     tr_remove_trace(p);
 }
 
+/* 13.5: --min-duration takes units; a bare number is nanoseconds, as it always was. The same
+ * calls for 300, 300ns, 0.3us; 1us and 1000 agree; bad values are refused. */
+Test(views, min_duration_takes_units)
+{
+    char *p = write_trace();
+    const char *spellings[][2] = {
+        {"300", "300ns"}, {"300", "0.3us"}, {"1000", "1us"}, {"1000", "0.001ms"}};
+    for (size_t i = 0; i < sizeof spellings / sizeof spellings[0]; i++) {
+        const char *a[] = {tr_bin(), "replay", p, "--min-duration", spellings[i][0], NULL};
+        const char *b[] = {tr_bin(), "replay", p, "--min-duration", spellings[i][1], NULL};
+        struct tr_out ra = tr_run(a), rb = tr_run(b);
+        cr_assert_eq(ra.code, 0, "%s", ra.e);
+        cr_assert_eq(rb.code, 0, "%s", rb.e);
+        cr_assert_str_eq(ra.o, rb.o, "%s vs %s", spellings[i][0], spellings[i][1]);
+        tr_out_free(&ra);
+        tr_out_free(&rb);
+    }
+    const char *big[] = {tr_bin(), "replay", p, "--min-duration", "1s", NULL};
+    struct tr_out r = tr_run(big);
+    cr_assert_eq(r.code, 0, "%s", r.e);
+    cr_assert(strstr(r.o, "# shown: 0 of "), "%s", r.o);
+    tr_out_free(&r);
+    const char *bad[] = {tr_bin(), "replay", p, "--min-duration", "10 us", NULL};
+    r = tr_run(bad);
+    cr_assert_eq(r.code, 2);
+    cr_assert_str_eq(r.e, "sledtrace: replay: --min-duration needs a duration (10us, 2.5ms, 1s; "
+                          "a bare number is ns), not '10 us'\n");
+    tr_out_free(&r);
+    tr_remove_trace(p);
+}
+
 /* C++ names in the sidecar are demangled (libstdc++'s __cxa_demangle) and shown short by
  * default (namespaces, classes and name: no return type, template arguments or parameters),
  * in full with --names full, as written with --names mangled or SLEDTRACE_NO_DEMANGLE; a name
