@@ -347,10 +347,33 @@ static long tree_child(struct cs_tree *tr, uint32_t parent, uint32_t id)
     return i + 1; /* map index i is node i + 1 (node 0 is the root) */
 }
 
+/* The node of thread t under the root (per_thread). */
+static long thread_node(struct cs_tree *tr, const struct cs_thread *t)
+{
+    size_t k = 0;
+    while (k < tr->nthreads && (tr->threads[k].pid != t->pid || tr->threads[k].tid != t->tid))
+        k++;
+    if (k == tr->nthreads) {
+        if (k == tr->capthreads) {
+            void *nt = tool_grow(tr->threads, &tr->capthreads, sizeof *tr->threads, 8);
+            if (!nt)
+                return -1;
+            tr->threads = nt;
+        }
+        tr->threads[k].pid = t->pid;
+        tr->threads[k].tid = t->tid;
+        tr->nthreads++;
+    }
+    return tree_child(tr, 0, CS_THREAD_NODE | (uint32_t)k);
+}
+
 static int tree_enter(void *ctx, const struct cs_thread *t, struct cs_frame *f, size_t depth)
 {
     struct cs_tree *tr = ctx;
-    uint32_t parent = depth ? t->st[depth - 1].node : 0;
+    long top = depth || !tr->per_thread ? 0 : thread_node(tr, t);
+    if (top < 0)
+        return -1;
+    uint32_t parent = depth ? t->st[depth - 1].node : (uint32_t)top;
     long n = tree_child(tr, parent, f->id);
     if (n < 0)
         return -1;
@@ -401,6 +424,7 @@ int cs_tree_load(const char *path, const char *syms_opt, const int32_t *tid, str
 
 void cs_tree_free(struct cs_tree *tree)
 {
+    free(tree->threads);
     free(tree->n);
     u64map_free(&tree->map);
     memset(tree, 0, sizeof *tree);
@@ -430,8 +454,20 @@ char **cs_tree_names(const struct cs_tree *tree, const struct stf_syms *syms)
     if (!names)
         return NULL;
     for (size_t i = 0; i < tree->nn; i++) {
-        char buf[24];
+        char buf[64];
         const char *nm = i ? stf_syms_name(syms, tree->n[i].id, buf, sizeof buf) : "all";
+        uint32_t k = tree->n[i].id & ~CS_THREAD_NODE;
+        if (i && (tree->n[i].id & CS_THREAD_NODE) == CS_THREAD_NODE && k < tree->nthreads) {
+            const char *tn = stf_syms_thread_name(syms, tree->threads[k].pid, tree->threads[k].tid);
+            char *shown = tn ? tool_printable(tn) : NULL;
+            if (tn)
+                snprintf(buf, sizeof buf, "%s (%" PRId32 ")", shown ? shown : tn,
+                         tree->threads[k].tid);
+            else
+                snprintf(buf, sizeof buf, "thread %" PRId32, tree->threads[k].tid);
+            free(shown);
+            nm = buf;
+        }
         names[i] = strdup(nm);
         if (!names[i]) {
             cs_names_free(names, i);

@@ -119,10 +119,19 @@ struct cs_node {
     uint64_t self, calls; /* self ticks and closed calls with exactly this stack */
 };
 
+/* With per_thread, each thread's stacks hang under a node of its own (id CS_THREAD_NODE | k,
+ * k indexing threads[]), named after the thread (its sidecar name and tid); else they share the
+ * root. */
+#define CS_THREAD_NODE 0x40000000u
 struct cs_tree {
     struct u64map map;
     struct cs_node *n;
     size_t nn, capn;
+    bool per_thread;
+    struct {
+        int32_t pid, tid;
+    } * threads;
+    size_t nthreads, capthreads;
 };
 
 /* The --by weight of stack and flamegraph: "time" or "count" (sets *by_count). -1 with the

@@ -28,6 +28,7 @@ static void help(FILE *out)
           "  -o, --output FILE  the SVG file to write (required)\n"
           "  --by time|count    width: inclusive time (default) or number of calls\n"
           "  --tid N            only thread N\n"
+          "  --per-thread       a root per thread (its name and tid) above its stacks\n"
           "  --syms FILE        symbols file (default: TRACE with .fdr replaced by .syms), or\n"
           "                     the traced binary: refused if its build id is not the one\n"
           "                     the trace's symbols file records\n"
@@ -189,7 +190,7 @@ static int write_svg(FILE *f, const struct cs_tree *tr, char **names, const uint
 int cmd_flamegraph(int argc, char **argv)
 {
     int32_t tid = 0;
-    bool have_tid = false;
+    bool have_tid = false, per_thread = false;
     const char *path = NULL, *syms_path = NULL, *out = NULL;
     bool by_count = false;
     if (tool_wants_help(argc, argv)) {
@@ -207,6 +208,8 @@ int cmd_flamegraph(int argc, char **argv)
             if (m < 0)
                 return EXIT_USAGE;
             out = v;
+        } else if (strcmp(argv[i], "--per-thread") == 0) {
+            per_thread = true;
         } else if ((m = tool_tid_option(argc, argv, &i, "flamegraph", &tid)) != 0) {
             if (m < 0)
                 return EXIT_USAGE;
@@ -226,6 +229,7 @@ int cmd_flamegraph(int argc, char **argv)
     struct callstack cs = {0};
     struct stf_syms *syms = NULL;
     uint64_t freq = 0;
+    tree.per_thread = per_thread;
     int status = cs_tree_load(path, syms_path, have_tid ? &tid : NULL, &tree, &cs, &syms, &freq);
     size_t nn = tree.nn;
     char **names = NULL;

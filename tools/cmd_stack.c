@@ -26,6 +26,7 @@ static void help(FILE *out)
           "                        'a;b;c WEIGHT' sorted by stack (flamegraph.pl, inferno,\n"
           "                        speedscope); the summary then goes to stderr\n"
           "  --tid N               only thread N\n"
+          "  --per-thread          a root per thread (its name and tid) above its stacks\n"
           "  --syms FILE           symbols file (default: TRACE with .fdr replaced by .syms),\n"
           "                        or the traced binary: refused if its build id is not the\n"
           "                        one the trace's symbols file records\n"
@@ -77,7 +78,7 @@ static char *path_of(const struct cs_tree *tr, char **names, uint32_t node)
 int cmd_stack(int argc, char **argv)
 {
     int32_t tid = 0;
-    bool have_tid = false;
+    bool have_tid = false, per_thread = false;
     const char *path = NULL, *syms_path = NULL;
     bool by_count = false, folded = false;
     if (tool_wants_help(argc, argv)) {
@@ -96,6 +97,8 @@ int cmd_stack(int argc, char **argv)
             if (k < 0)
                 return EXIT_USAGE;
             folded = k == 1;
+        } else if (strcmp(argv[i], "--per-thread") == 0) {
+            per_thread = true;
         } else if ((m = tool_tid_option(argc, argv, &i, "stack", &tid)) != 0) {
             if (m < 0)
                 return EXIT_USAGE;
@@ -111,6 +114,7 @@ int cmd_stack(int argc, char **argv)
     struct callstack cs = {0};
     struct stf_syms *syms = NULL;
     uint64_t freq = 0;
+    tree.per_thread = per_thread;
     int status = cs_tree_load(path, syms_path, have_tid ? &tid : NULL, &tree, &cs, &syms, &freq);
     char **names = NULL;
     struct srow *rows = NULL;

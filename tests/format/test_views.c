@@ -236,6 +236,41 @@ Test(views, replay_golden)
     tr_remove_trace(p);
 }
 
+/* 13.5: stack and flamegraph keep threads apart with --per-thread: a root per thread ("thread
+ * TID" without a name in the sidecar) above exactly the stacks --tid shows for it. */
+Test(views, per_thread_roots_in_stack_and_flamegraph)
+{
+    char *p = write_trace();
+    const char *both[] = {tr_bin(), "stack", p, "--format", "folded", "--per-thread", NULL};
+    struct tr_out r = tr_run(both);
+    cr_assert_eq(r.code, 0, "%s", r.e);
+    for (int k = 0; k < 2; k++) {
+        const char *tid = k ? "200" : "100";
+        const char *one[] = {tr_bin(), "stack", p, "--format", "folded", "--tid", tid, NULL};
+        struct tr_out o = tr_run(one);
+        cr_assert_eq(o.code, 0, "%s", o.e);
+        /* every line of --tid's output, prefixed with the thread's root */
+        for (char *line = o.o; *line;) {
+            char *nl = strchr(line, '\n');
+            char want[256];
+            snprintf(want, sizeof want, "thread %s;%.*s\n", tid, (int)(nl - line), line);
+            cr_assert(strstr(r.o, want), "no '%s' in:\n%s", want, r.o);
+            line = nl + 1;
+        }
+        tr_out_free(&o);
+    }
+    for (char *line = r.o; *line; line = strchr(line, '\n') + 1)
+        cr_assert(strncmp(line, "thread 100;", 11) == 0 || strncmp(line, "thread 200;", 11) == 0,
+                  "a stack without its thread: %s", line);
+    tr_out_free(&r);
+    const char *svg[] = {tr_bin(), "flamegraph", p, "-o", "-", "--per-thread", NULL};
+    r = tr_run(svg);
+    cr_assert_eq(r.code, 0, "%s", r.e);
+    cr_assert(strstr(r.o, "<title>thread 100 (") && strstr(r.o, "<title>thread 200 ("), "%s", r.o);
+    tr_out_free(&r);
+    tr_remove_trace(p);
+}
+
 /* 13.5: --min-duration takes units; a bare number is nanoseconds, as it always was. The same
  * calls for 300, 300ns, 0.3us; 1us and 1000 agree; bad values are refused. */
 Test(views, min_duration_takes_units)
