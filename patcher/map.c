@@ -360,6 +360,11 @@ void stp_object_sled(const struct stp_object *obj, size_t i, uintptr_t *addr, en
     *status = (enum stp_status)s->status;
 }
 
+size_t stp_object_proven(const struct stp_object *obj)
+{
+    return obj->nproven;
+}
+
 void stp_object_set_id_base(struct stp_object *obj, uint32_t base)
 {
     obj->id_base = base;

@@ -107,10 +107,13 @@ void stp_object_set_id_base(struct stp_object *obj, uint32_t base);
 /* Leaves function i (0-based, as stp_object_func) unpatched: its proven sleds get STP_FILTERED. */
 void stp_object_leave_out(struct stp_object *obj, size_t i);
 
-/* Proves every sled of the object in the live image (bytes, kind, instruction boundary). Sets
+/* Proves every sled of the object in the live image (bytes, kind, instruction boundary) whose
+ * function still has one to patch (one left out by a filter is not proven and stays left out). Sets
  * each sled's status. Returns 0 or STP_E_CAPSTONE (also when Capstone cannot be loaded: it is
  * loaded by the first proof, not linked). */
 int stp_object_verify(struct stp_object *obj);
+/* How many functions stp_object_verify proved (swept with Capstone). */
+size_t stp_object_proven(const struct stp_object *obj);
 /* Capstone is dlopen'd (STP_CAPSTONE_NAME), by the first proof or here: 0 or STP_E_CAPSTONE.
  * Never from inside dl_iterate_phdr (the dynamic linker's lock is held: dlopen would deadlock);
  * check stp_capstone_loaded() there. stp_capstone_release() unloads it until the next load (it

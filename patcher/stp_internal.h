@@ -57,6 +57,7 @@ struct stp_object {
     uint32_t id_base; /* ORed into the ids written into the sleds (stp_object_set_id_base) */
     uint8_t build_id[STP_BUILD_ID_MAX]; /* NT_GNU_BUILD_ID note's bytes */
     size_t build_id_len;                /* 0: none */
+    size_t nproven;                     /* functions stp_object_verify swept */
 };
 
 /* The executable segment holding [addr, addr + len), or NULL. */

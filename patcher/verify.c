@@ -317,6 +317,14 @@ int stp_object_verify(struct stp_object *obj)
     size_t cap = 0;
     for (size_t f = 0; f < obj->nfuncs; f++) {
         struct stp_func *fn = &obj->funcs[f];
+        /* A function with no sled left to patch (all left out by a filter, or refused when the
+         * map was read) is not proven: it will never be written. */
+        uint32_t live = 0;
+        for (uint32_t k = 0; k < fn->nsleds; k++)
+            live += obj->sleds[fn->first_sled + k].status == STP_OK;
+        if (!live)
+            continue;
+        obj->nproven++;
         if (fn->nsleds > cap) {
             cap = fn->nsleds * 2;
             free(order);

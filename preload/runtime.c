@@ -320,8 +320,8 @@ static void log_counts(const struct stp_object *obj, const char *name)
 {
     size_t ok = stp_object_count(obj, STP_OK);
     size_t total = stp_object_nsleds(obj);
-    str_log(STR_INFO, "%s: %zu functions, %zu sleds, %zu patched", name, stp_object_nfuncs(obj),
-            total, ok);
+    str_log(STR_INFO, "%s: %zu functions (%zu proven), %zu sleds, %zu patched", name,
+            stp_object_nfuncs(obj), stp_object_proven(obj), total, ok);
     for (int s = 1; s < STP_NSTATUS; s++) {
         size_t c = stp_object_count(obj, (enum stp_status)s);
         if (c)
@@ -403,8 +403,10 @@ static int add_object(const char *path, uintptr_t bias, const struct stat *st)
         stp_object_close(obj);
         return ADD_NONE;
     }
-    if (rc == 0)
+    if (rc == 0) {
+        apply_filters(obj, base_name(path)); /* before the proofs: left out, never proven */
         rc = stp_object_verify(obj);
+    }
     if (rc != 0) {
         str_log(STR_WARN, "%s: %s; left alone", path, stp_strerror(rc));
         stp_object_close(obj);
@@ -422,7 +424,6 @@ static int add_object(const char *path, uintptr_t bias, const struct stat *st)
     if (reused)
         stp_object_close(objs[objid].obj); /* the unloaded image's (its stub page stays) */
     stp_object_set_id_base(obj, (uint32_t)objid << OBJECT_SHIFT);
-    apply_filters(obj, base_name(path));
     objs[objid] =
         (struct traced){obj, stp_object_path(obj), 1, st ? st->st_dev : 0, st ? st->st_ino : 0};
     if (!reused)
@@ -668,12 +669,12 @@ static void start(void)
     double t_map = ms_since(&t0);
     if (main_obj) {
         str_log_release(1);
+        apply_filters(main_obj, base_name(exe)); /* before the proofs: left out, never proven */
         rc = stp_object_verify(main_obj);
         if (rc != 0) {
             str_log(STR_WARN, "%s: %s; running untraced", exe, stp_strerror(rc));
             return;
         }
-        apply_filters(main_obj, base_name(exe));
         objs[0] = (struct traced){.obj = main_obj, .name = exe_path, .live = 1};
         nobjs = 1;
         if (stp_object_has_xray_runtime(main_obj))
