@@ -1403,6 +1403,40 @@ static void xfsz_unblock(struct xfsz_guard *g)
     pthread_sigmask(SIG_SETMASK, &g->old, NULL);
 }
 
+int str_flush_now(void)
+{
+    if ((int32_t)syscall(SYS_getpid) != pid ||
+        atomic_load_explicit(&state, memory_order_acquire) != ST_ACTIVE) {
+        errno = ENODEV; /* not tracing in this process */
+        return -1;
+    }
+    /* No handler of the program runs while this thread holds the writer flag or the registry
+     * lock (block_async); the caller's own side ring goes into its chunk first. */
+    sigset_t mask;
+    block_async(&mask);
+    str_cursor.nest++;
+    str_drain_side();
+    str_cursor.nest--;
+    int old_state;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old_state);
+    writer_take_for(0);
+    struct xfsz_guard g;
+    xfsz_block(&g);
+    write_queue();
+    flush_committed(NULL); /* every thread's committed records; flight: every ring, as a dump */
+    write_queue();
+    int err = write_error;
+    xfsz_unblock(&g);
+    writer_give();
+    pthread_setcancelstate(old_state, &old_state);
+    pthread_sigmask(SIG_SETMASK, &mask, NULL);
+    if (err) {
+        errno = err;
+        return -1;
+    }
+    return 0;
+}
+
 /* Writes everything left and finalises the file. The flush thread is not running (or is the
  * caller); the state is ST_STOPPING. */
 static void final_flush(void)

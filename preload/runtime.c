@@ -865,6 +865,14 @@ static int switch_all(int on, const char *name)
     return rc < 0 ? -1 : name ? count : 0;
 }
 
+__attribute__((visibility("default"))) int sledtrace_flush(void)
+{
+    int saved = errno, rc = str_flush_now();
+    if (rc == 0)
+        errno = saved;
+    return rc;
+}
+
 __attribute__((visibility("default"))) int sledtrace_patch(void)
 {
     return switch_all(1, NULL);

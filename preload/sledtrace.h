@@ -23,6 +23,13 @@ int sledtrace_unpatch(void);
 int sledtrace_patch_function(const char *name);
 int sledtrace_unpatch_function(const char *name);
 
+/* Write everything the program's threads have recorded so far to the trace file before
+ * returning (under the flight policy: the latest buffers, as the dump signal writes them), e.g.
+ * before a risky step or at a phase boundary: a crash or SIGKILL after it loses nothing recorded
+ * before it. Safe from any thread; not from a signal handler (it waits for the writer). 0, or -1
+ * with errno set (ENODEV: this process is not tracing; an I/O error of the trace file). */
+int sledtrace_flush(void);
+
 #ifdef __cplusplus
 }
 #endif

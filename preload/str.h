@@ -203,6 +203,11 @@ STR_HIDDEN void str_vfork_begin(void);
 STR_HIDDEN void str_vfork_end(void);
 STR_HIDDEN void str_crash_flush(void);
 STR_HIDDEN void str_checkpoint(void);
+/* sledtrace_flush: writes everything every thread has recorded so far (queued chunks and the
+ * committed part of each thread's current one; flight policy: every ring, as a dump) before it
+ * returns. 0, or -1 with errno (ENODEV: not tracing here; a write error). Not from a signal
+ * handler: it waits for the writer flag and the registry lock. */
+STR_HIDDEN int str_flush_now(void);
 /* Flight policy: asks the flush thread to write every thread's ring (async-signal-safe). */
 STR_HIDDEN void str_request_dump(void);
 /* SLEDTRACE_TOGGLE_SIGNAL: asks the flush thread to switch every sled (async-signal-safe); it

@@ -229,3 +229,52 @@ Test(run, no_trace_argument_takes_the_newest)
     e2e_run_free(&r);
     e2e_rmtree(work);
 }
+
+/* 16.2: sledtrace_flush() writes everything every thread recorded before it returns: after it
+ * the program dies of SIGKILL (nothing is completed at exit) with a one-minute flush period,
+ * and both threads' calls are all in the trace, exactly. Under the flight policy as well. */
+static void check_flush(const char *policy)
+{
+    char work[PATH_MAX], out[PATH_MAX], trace[PATH_MAX], pol[64];
+    const char *bin = BIN("flushprog");
+    e2e_workdir(work, sizeof work);
+    snprintf(out, sizeof out, "%s/out", work);
+    snprintf(pol, sizeof pol, "SLEDTRACE_POLICY=%s", policy);
+    struct e2e_spec s = {.prog = bin,
+                         .preload = 1,
+                         .outdir = out,
+                         .pre_exec = e2e_no_core,
+                         .env = {"SLEDTRACE_FLUSH_MS=60000", pol}};
+    struct e2e_run t;
+    e2e_run(work, &s, &t);
+    cr_assert(WIFSIGNALED(t.status) && WTERMSIG(t.status) == SIGKILL, "status %#x: %s", t.status,
+              t.err);
+    cr_assert_not_null(strstr(t.out, "flush 0\n"), "%s", t.out);
+    struct e2e_expect e;
+    e2e_parse_expect(t.out, &e);
+    e2e_trace_path(trace, sizeof trace, out, bin, t.pid, "fdr");
+    struct e2e_trace *tr = malloc(sizeof *tr);
+    cr_assert_not_null(tr);
+    e2e_read_trace(trace, tr);
+    cr_assert_str_empty(tr->error, "%s", tr->error);
+    long fib = 0;
+    for (int i = 0; i < tr->nfuncs; i++)
+        if (strcmp(tr->f[i].name, "fib") == 0)
+            fib = tr->f[i].enter;
+    cr_assert_eq(fib, e.f[0].count, "%s: %ld fib calls in the trace, the program made %ld", policy,
+                 fib, e.f[0].count);
+    cr_assert_eq(tr->ntids, 2, "%s: %d threads", policy, tr->ntids);
+    free(tr);
+    e2e_run_free(&t);
+    e2e_rmtree(work);
+}
+
+Test(run, flush_then_sigkill_keeps_every_call)
+{
+    check_flush("lossless");
+}
+
+Test(run, flush_under_the_flight_policy)
+{
+    check_flush("flight");
+}
