@@ -208,6 +208,35 @@ static inline void stf_encode_loss(uint8_t p[STF_LOSS_SIZE], uint64_t lost)
     stf_put64(p + STF_META_SIZE + 16, lost);
 }
 
+/* Elided calls (SLEDTRACE_MIN_DURATION): calls shorter than the threshold leave no records; at a
+ * thread's end (or the process's) the runtime writes a block holding one v5 TypedEventMarker of
+ * type STF_TYPED_ELIDED whose payload lists, per function, the calls taken back and their time:
+ * entries of STF_ELIDED_ENTRY bytes, {u32 function id, u32 calls, u64 ticks}, little-endian.
+ * llvm-xray reads it as an ordinary typed event; sledtrace's account adds the calls and the
+ * time to the function's. */
+enum { STF_TYPED_ELIDED = 0x5e1d, STF_ELIDED_ENTRY = 16 };
+
+static inline void stf_encode_elided(uint8_t p[STF_ELIDED_ENTRY], uint32_t id, uint32_t calls,
+                                     uint64_t ticks)
+{
+    stf_put32(p, id);
+    stf_put32(p + 4, calls);
+    stf_put64(p + 8, ticks);
+}
+
+/* Entry i of an elided-calls payload; 0 when i is past its end. */
+static inline int stf_decode_elided(const uint8_t *payload, size_t len, size_t i, uint32_t *id,
+                                    uint32_t *calls, uint64_t *ticks)
+{
+    if ((i + 1) * STF_ELIDED_ENTRY > len)
+        return 0;
+    const uint8_t *e = payload + i * STF_ELIDED_ENTRY;
+    memcpy(id, e, 4);
+    memcpy(calls, e + 4, 4);
+    memcpy(ticks, e + 8, 8);
+    return 1;
+}
+
 /* If payload[0..len) is a loss marker's, stores the count and returns 1. */
 static inline int stf_decode_loss(const uint8_t *payload, size_t len, uint64_t *lost)
 {

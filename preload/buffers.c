@@ -368,12 +368,21 @@ struct losses {
 /* Writes what th has committed in chunk `idx` if that is the chunk it is filling: only bytes
  * below its published pos (acquire, pairing with the release in hot.c). A thread that just moved
  * to another chunk is caught next time. */
+static int flushing_whole; /* the final flush or the crash path: up to pos, whatever stable says */
+
 static void write_committed(struct str_thread *th, uint32_t idx)
 {
     struct str_chunk *c = &th->chunks[idx];
     if (!th->cursor)
         return; /* the thread has exited: its last chunk is queued, `used` says what it holds */
     uintptr_t pos = atomic_load_explicit(&th->cursor->pos, memory_order_acquire);
+    if (str_cfg.min_duration_ns && !flushing_whole) {
+        /* Records above `stable` may still be taken back (hot.c exit_elide): not yet. Acquire:
+         * pairs with the owner's release of stable, made after the records below it. */
+        uintptr_t stable = atomic_load_explicit(&th->cursor->stable, memory_order_acquire);
+        if (stable < pos)
+            pos = stable;
+    }
     uintptr_t base = (uintptr_t)c->base;
     if (atomic_load_explicit(&c->state, memory_order_relaxed) == STR_FILLING && pos > base &&
         pos <= base + str_cfg.chunk_size)
@@ -402,6 +411,8 @@ static void dump_thread(struct str_thread *th)
         write_committed(th, c0);
 }
 
+static void write_elided_block(struct str_thread *th);
+
 static void flush_committed_locked(struct losses *final)
 {
     for (struct str_thread *th = registry; th; th = th->next) {
@@ -426,6 +437,8 @@ static void flush_committed_locked(struct losses *final)
                 continue; /* it handed another over meanwhile: next time */
         }
         write_committed(th, idx);
+        if (final)
+            write_elided_block(th);
     }
 }
 
@@ -465,6 +478,7 @@ static void write_queue(void)
         write_chunk(th, c, c->used);
         c->flushed = 0;
         if (c->final) {
+            write_elided_block(th);
             free_thread(th);
         } else {
             atomic_fetch_sub_explicit(&th->queued, 1, memory_order_relaxed);
@@ -607,6 +621,58 @@ static void note_flusher_cpu(void)
         flusher_cpu_ns = ns_of(&ts);
 }
 
+/* SLEDTRACE_MIN_DURATION in ticks of the calibrated clock (hot.c reads it relaxed: until it is
+ * set, every call is recorded). */
+static void set_min_ticks(uint64_t freq)
+{
+    if (!str_cfg.min_duration_ns || !freq)
+        return;
+    __extension__ typedef unsigned __int128 u128;
+    uint64_t t = (uint64_t)((u128)str_cfg.min_duration_ns * freq / 1000000000u);
+    atomic_store_explicit(&str_min_ticks, t ? t : 1, memory_order_relaxed);
+}
+
+/* A block of its own for th's elided calls (SLEDTRACE_MIN_DURATION): one typed event
+ * (STF_TYPED_ELIDED) listing, per function, how many calls were taken back and their time. At
+ * the thread's end (its last chunk written) or the process's (every live thread); the owner
+ * may still be adding to the table then (a thread running at exit): its last few calls can be
+ * missing. Async-signal-safe (the crash path): a buffer on the stack, no allocation. */
+static void write_elided_block(struct str_thread *th)
+{
+    enum { ROOM = STF_ELIDED_ENTRY * STR_ELIDED_N };
+    uint8_t b[STR_BLOCK_HEAD + 16 + ROOM];
+    size_t n = 0;
+    for (unsigned i = 0; i < STR_ELIDED_N; i++) {
+        uint32_t id = atomic_load_explicit(&th->elided[i].id, memory_order_relaxed);
+        uint32_t count = atomic_load_explicit(&th->elided[i].count, memory_order_relaxed);
+        if (!id || !count)
+            continue;
+        uint64_t ticks = atomic_load_explicit(&th->elided[i].ticks, memory_order_relaxed);
+        stf_encode_elided(b + STR_BLOCK_HEAD + 16 + n * STF_ELIDED_ENTRY, id, count, ticks);
+        n++;
+    }
+    if (!n)
+        return;
+    size_t len = n * STF_ELIDED_ENTRY;
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    uint64_t tsc = str_now();
+    stf_meta_u64(b, STF_M_BUFFER_EXTENTS, STR_BLOCK_HEAD + 16 + len - STF_META_SIZE);
+    stf_meta_new_buffer(b + 16, th->tid);
+    stf_meta_walltime(b + 32, wall.tv_sec, (uint32_t)(wall.tv_nsec / 1000));
+    stf_meta_pid(b + 48, th->pid);
+    stf_meta_new_cpu(b + 64, 0, tsc);
+    uint8_t *m = b + STR_BLOCK_HEAD;
+    memset(m, 0, 16);
+    m[0] = (uint8_t)((STF_M_TYPED_EVENT << 1) | 1u);
+    uint32_t size = (uint32_t)len;
+    uint16_t type = STF_TYPED_ELIDED;
+    memcpy(m + 1, &size, 4); /* TSC delta 0: at the block's NewCPUId time */
+    memcpy(m + 9, &type, 2);
+    if (write_block(b, STR_BLOCK_HEAD + 16 + len, NULL, 0) == 0)
+        chunks_written++;
+}
+
 static void *flush_main(void *arg)
 {
     (void)arg;
@@ -632,6 +698,7 @@ static void *flush_main(void *arg)
                 freq_estimate = calibrate(0);
                 write_header(freq_estimate);
                 calibrated = 1;
+                set_min_ticks(freq_estimate);
             }
         }
         int period_due = ns_of(&now) >= deadline;
@@ -695,6 +762,7 @@ static void start_block(struct str_cursor *cur, struct str_thread *th, uint64_t 
     cur->last_tsc = tsc;
     atomic_store_explicit(&c->state, STR_FILLING, memory_order_relaxed);
     /* pos before end: pos == 0 must imply end == 0 (see struct str_cursor in str.h). */
+    atomic_store_explicit(&cur->stable, (uintptr_t)p + STR_BLOCK_HEAD, memory_order_release);
     atomic_store_explicit(&cur->pos, (uintptr_t)p + STR_BLOCK_HEAD, memory_order_release);
     atomic_signal_fence(memory_order_seq_cst);
     atomic_store_explicit(&cur->end, (uintptr_t)p + str_cfg.chunk_size, memory_order_relaxed);
@@ -1070,6 +1138,8 @@ void str_vfork_begin(void)
     pthread_mutex_lock(&registry_lock);
     keep->last_tsc = c->last_tsc;
     keep->nest = 0;
+    atomic_store_explicit(&keep->stable, atomic_load_explicit(&c->stable, memory_order_relaxed),
+                          memory_order_relaxed);
     keep->side_r = c->side_r;
     atomic_store_explicit(&keep->side_w, atomic_load_explicit(&c->side_w, memory_order_relaxed),
                           memory_order_relaxed);
@@ -1123,6 +1193,8 @@ void str_vfork_end(void)
                           memory_order_release);
     c->last_tsc = keep->last_tsc;
     c->side_r = keep->side_r;
+    atomic_store_explicit(&c->stable, atomic_load_explicit(&keep->stable, memory_order_relaxed),
+                          memory_order_release);
     atomic_store_explicit(&c->side_w, atomic_load_explicit(&keep->side_w, memory_order_relaxed),
                           memory_order_relaxed);
     atomic_signal_fence(memory_order_seq_cst);
@@ -1203,6 +1275,11 @@ int str_buffers_start(int fd, const char *path, const char *spath)
     header_bits = str_clock_init();
     clock_gettime(CLOCK_MONOTONIC_RAW, &raw0);
     tsc0 = str_now();
+    if (str_cfg.min_duration_ns) {
+        /* The threshold in ticks from the first event on: 2 ms of calibration at start-up,
+         * paid only when SLEDTRACE_MIN_DURATION asks for it (refined by the flush thread's). */
+        set_min_ticks(calibrate(2));
+    }
     if (pthread_key_create(&exit_key, str_thread_exit) != 0 || begin_file(fd, path, spath) != 0)
         return -1;
     return start_flusher();
@@ -1278,6 +1355,7 @@ void str_fork_child(void)
         me->dropping = 0;
         me->gap = 0;
         me->discarded = 0;
+        memset(me->elided, 0, sizeof me->elided); /* the parent's counts */
         atomic_store_explicit(&me->queued, 0, memory_order_relaxed);
         for (unsigned i = 0; i < me->nchunks; i++) {
             atomic_store_explicit(&me->chunks[i].state, STR_FREE, memory_order_relaxed);
@@ -1459,8 +1537,11 @@ static void emergency_write(void)
     xfsz_block(&g);
     write_queue();
     int locked = pthread_mutex_trylock(&registry_lock) == 0;
+    flushing_whole = 1; /* the process is about to die: nothing will be taken back */
     if (locked)
         flush_committed_locked(NULL);
+    for (struct str_thread *th = locked ? registry : NULL; th; th = th->next)
+        write_elided_block(th);
     sidecar_end(locked, 1);
     if (locked)
         pthread_mutex_unlock(&registry_lock);
@@ -1544,6 +1625,7 @@ static void final_flush_writes(void)
     };
     uint64_t dropped = t->dropped + atomic_load_explicit(&exited_dropped, memory_order_relaxed);
     write_queue();
+    flushing_whole = 1; /* the end: what the threads still running do next is not recorded */
     flush_committed(&lost);
     write_queue();
     pthread_mutex_lock(&registry_lock);

@@ -55,6 +55,13 @@
  *    stack pointer into `nest` on entry (enter: no extra store), and the interposed longjmp
  *    family (signals.c) sets `nest` back to 0 when it jumps to an older frame. Every step
  *    outside the slow path leaves the cursor consistent, so cutting it anywhere is safe.
+ *  - SLEDTRACE_MIN_DURATION (str_min_ticks != 0): an exit whose call was shorter may take its
+ *    entry back (exit_elide: pos moves back 8 bytes, the call is counted in the thread's
+ *    elided table). Only an entry that is the chunk's last record and lies at or above
+ *    `stable` (the end of the last exit recorded) is taken back; the flush thread writes a
+ *    live thread's chunk only up to `stable` (release by the owner after the exit's record,
+ *    acquire in write_committed), so nothing written to the file is ever taken back. Entries
+ *    only: one (plain) load of the previous record and of str_min_ticks per exit.
  *  - Memory ordering: `pos` is stored with release by the owner, pairing with the acquire load in
  *    write_committed (buffers.c), which writes out only bytes below it. Under the discard
  *    policy, a thread in a gap reads its next chunk's state with acquire (str_next_chunk_free),
@@ -76,6 +83,7 @@ __thread struct str_tls str_tls __attribute__((tls_model("initial-exec")));
 _Atomic uint64_t str_strict_dropped;
 _Atomic uint64_t str_after_exit_dropped;
 _Atomic uint64_t str_shared_dropped;
+_Atomic uint64_t str_min_ticks;
 
 /* An event that found no buffer. A thread that has already been retired (code run by pthread
  * key destructors after the runtime's own) has no later moment to report its count: those go
@@ -386,6 +394,70 @@ static inline uint64_t enter(struct str_cursor *c)
         return;                                                                                    \
     } while (0)
 
+/* Counts an elided call of function id lasting dur ticks in th's table; 0 when the table has
+ * no room for id (the call is then recorded). Open addressing, 8 probes. */
+static int elided_add(struct str_thread *th, uint32_t id, uint64_t dur)
+{
+    uint32_t h = (id * 0x9e3779b1u) >> 24;
+    for (uint32_t k = 0; k < 8; k++) {
+        struct str_elided *e = &th->elided[(h + k) % STR_ELIDED_N];
+        uint32_t have = atomic_load_explicit(&e->id, memory_order_relaxed);
+        if (have == 0) {
+            atomic_store_explicit(&e->id, id, memory_order_relaxed);
+            have = id;
+        }
+        if (have == id) {
+            atomic_store_explicit(&e->count,
+                                  atomic_load_explicit(&e->count, memory_order_relaxed) + 1,
+                                  memory_order_relaxed);
+            atomic_store_explicit(&e->ticks,
+                                  atomic_load_explicit(&e->ticks, memory_order_relaxed) + dur,
+                                  memory_order_relaxed);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* An exit under SLEDTRACE_MIN_DURATION (the fast path found room, and a delta that fits). A
+ * call shorter than the threshold whose entry is the chunk's last record, above `stable`, is
+ * taken back: its entry is erased (pos moves back over it, last_tsc to the record before it) and
+ * the call counted in the thread's elided table, as compiler-rt's FDR mode rewinds, but counted.
+ * Its callees, if it had any, were taken back before it (else its entry would not be last).
+ * Any other exit is recorded and makes `stable` its end: nothing before it can be taken back,
+ * and the flush thread may write up to it. A handler interrupting this sees nest != 0 and only
+ * uses the side ring, as everywhere on this path. */
+static void __attribute__((noinline))
+exit_elide(struct str_cursor *c, uint64_t n, uint32_t word, uint64_t tsc, uintptr_t p)
+{
+    uint64_t min = atomic_load_explicit(&str_min_ticks, memory_order_relaxed);
+    uint64_t dur = tsc - c->last_tsc;
+    struct str_thread *th = str_tls.th;
+    if (th && dur < min && p >= atomic_load_explicit(&c->stable, memory_order_relaxed) + 8) {
+        uint64_t prev = *(uint64_t *)(p - 8);
+        if ((uint32_t)prev == (word & ~0xeu) && elided_add(th, word >> 4, dur)) {
+            c->last_tsc -= prev >> 32;
+            atomic_store_explicit(&c->pos, p - 8, memory_order_release);
+            atomic_signal_fence(memory_order_seq_cst);
+            if (side_pending(c))
+                EXIT_VIA(finish_slow(c, n));
+            atomic_signal_fence(memory_order_seq_cst);
+            c->nest = n;
+            return;
+        }
+    }
+    *(uint64_t *)p = (uint64_t)word | (dur << 32);
+    c->last_tsc = tsc;
+    atomic_store_explicit(&c->pos, p + 8, memory_order_release);
+    /* Release: pairs with the flush thread's acquire (write_committed); the record is below. */
+    atomic_store_explicit(&c->stable, p + 8, memory_order_release);
+    atomic_signal_fence(memory_order_seq_cst);
+    if (side_pending(c))
+        EXIT_VIA(finish_slow(c, n));
+    atomic_signal_fence(memory_order_seq_cst);
+    c->nest = n;
+}
+
 /* The fast path: one function record appended to the current chunk. The slow path keeps
  * pos == 0 implying end == 0, so the room check alone proves there is a chunk. */
 void stp_event(uint32_t id, uint32_t action)
@@ -401,6 +473,9 @@ void stp_event(uint32_t id, uint32_t action)
     if (__builtin_expect(
             p + 8 > atomic_load_explicit(&c->end, memory_order_relaxed) || delta > UINT32_MAX, 0))
         EXIT_VIA(event_slow(c, n, word, tsc, 0));
+    if (__builtin_expect(action != 0 && atomic_load_explicit(&str_min_ticks, memory_order_relaxed),
+                         0))
+        EXIT_VIA(exit_elide(c, n, word, tsc, p));
     *(uint64_t *)p = (uint64_t)word | (delta << 32);
     c->last_tsc = tsc;
     atomic_store_explicit(&c->pos, p + 8, memory_order_release);

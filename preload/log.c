@@ -289,6 +289,25 @@ void str_config_load(void)
             str_cfg.max_size_set = 1;
         }
     }
+    v = getenv("SLEDTRACE_MIN_DURATION");
+    if (v && *v) {
+        /* a number (fraction allowed) and a unit: ns, us, ms or s; a bare number is ns */
+        char *end;
+        errno = 0;
+        double d = strtod(v, &end);
+        double scale = strcmp(end, "") == 0 || strcmp(end, "ns") == 0 ? 1
+                       : strcmp(end, "us") == 0                       ? 1e3
+                       : strcmp(end, "ms") == 0                       ? 1e6
+                       : strcmp(end, "s") == 0                        ? 1e9
+                                                                      : -1;
+        if (errno || end == v || scale < 0 || !(d >= 0) || d * scale > 60e9 || *v == '-')
+            str_log(STR_WARN,
+                    "SLEDTRACE_MIN_DURATION=%s is not a duration (10us, 1.5ms; at most 60s); "
+                    "every call is recorded",
+                    v);
+        else
+            str_cfg.min_duration_ns = (uint64_t)(d * scale);
+    }
     unsigned long x = str_cfg.flush_ms;
     get_uint("SLEDTRACE_FLUSH_MS", 1, 60000, &x);
     str_cfg.flush_ms = (unsigned)x;

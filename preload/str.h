@@ -25,22 +25,23 @@ enum str_policy { STR_LOSSLESS = 0, STR_DISCARD = 1, STR_FLIGHT = 2 };
 enum str_clock { STR_CLOCK_AUTO = 0, STR_CLOCK_TSC = 1, STR_CLOCK_MONOTONIC = 2 };
 
 struct str_config {
-    const char *output;  /* SLEDTRACE_OUTPUT, made absolute at start-up */
-    int log_level;       /* SLEDTRACE_LOG */
-    unsigned flush_ms;   /* SLEDTRACE_FLUSH_MS */
-    size_t chunk_size;   /* SLEDTRACE_BUFFER_KB * 1024 */
-    unsigned nchunks;    /* SLEDTRACE_BUFFERS */
-    int disable;         /* SLEDTRACE_DISABLE */
-    int policy;          /* SLEDTRACE_POLICY: enum str_policy */
-    int clock;           /* SLEDTRACE_CLOCK: enum str_clock */
-    int dump_signal;     /* SLEDTRACE_DUMP_SIGNAL (flight policy) */
-    int toggle_signal;   /* SLEDTRACE_TOGGLE_SIGNAL, 0 = none */
-    const char *filter;  /* SLEDTRACE_FILTER: comma-separated [LIB:]GLOB, NULL = everything */
-    const char *exclude; /* SLEDTRACE_EXCLUDE: same syntax */
-    unsigned file_mode;  /* SLEDTRACE_FILE_MODE: the trace's and sidecar's mode (octal) */
-    int max_size_set;    /* SLEDTRACE_MAX_SIZE given: */
-    uint64_t max_size;   /* bytes, 0 = no cap; else half the free space at start-up */
-    const char *run_id;  /* SLEDTRACE_RUN_ID (set by `sledtrace run`): written in the sidecar */
+    const char *output;       /* SLEDTRACE_OUTPUT, made absolute at start-up */
+    int log_level;            /* SLEDTRACE_LOG */
+    unsigned flush_ms;        /* SLEDTRACE_FLUSH_MS */
+    size_t chunk_size;        /* SLEDTRACE_BUFFER_KB * 1024 */
+    unsigned nchunks;         /* SLEDTRACE_BUFFERS */
+    int disable;              /* SLEDTRACE_DISABLE */
+    int policy;               /* SLEDTRACE_POLICY: enum str_policy */
+    int clock;                /* SLEDTRACE_CLOCK: enum str_clock */
+    int dump_signal;          /* SLEDTRACE_DUMP_SIGNAL (flight policy) */
+    int toggle_signal;        /* SLEDTRACE_TOGGLE_SIGNAL, 0 = none */
+    const char *filter;       /* SLEDTRACE_FILTER: comma-separated [LIB:]GLOB, NULL = everything */
+    const char *exclude;      /* SLEDTRACE_EXCLUDE: same syntax */
+    unsigned file_mode;       /* SLEDTRACE_FILE_MODE: the trace's and sidecar's mode (octal) */
+    int max_size_set;         /* SLEDTRACE_MAX_SIZE given: */
+    uint64_t max_size;        /* bytes, 0 = no cap; else half the free space at start-up */
+    uint64_t min_duration_ns; /* SLEDTRACE_MIN_DURATION: shorter calls are counted, not recorded */
+    const char *run_id; /* SLEDTRACE_RUN_ID (set by `sledtrace run`): written in the sidecar */
 };
 
 STR_HIDDEN extern struct str_config str_cfg;
@@ -72,6 +73,14 @@ struct str_side_entry {
     uint64_t arg;
     uint32_t word;
     _Atomic uint32_t seq; /* index + 1 once written */
+};
+
+/* A function's calls shorter than SLEDTRACE_MIN_DURATION (hot.c): how many, and their time. */
+enum { STR_ELIDED_N = 256 };
+struct str_elided {
+    _Atomic uint32_t id; /* 0: free slot */
+    _Atomic uint32_t count;
+    _Atomic uint64_t ticks;
 };
 
 /* Flight policy: a full chunk is KEPT (not queued); its owner reclaims it (KEPT -> FILLING) when
@@ -115,6 +124,10 @@ struct str_cursor {
     uint64_t nest;
     uint32_t side_r;         /* side ring: read index (outermost level only) */
     _Atomic uint32_t side_w; /* side ring: write index (nested levels) */
+    /* With SLEDTRACE_MIN_DURATION: nothing below `stable` is ever taken back (it ends at the
+     * last exit recorded, or at the block's head); the flush thread writes a thread's current
+     * chunk only up to it. Release by the owner, acquire by the flush thread. */
+    _Atomic uintptr_t stable;
 };
 
 enum { STR_NEST_STRICT = 0x80 };
@@ -156,6 +169,9 @@ struct str_thread {
     pthread_t self;     /* the thread's pthread_t and birth (its name: names.c) */
     uint64_t birth;
     struct str_side_entry side[STR_SIDE_N];
+    /* SLEDTRACE_MIN_DURATION: calls taken back from the chunk, per function (owner writes,
+     * relaxed; the flush thread reads them at the thread's or the process's end). */
+    struct str_elided elided[STR_ELIDED_N];
     struct str_chunk chunks[];
 };
 
@@ -185,6 +201,9 @@ STR_HIDDEN void str_thread_exit(void *th);
  * (STR_NEST_STRICT). str_thread_unstrict undoes the mark when entering strict mode failed. */
 STR_HIDDEN void str_thread_strict(void);
 STR_HIDDEN void str_thread_unstrict(void);
+/* SLEDTRACE_MIN_DURATION in clock ticks, 0 while unknown (the flush thread sets it once it has
+ * calibrated the clock) or when off. */
+STR_HIDDEN extern _Atomic uint64_t str_min_ticks;
 /* Events dropped by strict threads (hot.c), reported at exit. */
 STR_HIDDEN extern _Atomic uint64_t str_strict_dropped;
 /* Events of threads already retired (run from pthread key destructors), reported at exit. */

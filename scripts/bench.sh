@@ -84,10 +84,11 @@ log "building into build/bench/ ($CLANG, sled flag $nodeps)"
 "$CLANG" -O2 -pthread "$src/fib_mt.c" -o "$bench_dir/fib-mt-plain"
 "$CLANG" -O2 -pthread "${XRAY_CFLAGS[@]}" "$nodeps" "$src/fib_mt.c" -o "$bench_dir/fib-mt-sleds"
 
-variants=(plain sledtrace xray-fdr floor mt-plain mt-sledtrace)
+variants=(plain sledtrace sledtrace-min xray-fdr floor mt-plain mt-sledtrace)
 declare -A label=(
     [plain]="fib, uninstrumented"
     [sledtrace]="fib, sledtrace"
+    [sledtrace-min]="fib, sledtrace, 1us threshold"
     [xray-fdr]="fib, compiler-rt FDR"
     [floor]="floor (2x rdtsc+store)"
     [mt-plain]="2 thr, uninstrumented"
@@ -97,6 +98,7 @@ declare -A skip=()
 if [[ ! -e "$preload" ]]; then
     skip[sledtrace]="build/preload/libsledtrace.so not built"
     skip[mt-sledtrace]=${skip[sledtrace]}
+    skip[sledtrace-min]=${skip[sledtrace]}
     log "warning: ${skip[sledtrace]}; skipping the sledtrace variants"
 fi
 
@@ -124,6 +126,11 @@ run_variant() {
         # compiler-rt reports "Unable to determine CPU frequency" on these VMs; show
         # anything else.
         grep -v 'Unable to determine CPU frequency' "$tmp/stderr" >&2 || true
+        ;;
+    sledtrace-min)
+        # SLEDTRACE_MIN_DURATION: most fib calls are taken back at their exit, counted
+        out=$(env "${sledtrace_env[@]}" SLEDTRACE_MIN_DURATION=1us LD_PRELOAD="$preload" \
+            SLEDTRACE_OUTPUT="$tmp/sledtrace-min" "$bench_dir/fib-sleds" "$N") || rc=$?
         ;;
     floor) out=$("$bench_dir/floor" "$N") || rc=$? ;;
     esac

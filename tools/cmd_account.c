@@ -82,6 +82,10 @@ struct fstat {
     uint32_t tix; /* thread index (--per-thread), else 0 */
     uint64_t count, total, self, min, max;
     uint64_t unfinished; /* entered, never exited: open at the end or cut at a loss marker */
+    /* calls shorter than SLEDTRACE_MIN_DURATION, taken back by the runtime and counted in an
+     * elided-calls event (stf.h): in count and total, in no per-call column */
+    uint64_t elided, elided_ticks;
+    bool recursive; /* a finished frame of it nested in another of its frames */
     /* The durations of the first EXACT_MAX finished calls (vals, nvals of capvals, sorted
      * before the output); then sketch is set, vals freed and the histogram rows hold them. */
     uint64_t *vals;
@@ -251,6 +255,8 @@ static int on_close(void *ctx, const struct cs_close *c)
      * frame of a recursion adds its duration (the nested ones lie inside it) */
     if (!c->f->same_below)
         f->total += dur;
+    else
+        f->recursive = true;
     f->self += c->self;
     return record(f, dur);
 }
@@ -278,6 +284,41 @@ static int on_loss(void *ctx, const struct cs_thread *t, uint64_t tsc, uint64_t 
     for (size_t k = 0; k < dropped; k++)
         if (unfinished(a, (size_t)(t - a->cs.t), &t->st[k]) != 0)
             return -1;
+    return 0;
+}
+
+static bool g_elided; /* the trace has elided calls: csv and json show them */
+
+/* total with the elided calls' time: a recursive function's elided calls lie inside its
+ * recorded outermost frames (whose union total already is), so theirs is added only to the
+ * others'. LIMIT: a function recursive only through elided calls counts that time twice. */
+static uint64_t total_of(const struct fstat *f)
+{
+    return f->total + (f->recursive ? 0 : f->elided_ticks);
+}
+
+/* An elided-calls event (SLEDTRACE_MIN_DURATION): each function's calls and time, added to its
+ * count and total. With --per-thread, the thread's, once the walker knows it. */
+static int add_elided(struct acct *a, const struct stf_item *it)
+{
+    uint32_t tix = 0;
+    if (a->per_thread) {
+        const struct cs_thread *t = cs_find(&a->cs, it->pid, it->tid);
+        if (!t)
+            return 0; /* a thread with no call recorded: its calls have no row to join */
+        tix = (uint32_t)(t - a->cs.t);
+    }
+    uint32_t id, calls;
+    uint64_t ticks;
+    for (size_t i = 0; stf_decode_elided(it->payload, it->payload_len, i, &id, &calls, &ticks);
+         i++) {
+        struct fstat *f = fget(a, tix, id);
+        if (!f)
+            return -1;
+        f->elided += calls;
+        f->elided_ticks += ticks;
+        g_elided = true;
+    }
     return 0;
 }
 
@@ -325,13 +366,14 @@ static int row_cmp(const void *pa, const void *pb)
     }
     switch (g_sort) {
     case S_TOTAL:
-        c = cmp_u64_desc(a->f->total, b->f->total);
+        c = cmp_u64_desc(total_of(a->f), total_of(b->f));
         break;
     case S_SELF:
         c = cmp_u64_desc(a->f->self, b->f->self);
         break;
     case S_COUNT:
-        c = cmp_u64_desc(a->f->count + a->f->unfinished, b->f->count + b->f->unfinished);
+        c = cmp_u64_desc(a->f->count + a->f->unfinished + a->f->elided,
+                         b->f->count + b->f->unfinished + b->f->elided);
         break;
     case S_MAX:
         c = cmp_u64_desc(a->f->max, b->f->max);
@@ -397,15 +439,15 @@ static void put_row(enum format fmt, bool per_thread, const struct cs_thread *th
     const struct fstat *f = r->f;
     uint64_t n = f->count;
     char share[32];
-    fmt_share(share, sizeof share, f->total, wall_ticks, fmt == F_TEXT);
+    fmt_share(share, sizeof share, total_of(f), wall_ticks, fmt == F_TEXT);
     uint64_t v[7] = {
-        f->total, f->self, f->min, rank(f, n, 50), rank(f, n, 90), rank(f, n, 99), f->max,
+        total_of(f), f->self, f->min, rank(f, n, 50), rank(f, n, 90), rank(f, n, 99), f->max,
     };
     for (int k = 0; k < 7; k++)
         v[k] = tool_ticks_to_ns(v[k], freq);
     /* count: every call entered; the other columns: only the calls that exited (none: '-'
      * in text, 0 in csv and json) */
-    uint64_t all = n + f->unfinished;
+    uint64_t all = n + f->unfinished + f->elided;
     if (fmt == F_CSV) {
         if (per_thread)
             printf("%" PRId32 ",%" PRId32 ",", th->pid, th->tid);
@@ -416,7 +458,10 @@ static void put_row(enum format fmt, bool per_thread, const struct cs_thread *th
             if (k == 0)
                 printf(",%s", share);
         }
-        printf(",%" PRIu64 "\n", f->unfinished);
+        printf(",%" PRIu64, f->unfinished);
+        if (g_elided)
+            printf(",%" PRIu64 ",%" PRIu64, f->elided, tool_ticks_to_ns(f->elided_ticks, freq));
+        putchar('\n');
     } else if (fmt == F_JSON) {
         fputs(first ? "\n" : ",\n", stdout);
         fputs(per_thread ? "      {\"function\": " : "    {\"function\": ", stdout);
@@ -427,7 +472,11 @@ static void put_row(enum format fmt, bool per_thread, const struct cs_thread *th
             if (k == 0)
                 printf(", \"share_pct\": %s", share);
         }
-        printf(", \"unfinished\": %" PRIu64 "}", f->unfinished);
+        printf(", \"unfinished\": %" PRIu64, f->unfinished);
+        if (g_elided)
+            printf(", \"elided\": %" PRIu64 ", \"elided_ns\": %" PRIu64, f->elided,
+                   tool_ticks_to_ns(f->elided_ticks, freq));
+        putchar('}');
     } else {
         printf("%10" PRIu64, all);
         for (int k = 0; k < 7; k++) {
@@ -443,6 +492,8 @@ static void put_row(enum format fmt, bool per_thread, const struct cs_thread *th
         printf(" %10" PRIu32 "  %s", f->id, row_name(r));
         if (f->unfinished)
             printf("  (%" PRIu64 " unfinished)", f->unfinished);
+        if (f->elided)
+            printf("  (%" PRIu64 " elided)", f->elided);
         putchar('\n');
     }
 }
@@ -451,8 +502,8 @@ static void put_header(enum format fmt, bool per_thread)
 {
     if (fmt == F_CSV)
         printf("%sfunction,id,count,total_ns,share_pct,self_ns,min_ns,median_ns,p90_ns,p99_ns,"
-               "max_ns,unfinished\n",
-               per_thread ? "pid,tid," : "");
+               "max_ns,unfinished%s\n",
+               per_thread ? "pid,tid," : "", g_elided ? ",elided,elided_ns" : "");
     else if (fmt == F_TEXT)
         printf("%10s %12s %7s %12s %12s %12s %12s %12s %12s %10s  %s\n", "count", "total", "share",
                "self", "min", "median", "p90", "p99", "max", "id", "function");
@@ -466,6 +517,7 @@ int cmd_account(int argc, char **argv)
     uint64_t top = 0;
     g_sort = S_TOTAL;
     g_threads = NULL;
+    g_elided = false;
     if (tool_wants_help(argc, argv)) {
         help(stdout);
         return EXIT_OK;
@@ -518,6 +570,14 @@ int cmd_account(int argc, char **argv)
         /* Function records and loss markers (a gap: no call is measured across it, the frames
          * open before it are dropped); threads with neither are not counted. */
         uint64_t lost;
+        if (it.kind == STF_M_TYPED_EVENT && it.event_type == STF_TYPED_ELIDED) {
+            if (add_elided(&a, &it) != 0) {
+                tool_err("out of memory");
+                status = EXIT_BAD_TRACE;
+                break;
+            }
+            continue;
+        }
         if (it.kind != STF_K_FUNCTION &&
             !(it.kind == STF_M_CUSTOM_EVENT && stf_decode_loss(it.payload, it.payload_len, &lost)))
             continue;
@@ -542,7 +602,7 @@ int cmd_account(int argc, char **argv)
     if (status == EXIT_OK) {
         size_t nrows = 0;
         for (size_t i = 0; i < a.nf; i++) {
-            if (a.f[i].count == 0 && a.f[i].unfinished == 0)
+            if (a.f[i].count == 0 && a.f[i].unfinished == 0 && a.f[i].elided == 0)
                 continue;
             if (a.f[i].nvals)
                 qsort(a.f[i].vals, a.f[i].nvals, sizeof *a.f[i].vals, cmp_u64);
@@ -642,6 +702,15 @@ int cmd_account(int argc, char **argv)
                         "first to its last record)\n",
                         wall_b, a.cs.nt, a.cs.nt == 1 ? "" : "s");
         }
+        uint64_t elided = 0;
+        for (size_t i = 0; i < a.nf; i++)
+            elided += a.f[i].elided;
+        if (status == EXIT_OK && elided)
+            fprintf(foot,
+                    "# elided: %" PRIu64 " calls shorter than the runtime's SLEDTRACE_MIN_DURATION "
+                    "were counted, not recorded: count and total include them; self, min, median, "
+                    "p90, p99 and max are of the recorded calls only\n",
+                    elided);
         if (status == EXIT_OK && a.cs.gaps)
             fprintf(foot,
                     "# gaps: %" PRIu64 " (%" PRIu64 " events dropped by the runtime); %" PRIu64

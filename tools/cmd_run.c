@@ -59,6 +59,9 @@ static void help(FILE *out, bool live)
         "  --max-size SIZE       stop writing the trace past SIZE bytes (K, M, G, T; 0: no cap;\n"
         "                        default: half the free space) (SLEDTRACE_MAX_SIZE)\n"
         "  --log LEVEL           runtime messages: error, warn (default), info, debug\n"
+        "  --min-duration TIME   calls shorter than TIME (10us, 2.5ms) leave no records but\n"
+        "                        are counted: account's count and total include them\n"
+        "                        (SLEDTRACE_MIN_DURATION)\n"
         "%s"
         "  --preload LIB         runtime library to preload (default: found next to sledtrace)\n",
         live ? "live" : "run",
@@ -381,6 +384,7 @@ struct setting {
     uint64_t lo, hi;        /* an integer in [lo, hi] when hi != 0, or */
     int size;               /* a size: digits and an optional K, M, G, T */
     const char *value;
+    int duration; /* a duration (tool_parse_duration), at most a minute */
 };
 
 static bool valid_size(const char *v)
@@ -419,7 +423,14 @@ static bool check_setting(const struct setting *st, const char *cmd)
                  st->opt, v);
         return false;
     }
-    if (!st->hi && !st->size && !*v) {
+    uint64_t ns;
+    if (st->duration && (!tool_parse_duration(v, &ns) || ns > 60000000000ull)) {
+        tool_err("%s: %s must be a duration up to 60s (10us, 2.5ms; a bare number is ns), not "
+                 "'%s'",
+                 cmd, st->opt, v);
+        return false;
+    }
+    if (!st->hi && !st->size && !st->duration && !*v) {
         tool_err("%s: %s needs a non-empty value", cmd, st->opt);
         return false;
     }
@@ -430,15 +441,16 @@ static int run_or_live(int argc, char **argv, bool live)
 {
     const char *cmd = live ? "live" : "run";
     struct setting set[] = {
-        {"--filter", "SLEDTRACE_FILTER", {NULL}, 0, 0, 0, NULL},
-        {"--exclude", "SLEDTRACE_EXCLUDE", {NULL}, 0, 0, 0, NULL},
-        {"--policy", "SLEDTRACE_POLICY", {"lossless", "discard", "flight", NULL}, 0, 0, 0, NULL},
-        {"--clock", "SLEDTRACE_CLOCK", {"auto", "tsc", "monotonic", NULL}, 0, 0, 0, NULL},
-        {"--buffer-kb", "SLEDTRACE_BUFFER_KB", {NULL}, 4, 16384, 0, NULL},
-        {"--buffers", "SLEDTRACE_BUFFERS", {NULL}, 2, 4096, 0, NULL},
-        {"--flush-ms", "SLEDTRACE_FLUSH_MS", {NULL}, 1, 60000, 0, NULL},
-        {"--max-size", "SLEDTRACE_MAX_SIZE", {NULL}, 0, 0, 1, NULL},
-        {"--log", "SLEDTRACE_LOG", {"error", "warn", "info", "debug", NULL}, 0, 0, 0, NULL},
+        {"--filter", "SLEDTRACE_FILTER", {NULL}, 0, 0, 0, NULL, 0},
+        {"--exclude", "SLEDTRACE_EXCLUDE", {NULL}, 0, 0, 0, NULL, 0},
+        {"--policy", "SLEDTRACE_POLICY", {"lossless", "discard", "flight", NULL}, 0, 0, 0, NULL, 0},
+        {"--clock", "SLEDTRACE_CLOCK", {"auto", "tsc", "monotonic", NULL}, 0, 0, 0, NULL, 0},
+        {"--buffer-kb", "SLEDTRACE_BUFFER_KB", {NULL}, 4, 16384, 0, NULL, 0},
+        {"--buffers", "SLEDTRACE_BUFFERS", {NULL}, 2, 4096, 0, NULL, 0},
+        {"--flush-ms", "SLEDTRACE_FLUSH_MS", {NULL}, 1, 60000, 0, NULL, 0},
+        {"--max-size", "SLEDTRACE_MAX_SIZE", {NULL}, 0, 0, 1, NULL, 0},
+        {"--log", "SLEDTRACE_LOG", {"error", "warn", "info", "debug", NULL}, 0, 0, 0, NULL, 0},
+        {"--min-duration", "SLEDTRACE_MIN_DURATION", {NULL}, 0, 0, 0, NULL, 1},
     };
     enum { NSET = sizeof set / sizeof set[0] };
     const char *out = NULL, *preload = NULL;

@@ -637,7 +637,7 @@ Test(host, buffers_that_cannot_be_allocated)
     struct e2e_run t;
     e2e_run(work, &s, &t);
     cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0);
-    cr_assert(strstr(t.err, "cannot allocate a thread's buffers (32768136 KiB") != NULL, "%s",
+    cr_assert(strstr(t.err, "cannot allocate a thread's buffers (32768140 KiB") != NULL, "%s",
               t.err);
     cr_assert(strstr(t.err, ", 32 events found no buffer\n") != NULL, "%s", t.err);
     e2e_run_free(&t);

@@ -278,3 +278,98 @@ Test(run, flush_under_the_flight_policy)
 {
     check_flush("flight");
 }
+
+/* 14.2: SLEDTRACE_MIN_DURATION (run --min-duration). A call shorter than the threshold leaves no
+ * records but is counted: account's counts stay exact for every function, with the elided
+ * calls in their own column; the trace is balanced, strict-valid and accepted by llvm-xray. */
+static long csv_field_of(const char *csv, const char *fn, int col)
+{
+    char key[64];
+    snprintf(key, sizeof key, "\n%s,", fn);
+    const char *p = strstr(csv, key);
+    cr_assert_not_null(p, "no row for %s:\n%s", fn, csv);
+    p += strlen(key); /* at column 2 */
+    for (int i = 2; i < col; i++) {
+        p = strchr(p, ',');
+        cr_assert_not_null(p);
+        p++;
+    }
+    return strtol(p, NULL, 10);
+}
+
+Test(run, min_duration_counts_what_it_does_not_record)
+{
+    char work[PATH_MAX], out[PATH_MAX], trace[PATH_MAX];
+    const char *bin = BIN("durprog");
+    e2e_workdir(work, sizeof work);
+    snprintf(out, sizeof out, "%s/out", work);
+    struct e2e_spec s = {
+        .prog = bin, .preload = 1, .outdir = out, .env = {"SLEDTRACE_MIN_DURATION=20us"}};
+    struct e2e_run t, a, v;
+    e2e_run(work, &s, &t);
+    cr_assert_eq(t.status, 0, "%s", t.err);
+    cr_assert_str_empty(t.err, "%s", t.err);
+    e2e_trace_path(trace, sizeof trace, out, bin, t.pid, "fdr");
+    e2e_run_sh(work, &a, "'" E2E_SLEDTRACE "' account --format csv '%s'", trace);
+    cr_assert_eq(a.status, 0, "%s", a.err);
+    static const char header[] = "function,id,count,total_ns,share_pct,self_ns,min_ns,median_ns,"
+                                 "p90_ns,p99_ns,max_ns,unfinished,elided,elided_ns\n";
+    cr_assert(strncmp(a.out, header, strlen(header)) == 0, "%s", a.out);
+    /* columns: 3 count, 13 elided */
+    cr_assert_eq(csv_field_of(a.out, "outer", 3), 2000);
+    cr_assert_eq(csv_field_of(a.out, "slow", 3), 2000);
+    cr_assert_eq(csv_field_of(a.out, "quick", 3), 10000, "quick's count must stay exact");
+    cr_assert_eq(csv_field_of(a.out, "outer", 13), 0, "a 200 us call was elided");
+    cr_assert_eq(csv_field_of(a.out, "slow", 13), 0, "a 200 us call was elided");
+    long elided = csv_field_of(a.out, "quick", 13);
+    cr_assert_gt(elided, 5000, "only %ld of 10000 quick calls elided", elided);
+    cr_assert_not_null(strstr(a.err, "calls shorter than the runtime's SLEDTRACE_MIN_DURATION"),
+                       "%s", a.err);
+    /* the records left are balanced and valid */
+    struct e2e_trace *tr = malloc(sizeof *tr);
+    cr_assert_not_null(tr);
+    e2e_read_trace(trace, tr);
+    cr_assert_str_empty(tr->error, "%s", tr->error);
+    cr_assert_eq(tr->unbalanced, 0);
+    free(tr);
+    e2e_run_sh(work, &v, "'" E2E_LLVM_XRAY "' fdr-dump --verify '%s'", trace);
+    cr_assert(WIFEXITED(v.status) && WEXITSTATUS(v.status) == 0, "%s", v.err);
+    e2e_run_free(&t);
+    e2e_run_free(&a);
+    e2e_run_free(&v);
+    e2e_rmtree(work);
+}
+
+/* 14.2: on a fib-like workload a 1 us threshold makes the trace at least 10 times smaller, and
+ * fib's count is still exact. */
+Test(run, min_duration_shrinks_a_fib_trace)
+{
+    char work[PATH_MAX];
+    const char *bin = BIN("durprog");
+    e2e_workdir(work, sizeof work);
+    long size[2], count[2];
+    for (int k = 0; k < 2; k++) {
+        char out[PATH_MAX], trace[PATH_MAX];
+        snprintf(out, sizeof out, "%s/out%d", work, k);
+        struct e2e_spec s = {.prog = bin,
+                             .argv1 = "fib",
+                             .preload = 1,
+                             .outdir = out,
+                             .env = {k ? "SLEDTRACE_MIN_DURATION=1us" : NULL}};
+        struct e2e_run t, a;
+        e2e_run(work, &s, &t);
+        cr_assert_eq(t.status, 0, "%s", t.err);
+        e2e_trace_path(trace, sizeof trace, out, bin, t.pid, "fdr");
+        struct stat st;
+        cr_assert_eq(stat(trace, &st), 0);
+        size[k] = (long)st.st_size;
+        e2e_run_sh(work, &a, "'" E2E_SLEDTRACE "' account --format csv '%s'", trace);
+        count[k] = csv_field_of(a.out, "fib", 3);
+        cr_assert_eq(count[k], 57313, "threshold %d: %s", k, a.out); /* fib(22): 2 F(23) - 1 */
+        e2e_run_free(&t);
+        e2e_run_free(&a);
+    }
+    cr_assert_geq(size[0], 10 * size[1], "%ld bytes without the threshold, %ld with", size[0],
+                  size[1]);
+    e2e_rmtree(work);
+}
