@@ -1,9 +1,9 @@
 /* Exit paths that bypass destructors: _exit, _Exit and the exec family.
  *
- * The library interposes these symbols (they are the only functions it exports besides what the
- * dynamic linker needs): each completes the trace, as the destructor would at exit, and then does
- * exactly what the program asked for. quick_exit is covered by an at_quick_exit handler
- * (runtime.c).
+ * The library interposes these symbols (preload/DESIGN.md lists everything it exports): each
+ * completes the trace, as the destructor would at exit, and then does exactly what the program
+ * asked for. quick_exit is covered by an at_quick_exit handler (runtime.c); it is interposed only
+ * to note the exit status for the sidecar.
  *
  * exec: everything recorded so far is written before the new image replaces the process. If the
  * exec fails, the program carries on untraced (one info message): the trace file has been

@@ -3,7 +3,7 @@
  * Start-up (a constructor, before main, while the program is normally single-threaded):
  * configuration; the main executable's instrumentation map is read from /proc/self/exe and every
  * sled is proven; the trace file `$SLEDTRACE_OUTPUT/sledtrace.<prog>.<pid>.fdr` and its symbol
- * sidecar `.syms` are created (O_EXCL|O_NOFOLLOW, 0644 minus the umask, moved to a high
+ * sidecar `.syms` are created (O_EXCL|O_NOFOLLOW, SLEDTRACE_FILE_MODE (0600) minus the umask, moved to a high
  * descriptor number so the program's own descriptors are unaffected); the flush thread starts;
  * then the proven sleds are patched, the executable's and those of every instrumented shared
  * object. Any failure logs one message and leaves the program to run untraced.

@@ -139,7 +139,8 @@ STR_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*
             str_log(STR_WARN,
                     "the program's pthread_create failed for lack of memory; the tracer holds "
                     "SLEDTRACE_BUFFER_KB x SLEDTRACE_BUFFERS of buffers per tracing thread and "
-                    "about 3 MiB more (see the README)");
+                    "about 32 KiB more (see \"What the runtime needs from the program\" in the "
+                    "README)");
     }
     if (rc != 0) {
         atomic_fetch_sub_explicit(&live, 1, memory_order_relaxed);

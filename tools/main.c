@@ -30,7 +30,7 @@ static void usage(FILE *out)
           "                                  Chrome/Perfetto JSON, or llvm-xray's YAML\n"
           "  graph TRACE [-o OUT] [--syms FILE]\n"
           "                                  call graph as Graphviz DOT\n"
-          "  replay TRACE [--tid N] [--depth N] [--min-duration NS] [--filter GLOB]\n"
+          "  replay TRACE [--tid N] [--depth N] [--min-duration TIME] [--filter GLOB]\n"
           "                                  per-thread call tree with times and durations\n"
           "  stack TRACE [--by time|count] [--format text|folded]\n"
           "                                  aggregated call stacks (folded for flame graphs)\n"

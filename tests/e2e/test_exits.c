@@ -500,7 +500,7 @@ Test(abort_handler, handler_returns_nopie_xray_runtime)
 
 /* A program that raise(SIGABRT)s at itself, survives its own handler, goes on and exits with 0:
  * same status and stdout, and the trace holds everything, the calls after the raise included
- * (README: "A program that recovers ... pays nothing").
+ * (preload/DESIGN.md: a program that recovers pays nothing).
  * REGRESSION: the runtime cannot tell this raise from abort()'s; at first (6bd9698) it completed
  * the trace when the handler returned, so the calls after it (fib(10)) were missing. It now
  * writes a checkpoint and keeps tracing. */
