@@ -5,9 +5,10 @@
 # installed, no root is needed.
 #
 #   setup.sh          everything the tests need (three compilers, compiler-rt, llvm-xray,
-#                     Criterion), built into build/ with the test programs, and, where node and
-#                     npm are installed, the npm packages of tests/viewers (npm ci, pinned by
-#                     its package-lock.json) into build/tests/viewers
+#                     Criterion, Chromium and Graphviz), built into build/ with the test
+#                     programs, and, where node and npm are installed, the npm packages of
+#                     tests/viewers (npm ci, pinned by its package-lock.json) into
+#                     build/tests/viewers
 #   setup.sh --demo   only what the runtime, the sledtrace command and the demo need (clang,
 #                     libelf, Capstone, meson), built into build-demo/ without tests
 set -euo pipefail
@@ -30,8 +31,10 @@ esac
 # libclang-rt-22-dev: clang-22 -fxray-shared links libclang_rt.xray-dso.a from it (tests/e2e/libxs.so).
 # clang-format runs as the `style` test.
 # man-db (with groff-base): the `install` test renders the installed manual pages with `man -l`.
+# chromium and graphviz: the viewers-chromium test opens the flame graph and the call graph (laid
+# out by graphviz's dot) in headless Chromium and reads back what a person would see there.
 PACKAGES=(meson ninja-build pkg-config libelf-dev libcapstone-dev libcriterion-dev clang llvm
-    libclang-rt-14-dev clang-19 clang-22 libclang-rt-22-dev clang-format man-db)
+    libclang-rt-14-dev clang-19 clang-22 libclang-rt-22-dev clang-format man-db chromium graphviz)
 BUILD_DIR=build
 MESON_OPTIONS=()
 if [[ $MODE == demo ]]; then
@@ -106,18 +109,19 @@ configure_and_build() {
     meson compile -C "$BUILD_DIR"
 }
 
-# The viewers-devtools test loads the Chrome JSON export with the Chrome DevTools trace engine,
-# an npm package: installed here, while the registry is reachable, so that the test needs no
-# network (it runs npm ci itself when this did not). node and npm are not Debian packages here
-# (node 20 comes with the machine); without them the test is not built.
+# The viewers tests use npm packages: viewers-devtools loads the Chrome JSON export with the
+# Chrome DevTools trace engine, viewers-chromium drives Chromium with playwright-core. Installed
+# here, while the registry is reachable, so that the tests need no network (they run npm ci
+# themselves when this did not). node and npm are not Debian packages here (node 20 comes with
+# the machine); without them the tests are not built.
 install_viewers() {
     local npm
     if ! command -v node >/dev/null || ! npm=$(command -v npm); then
-        log "node or npm not found: no viewers-devtools test"
+        log "node or npm not found: no viewers tests"
         return 0
     fi
     if ! tests/viewers/install.sh tests/viewers "$BUILD_DIR/tests/viewers" "$npm"; then
-        log "warning: npm ci failed; the viewers-devtools test will try again (and fail without" \
+        log "warning: npm ci failed; the viewers tests will try again (and fail without" \
             "the npm registry)"
     fi
 }

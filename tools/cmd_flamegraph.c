@@ -13,7 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { SVG_W = 1200, PAD = 10, FRAME_H = 16, TOP = 44, CHAR_W = 7 };
+enum { SVG_W = 1200, PAD = 10, FRAME_H = 16, TOP = 44 };
+/* Pixels per character of a label (12px monospace). Monospace fonts advance about 0.6 em, 7.2 px
+ * (DejaVu Sans Mono, Chromium's monospace on Debian: 7.22 px): at 7 a long label ran a few pixels
+ * past its frame into the next one. 7.5 keeps it inside; the script's lab() uses the same. */
+#define CHAR_W 7.5
 
 static void help(FILE *out)
 {
@@ -63,20 +67,27 @@ static void xml_esc(FILE *f, const char *s, size_t max)
     }
 }
 
-/* Label fitting w pixels: name, name truncated with "..", or nothing. */
+/* Label fitting w pixels: name, name truncated with "..", or nothing. Characters are counted,
+ * not bytes, as the script's lab() counts them (a UTF-8 name kept its load-time label only until
+ * a zoom or 'Reset zoom' redrew it). */
 static void label(FILE *f, const char *name, double w)
 {
     double c = (w - 6) / CHAR_W;
     if (c < 3)
         return;
-    size_t n = strlen(name);
+    size_t n = 0, len = strlen(name);
+    for (size_t i = 0; i < len; i++)
+        n += ((unsigned char)name[i] & 0xc0) != 0x80;
     if ((double)n <= c) {
-        xml_esc(f, name, n);
+        xml_esc(f, name, len);
         return;
     }
-    size_t k = (size_t)c - 2;
-    while (k > 0 && ((unsigned char)name[k] & 0xc0) == 0x80)
-        k--; /* do not cut a UTF-8 sequence */
+    /* the bytes of the first c - 2 characters */
+    size_t keep = (size_t)c - 2, k = 0;
+    for (size_t chars = 0; k < len; k++) {
+        if (((unsigned char)name[k] & 0xc0) != 0x80 && chars++ == keep)
+            break;
+    }
     xml_esc(f, name, k);
     fputs("..", f);
 }
@@ -97,8 +108,8 @@ static int cmp_child(const void *pa, const void *pb)
 static const char script[] =
     "var PAD=10,FW=1180,fr=[].slice.call(document.querySelectorAll('g.f'));\n"
     "function num(g,k){return +g.getAttribute('data-'+k);}\n"
-    "function lab(n,w){var c=Math.floor((w-6)/7);if(c<3)return '';"
-    "return n.length<=c?n:n.substring(0,c-2)+'..';}\n"
+    "function lab(n,w){var c=Math.floor((w-6)/7.5),a=Array.from(n);if(c<3)return '';"
+    "return a.length<=c?n:a.slice(0,c-2).join('')+'..';}\n"
     "function show(zx,zw,zd){var e=1e-9;fr.forEach(function(g){"
     "var x=num(g,'x'),w=num(g,'w'),d=num(g,'d'),nx,nw,vis;"
     "if(d<zd){vis=x<=zx+e&&x+w>=zx+zw-e;nx=0;nw=1;}"

@@ -507,6 +507,55 @@ Test(views, flamegraph_svg)
     tr_remove_trace(p);
 }
 
+/* Frame labels (issue 13): they fit their frame at 7.5 px per character (12px monospace fonts
+ * advance 7.2 px; at 7 a cut label ran past its frame), and characters are counted, not bytes,
+ * as the page's script counts them when it redraws after a zoom. At 1 GHz, of main's 1000 ns:
+ * a 61-character name for 300 ns (354 px: 44 characters and ".."), a UTF-8 name of 29
+ * characters in 34 bytes for 200 ns (236 px: 30 characters fit, the whole name). The
+ * viewers-chromium test measures the same in Chromium. */
+Test(views, flamegraph_labels_fit_and_count_characters)
+{
+    struct tg g;
+    tg_init(&g, 5, 1000000000, 4096);
+    tg_block_begin(&g, 1, 1, 0, 0);
+    tg_func(&g, 1, STF_ENTER, 0);
+    tg_func(&g, 2, STF_ENTER, 0);
+    tg_func(&g, 2, STF_EXIT, 300);
+    tg_func(&g, 3, STF_ENTER, 300);
+    tg_func(&g, 3, STF_EXIT, 500);
+    tg_func(&g, 1, STF_EXIT, 1000);
+    tg_block_end(&g);
+    char *p = tg_tmpname(".fdr");
+    cr_assert_eq(tg_write(&g, p), 0);
+    tg_free(&g);
+    char *s = stf_syms_path_for(p);
+    FILE *f = fopen(s, "w");
+    cr_assert(f);
+    fputs("sledtrace-syms\t1\nf\t0\t1\t0x1000\tmain\n"
+          "f\t0\t2\t0x1100\tcompute_the_checksum_of_every_block_in_the_input_buffer_twice\n"
+          "f\t0\t3\t0x1200\tgr\xc3\xb6\xc3\x9f"
+          "e_\xc3\xbc"
+          "ber_alle_str\xc3\xb6me_z\xc3\xa4hlen\n",
+          f);
+    fclose(f);
+    free(s);
+    const char *argv[] = {tr_bin(), "flamegraph", p, "-o", "-", NULL};
+    struct tr_out r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert(strstr(r.o, "<title>compute_the_checksum_of_every_block_in_the_input_buffer_twice "
+                          "(300ns, 30.00%)</title><rect x=\"10.00\" y=\"44\" width=\"354.00\""),
+              "%s", r.o);
+    cr_assert(strstr(r.o, ">compute_the_checksum_of_every_block_in_the_i..</text>"), "%s", r.o);
+    cr_assert(strstr(r.o, " width=\"236.00\" height=\"15\" rx=\"2\" fill=\""), "%s", r.o);
+    cr_assert(strstr(r.o, ">gr\xc3\xb6\xc3\x9f"
+                          "e_\xc3\xbc"
+                          "ber_alle_str\xc3\xb6me_z\xc3\xa4hlen</text>"),
+              "%s", r.o);
+    cr_assert(strstr(r.o, "Math.floor((w-6)/7.5),a=Array.from(n)"), "%s", r.o);
+    tr_out_free(&r);
+    tr_remove_trace(p);
+}
+
 Test(views, truncated_file_errors)
 {
     char *p = write_trace();
