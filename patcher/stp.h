@@ -166,6 +166,10 @@ void stp_number_functions(const uint8_t *entries, size_t n, uintptr_t map_addr, 
 void stp_tramp_entry(void);
 void stp_tramp_exit(void);
 void stp_tramp_tail(void);
+/* The same two for SLEDTRACE_MIN_DURATION: they call stp_event_min (which the program linking
+ * this library provides too), so that stp_event pays nothing for it. */
+void stp_tramp_exit_min(void);
+void stp_tramp_tail_min(void);
 void stp_tramp_log_args(void);
 void stp_tramp_custom(void);
 void stp_tramp_typed(void);
@@ -179,6 +183,8 @@ void stp_fpu_init(void);
 /* Defined by the user of this library: the event handler the trampolines call.
  * action: 0 enter, 1 exit, 2 tail exit, 3 enter with argument `arg`. */
 void stp_event(uint32_t id, uint32_t action);
+/* An exit (action 1) or tail exit (2) under a minimum duration (stp_tramp_exit_min). */
+void stp_event_min(uint32_t id, uint32_t action);
 void stp_event_arg(uint32_t id, uint64_t arg);
 /* Custom and typed event sleds (__xray_customevent, __xray_typedevent): their payload. */
 void stp_event_custom(const void *data, uint64_t len);

@@ -103,14 +103,17 @@
     ENTRY_TRAMPOLINE stp_tramp_entry, 0, stp_event
     ENTRY_TRAMPOLINE stp_tramp_tail, 2, stp_event
     ENTRY_TRAMPOLINE stp_tramp_log_args, 3, stp_event_arg
+    /* with a minimum duration (the runtime patches exits to these then): stp_event_min */
+    ENTRY_TRAMPOLINE stp_tramp_tail_min, 2, stp_event_min
 
 /* Exit trampoline: entered by jmp in place of ret (rsp = 8 mod 16). Keeps rax and rdx (the
  * integer return registers); 2 pushes and 8 bytes make the call aligned. */
-    .globl stp_tramp_exit
-    .hidden stp_tramp_exit
-    .type stp_tramp_exit, @function
+    .macro EXIT_TRAMPOLINE name, target
+    .globl \name
+    .hidden \name
+    .type \name, @function
     .p2align 4
-stp_tramp_exit:
+\name:
     .cfi_startproc
     push %rax
     .cfi_adjust_cfa_offset 8
@@ -120,7 +123,7 @@ stp_tramp_exit:
     .cfi_adjust_cfa_offset 8
     mov %r10d, %edi
     mov $1, %esi
-    call stp_event
+    call \target
     add $8, %rsp
     .cfi_adjust_cfa_offset -8
     pop %rdx
@@ -129,7 +132,11 @@ stp_tramp_exit:
     .cfi_adjust_cfa_offset -8
     ret
     .cfi_endproc
-    .size stp_tramp_exit, . - stp_tramp_exit
+    .size \name, . - \name
+    .endm
+
+    EXIT_TRAMPOLINE stp_tramp_exit, stp_event
+    EXIT_TRAMPOLINE stp_tramp_exit_min, stp_event_min
 
 /* Event trampolines, reached by the call inside an enabled custom/typed event sled, whose own
  * pushes leave the stack at any alignment. They keep every caller-saved general register and

@@ -181,7 +181,9 @@ static void report(struct list *l, const char *lib)
         if (pt->lib[0] && !pt->lib_seen)
             continue;
         pt->warned = 1;
-        str_log(STR_WARN,
+        /* A descendant of the process `sledtrace run` started (same environment, another
+         * program) keeps quiet: the patterns were written for the program the user ran. */
+        str_log(str_cfg.descendant ? STR_INFO : STR_WARN,
                 "%s: '%s' matches no function%s (patterns are shell globs on function names, "
                 "C++ names demangled or not; LIB:GLOB limits one to an object)",
                 l->var, pt->text, pt->lib[0] ? " of the objects it names" : "");

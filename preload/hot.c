@@ -473,9 +473,6 @@ void stp_event(uint32_t id, uint32_t action)
     if (__builtin_expect(
             p + 8 > atomic_load_explicit(&c->end, memory_order_relaxed) || delta > UINT32_MAX, 0))
         EXIT_VIA(event_slow(c, n, word, tsc, 0));
-    if (__builtin_expect(action != 0 && atomic_load_explicit(&str_min_ticks, memory_order_relaxed),
-                         0))
-        EXIT_VIA(exit_elide(c, n, word, tsc, p));
     *(uint64_t *)p = (uint64_t)word | (delta << 32);
     c->last_tsc = tsc;
     atomic_store_explicit(&c->pos, p + 8, memory_order_release);
@@ -484,6 +481,25 @@ void stp_event(uint32_t id, uint32_t action)
         EXIT_VIA(finish_slow(c, n));
     atomic_signal_fence(memory_order_seq_cst);
     c->nest = n;
+}
+
+/* The exits under SLEDTRACE_MIN_DURATION: the runtime patches exit and tail sleds to call this
+ * (stp_tramp_exit_min, stp_tramp_tail_min) instead of stp_event, which so pays nothing for the
+ * threshold. The fast path's checks, then exit_elide. */
+void stp_event_min(uint32_t id, uint32_t action)
+{
+    struct str_cursor *c = &str_cursor;
+    uint64_t n = enter(c);
+    uint32_t word = (id << 4) | (action << 1);
+    if (__builtin_expect(n != 0 || side_pending(c), 0))
+        EXIT_VIA(event_slow(c, n, word, 0, 0));
+    uint64_t tsc = rdtsc();
+    uintptr_t p = atomic_load_explicit(&c->pos, memory_order_relaxed);
+    if (__builtin_expect(p + 8 > atomic_load_explicit(&c->end, memory_order_relaxed) ||
+                             tsc - c->last_tsc > UINT32_MAX,
+                         0))
+        EXIT_VIA(event_slow(c, n, word, tsc, 0));
+    EXIT_VIA(exit_elide(c, n, word, tsc, p));
 }
 
 /* Custom and typed events: a v5 CustomEventMarker (kind 5: size, TSC delta) or TypedEventMarker

@@ -245,6 +245,9 @@ void str_config_load(void)
     v = getenv("SLEDTRACE_EXCLUDE");
     if (v && *v)
         str_cfg.exclude = keep("SLEDTRACE_EXCLUDE", v);
+    v = getenv("SLEDTRACE_RUN_PID");
+    if (v && *v && strtol(v, NULL, 10) != (long)getpid())
+        str_cfg.descendant = 1;
     v = getenv("SLEDTRACE_RUN_ID");
     if (v && *v && strlen(v) <= 64 && strspn(v, "0123456789abcdef") == strlen(v))
         str_cfg.run_id = keep("SLEDTRACE_RUN_ID", v);

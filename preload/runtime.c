@@ -349,8 +349,9 @@ static int patch(struct stp_object *obj, const char *name)
 {
     struct stp_targets t = {{0}};
     t.fn[STP_ENTRY] = stp_tramp_entry;
-    t.fn[STP_EXIT] = stp_tramp_exit;
-    t.fn[STP_TAIL] = stp_tramp_tail;
+    /* with SLEDTRACE_MIN_DURATION the exits go to stp_event_min (hot.c); else stp_event */
+    t.fn[STP_EXIT] = str_cfg.min_duration_ns ? stp_tramp_exit_min : stp_tramp_exit;
+    t.fn[STP_TAIL] = str_cfg.min_duration_ns ? stp_tramp_tail_min : stp_tramp_tail;
     t.fn[STP_LOG_ARGS_ENTER] = stp_tramp_log_args;
     t.fn[STP_CUSTOM_EVENT] = stp_tramp_custom;
     t.fn[STP_TYPED_EVENT] = stp_tramp_typed;

@@ -42,6 +42,7 @@ struct str_config {
     uint64_t max_size;        /* bytes, 0 = no cap; else half the free space at start-up */
     uint64_t min_duration_ns; /* SLEDTRACE_MIN_DURATION: shorter calls are counted, not recorded */
     const char *run_id; /* SLEDTRACE_RUN_ID (set by `sledtrace run`): written in the sidecar */
+    int descendant;     /* SLEDTRACE_RUN_PID (set by `sledtrace run`) names another process */
 };
 
 STR_HIDDEN extern struct str_config str_cfg;

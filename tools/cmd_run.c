@@ -602,8 +602,11 @@ static int run_or_live(int argc, char **argv, bool live)
     if (pid == 0) {
         sigaction(SIGINT, &oldint, NULL);
         sigaction(SIGQUIT, &oldquit, NULL);
+        char self[24];
+        snprintf(self, sizeof self, "%ld", (long)getpid()); /* the program: execvp keeps it */
         bool ok = setenv("LD_PRELOAD", ldp, 1) == 0 && setenv("SLEDTRACE_OUTPUT", dir, 1) == 0 &&
-                  setenv("SLEDTRACE_RUN_ID", run_id, 1) == 0;
+                  setenv("SLEDTRACE_RUN_ID", run_id, 1) == 0 &&
+                  setenv("SLEDTRACE_RUN_PID", self, 1) == 0;
         for (size_t k = 0; k < NSET && ok; k++)
             if (set[k].value)
                 ok = setenv(set[k].var, set[k].value, 1) == 0;

@@ -373,3 +373,21 @@ Test(run, min_duration_shrinks_a_fib_trace)
                   size[1]);
     e2e_rmtree(work);
 }
+
+/* 10.1 with 12.5: a filter pattern that matches nothing is said by the program the user ran,
+ * not again by each of its descendants (they keep the environment, not the user's intent):
+ * spawnprog starts the fib program, both traced, both without a function called `nosuch`. */
+Test(run, descendants_keep_quiet_about_filters)
+{
+    char work[PATH_MAX];
+    e2e_workdir(work, sizeof work);
+    struct e2e_run r;
+    e2e_run_sh(work, &r, "'" E2E_SLEDTRACE "' run -o '%s/out' --filter 'fib,nosuch' -- '%s' '%s'",
+               work, BIN("spawnprog-pie-nort"), BIN("fib-pie-nort"));
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_eq(e2e_count_lines(r.err, "sledtrace: warning: SLEDTRACE_FILTER: 'nosuch'"), 1,
+                 "stderr:\n%s", r.err);
+    cr_assert_eq(e2e_count_lines(r.err, "sledtrace: trace written to "), 2, "stderr:\n%s", r.err);
+    e2e_run_free(&r);
+    e2e_rmtree(work);
+}
