@@ -6,6 +6,7 @@
 #include <string.h>
 
 int cmd_graph(int argc, char **argv); /* cmd_graph.c */
+int cmd_diff(int argc, char **argv);  /* cmd_diff.c */
 
 #ifndef SLEDTRACE_VERSION
 #define SLEDTRACE_VERSION "unknown"
@@ -28,6 +29,8 @@ static void usage(FILE *out)
           "                                  one block per thread (safe for llvm-xray 14)\n"
           "  convert TRACE --format chrome|yaml [-o OUT] [--syms FILE]\n"
           "                                  Chrome/Perfetto JSON, or llvm-xray's YAML\n"
+          "  diff OLD NEW | --old A... --new B... [--sort KEY] [--min-change PCT]\n"
+          "                                  compare functions across traces (or builds)\n"
           "  graph TRACE [-o OUT] [--syms FILE]\n"
           "                                  call graph as Graphviz DOT\n"
           "  replay TRACE [--tid N] [--depth N] [--min-duration TIME] [--filter GLOB]\n"
@@ -73,6 +76,8 @@ int main(int argc, char **argv)
         return cmd_convert(argc - 1, argv + 1);
     if (strcmp(cmd, "graph") == 0)
         return cmd_graph(argc - 1, argv + 1);
+    if (strcmp(cmd, "diff") == 0)
+        return cmd_diff(argc - 1, argv + 1);
     if (strcmp(cmd, "replay") == 0)
         return cmd_replay(argc - 1, argv + 1);
     if (strcmp(cmd, "stack") == 0)

@@ -391,3 +391,61 @@ Test(run, descendants_keep_quiet_about_filters)
     e2e_run_free(&r);
     e2e_rmtree(work);
 }
+
+/* 15.1: sledtrace diff. Two builds of diffprog: the new one makes slowed() three times slower
+ * and adds added(); steady() is the same. Exactly those two are flagged, with one run per side
+ * and with five per side run under a CPU hog (noise: the runs' spreads decide). */
+static char *diff_csv(const char *work, const char *args)
+{
+    struct e2e_run r;
+    e2e_run_sh(work, &r, "'" E2E_SLEDTRACE "' diff --format csv %s", args);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_empty(r.err, "%s", r.err);
+    char *out = strdup(r.out);
+    e2e_run_free(&r);
+    return out;
+}
+
+static void check_flags(const char *csv)
+{
+    /* function,flag,old_calls,new_calls,... */
+    cr_assert_not_null(strstr(csv, "\nslowed,slower,100,100,"), "%s", csv);
+    cr_assert_not_null(strstr(csv, "\nadded,new,0,100,"), "%s", csv);
+    cr_assert_not_null(strstr(csv, "\nsteady,,100,100,"), "%s", csv);
+    int rows = e2e_nlines(csv) - 1;
+    cr_assert_eq(rows, 3, "%d rows:\n%s", rows, csv);
+}
+
+Test(run, diff_flags_exactly_what_changed)
+{
+    char work[PATH_MAX], args[8 * PATH_MAX];
+    e2e_workdir(work, sizeof work);
+    enum { RUNS = 5 };
+    for (int side = 0; side < 2; side++)
+        for (int i = 0; i < RUNS; i++) {
+            struct e2e_run r;
+            /* a CPU hog beside every run after the first of each side */
+            e2e_run_sh(work, &r,
+                       "sh -c '%s \"$0\" run -o \"$1\" -- \"$2\" >/dev/null; s=$?; %s exit $s' "
+                       "'" E2E_SLEDTRACE "' '%s/%s' '%s'",
+                       i ? "(while :; do :; done) & h=$!;" : "", i ? "kill $h;" : "", work,
+                       side ? "new" : "old", side ? BIN("diffprog-new") : BIN("diffprog-old"));
+            cr_assert_eq(r.status, 0, "%s", r.err);
+            e2e_run_free(&r);
+        }
+    /* one run per side, the first of each: no spread to tell noise by, so the key is the
+     * median call, which one preempted call of steady() cannot move (its total it can) */
+    snprintf(args, sizeof args,
+             "--sort median $(ls '%s'/old/*.fdr | head -1) $(ls '%s'/new/*.fdr | head -1)", work,
+             work);
+    char *one = diff_csv(work, args);
+    check_flags(one);
+    free(one);
+    /* five runs per side, four beside a hog: the spread of the runs' medians tells noise */
+    snprintf(args, sizeof args, "--sort median --old '%s'/old/*.fdr --new '%s'/new/*.fdr", work,
+             work);
+    char *many = diff_csv(work, args);
+    check_flags(many);
+    free(many);
+    e2e_rmtree(work);
+}

@@ -1,0 +1,485 @@
+/* sledtrace diff: per-function comparison of two sets of traces (issue 15.1).
+ *
+ * Each trace is summarised by account (its CSV, read back: one definition of every column), and
+ * functions are matched by name, not id, so that traces of two builds compare. A side may hold
+ * several traces (runs of the same build): a function's figure is then the median over the
+ * runs, and its spread (min..max over the runs) is kept. A change is flagged only when the two
+ * sides' spreads do not overlap and the medians differ by at least --min-change percent (with
+ * one run per side, only the latter): noise on a busy machine, which makes runs overlap, is not
+ * reported as a regression. Functions in one side only are flagged new or gone.
+ *
+ * Memory: the functions of every trace (names and a few numbers each); the traces themselves are
+ * read by account, streaming. */
+#include "common.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { MAX_RUNS = 32 };
+
+/* The keys a diff can sort and flag by: account's CSV columns. */
+enum key { K_TOTAL, K_SELF, K_COUNT, K_MEDIAN, K_P99 };
+static const char *const key_names[] = {"total", "self", "count", "median", "p99"};
+static const char *const key_cols[] = {"total_ns", "self_ns", "count", "median_ns", "p99_ns"};
+
+struct fn {
+    char *name;
+    /* per side, per run: the key's value and the call count; -1: absent from that run */
+    double v[2][MAX_RUNS];
+    double calls[2][MAX_RUNS];
+};
+
+struct diff {
+    struct fn *f;
+    size_t n, cap;
+    int runs[2];
+};
+
+static void help(FILE *out)
+{
+    fputs("usage: sledtrace diff OLD NEW [OPTIONS]\n"
+          "       sledtrace diff --old A [B ...] --new C [D ...] [OPTIONS]\n"
+          "\n"
+          "Compare two sets of traces function by function (matched by name, so traces of\n"
+          "two builds compare): calls, and the key (--sort) on each side, its absolute and\n"
+          "relative change. With several runs per side, a side's figure is the median of its\n"
+          "runs and [min..max] their spread; a change is flagged (slower, faster) only when the\n"
+          "two spreads do not overlap and the medians differ by at least --min-change percent,\n"
+          "so that noise is not reported. Functions found on one side only are flagged new or\n"
+          "gone. Rows are sorted by the size of the change, flagged ones first. The tracer's own\n"
+          "calls ([sledtrace] ...) are left out. On a busy machine prefer --sort median: one\n"
+          "preempted call moves a function's total, not its median call.\n"
+          "\n"
+          "  --sort KEY          total (default), self, count, median or p99 (account's columns)\n"
+          "  --min-change PCT    smallest relative change flagged (default 10)\n"
+          "  --format FMT        text (default), csv or json\n"
+          "  --top N             only the first N rows\n"
+          "  --names MODE        C++ names: short (default), full or mangled\n",
+          out);
+}
+
+/* One CSV field at *p (account's quoting: "..." with "" for a quote); advances *p past it and
+ * its comma. Returns a malloc'd copy. */
+static char *csv_take(const char **p)
+{
+    const char *s = *p;
+    size_t cap = strlen(s) + 1, n = 0;
+    char *out = malloc(cap);
+    if (!out)
+        return NULL;
+    if (*s == '"') {
+        for (s++; *s; s++) {
+            if (*s == '"' && s[1] == '"') {
+                out[n++] = '"';
+                s++;
+            } else if (*s == '"') {
+                s++;
+                break;
+            } else {
+                out[n++] = *s;
+            }
+        }
+    } else {
+        while (*s && *s != ',' && *s != '\n')
+            out[n++] = *s++;
+    }
+    out[n] = '\0';
+    if (*s == ',')
+        s++;
+    *p = s;
+    return out;
+}
+
+static struct fn *find_or_add(struct diff *d, const char *name)
+{
+    for (size_t i = 0; i < d->n; i++)
+        if (strcmp(d->f[i].name, name) == 0)
+            return &d->f[i];
+    if (d->n == d->cap) {
+        struct fn *nf = tool_grow(d->f, &d->cap, sizeof *nf, 64);
+        if (!nf)
+            return NULL;
+        d->f = nf;
+    }
+    struct fn *f = &d->f[d->n];
+    f->name = strdup(name);
+    if (!f->name)
+        return NULL;
+    for (int s = 0; s < 2; s++)
+        for (int r = 0; r < MAX_RUNS; r++)
+            f->v[s][r] = f->calls[s][r] = -1;
+    d->n++;
+    return f;
+}
+
+/* account's CSV of one trace, on a temporary file: the tool's own account, not a copy of it. */
+static char *account_csv(const char *trace, const char *names)
+{
+    char tmpl[] = "/tmp/sledtrace-diff-XXXXXX";
+    int fd = mkstemp(tmpl);
+    if (fd < 0) {
+        tool_err("diff: cannot make a temporary file: %s", strerror(errno));
+        return NULL;
+    }
+    unlink(tmpl);
+    /* account's summary lines (stderr with csv) are not diff's: kept apart, errors passed on */
+    char etmpl[] = "/tmp/sledtrace-diff-XXXXXX";
+    int efd = mkstemp(etmpl);
+    if (efd >= 0)
+        unlink(etmpl);
+    fflush(stdout);
+    fflush(stderr);
+    int saved = dup(STDOUT_FILENO), saved_err = efd >= 0 ? dup(STDERR_FILENO) : -1;
+    char *text = NULL;
+    if (saved >= 0 && dup2(fd, STDOUT_FILENO) >= 0) {
+        if (saved_err >= 0)
+            dup2(efd, STDERR_FILENO);
+        char *av[] = {"account", (char *)trace, "--format", "csv", "--names", (char *)names, NULL};
+        int rc = cmd_account(6, av);
+        fflush(stdout);
+        fflush(stderr);
+        dup2(saved, STDOUT_FILENO);
+        if (saved_err >= 0) {
+            dup2(saved_err, STDERR_FILENO);
+            close(saved_err);
+            FILE *e = fdopen(efd, "r");
+            if (e) {
+                rewind(e);
+                char line[1024];
+                while (fgets(line, sizeof line, e))
+                    if (strncmp(line, "# ", 2) != 0)
+                        fputs(line, stderr);
+                fclose(e);
+                efd = -1;
+            }
+        }
+        if (rc == EXIT_OK) {
+            off_t len = lseek(fd, 0, SEEK_END);
+            text = len >= 0 ? malloc((size_t)len + 1) : NULL;
+            if (text && pread(fd, text, (size_t)len, 0) == (ssize_t)len)
+                text[len] = '\0';
+            else {
+                free(text);
+                text = NULL;
+                tool_err("diff: %s: cannot read account's output back", trace);
+            }
+        }
+    }
+    if (saved >= 0)
+        close(saved);
+    if (efd >= 0)
+        close(efd);
+    close(fd);
+    return text;
+}
+
+/* Adds run r of side s from trace's account. 0, or an exit code after the error. */
+static int add_trace(struct diff *d, int s, int r, const char *trace, enum key key,
+                     const char *names)
+{
+    char *csv = account_csv(trace, names);
+    if (!csv)
+        return EXIT_BAD_TRACE;
+    /* header: find the key's column and count's */
+    const char *p = csv;
+    int kcol = -1, ccol = -1, col = 0;
+    while (*p && *p != '\n') {
+        char *h = csv_take(&p);
+        if (!h) {
+            free(csv);
+            tool_err("out of memory");
+            return EXIT_BAD_TRACE;
+        }
+        if (strcmp(h, key_cols[key]) == 0)
+            kcol = col;
+        if (strcmp(h, "count") == 0)
+            ccol = col;
+        free(h);
+        col++;
+    }
+    if (kcol < 0 || ccol < 0) {
+        free(csv);
+        tool_err("diff: %s: account's output has no %s column", trace, key_cols[key]);
+        return EXIT_BAD_TRACE;
+    }
+    if (*p == '\n')
+        p++;
+    while (*p) {
+        char *name = NULL;
+        double kv = 0, cv = 0;
+        for (col = 0; *p && *p != '\n'; col++) {
+            char *v = csv_take(&p);
+            if (!v) {
+                free(name);
+                free(csv);
+                tool_err("out of memory");
+                return EXIT_BAD_TRACE;
+            }
+            if (col == 0)
+                name = v;
+            else {
+                if (col == kcol)
+                    kv = strtod(v, NULL);
+                if (col == ccol)
+                    cv = strtod(v, NULL);
+                free(v);
+            }
+        }
+        if (*p == '\n')
+            p++;
+        if (!name)
+            continue;
+        if (strncmp(name, "[sledtrace] ", 12) == 0) {
+            free(name); /* the tracer's own calls (stf.h) are not the program's to compare */
+            continue;
+        }
+        struct fn *f = find_or_add(d, name);
+        free(name);
+        if (!f) {
+            free(csv);
+            tool_err("out of memory");
+            return EXIT_BAD_TRACE;
+        }
+        /* a name shared by overloads (short names): their figures add up */
+        f->v[s][r] = (f->v[s][r] < 0 ? 0 : f->v[s][r]) + kv;
+        f->calls[s][r] = (f->calls[s][r] < 0 ? 0 : f->calls[s][r]) + cv;
+    }
+    free(csv);
+    return EXIT_OK;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median, min and max of side s's runs of values (an absent run counts as 0: the function was
+ * not called there); present: the function is in at least one run. */
+static void spread(const double *v, int runs, double *med, double *lo, double *hi, int *present)
+{
+    double x[MAX_RUNS];
+    *present = 0;
+    for (int r = 0; r < runs; r++) {
+        x[r] = v[r] < 0 ? 0 : v[r];
+        *present |= v[r] >= 0;
+    }
+    qsort(x, (size_t)runs, sizeof x[0], cmp_double);
+    *lo = x[0];
+    *hi = x[runs - 1];
+    *med = runs % 2 ? x[runs / 2] : (x[runs / 2 - 1] + x[runs / 2]) / 2;
+}
+
+struct row {
+    const struct fn *f;
+    double med[2], lo[2], hi[2], calls[2];
+    int present[2];
+    const char *flag; /* slower, faster, new, gone, or "" */
+    double change, rel;
+};
+
+static int row_cmp(const void *pa, const void *pb)
+{
+    const struct row *a = pa, *b = pb;
+    int fa = a->flag[0] != 0, fb = b->flag[0] != 0;
+    if (fa != fb)
+        return fb - fa;
+    double x = fabs(a->change), y = fabs(b->change);
+    if (x != y)
+        return x < y ? 1 : -1;
+    return strcmp(a->f->name, b->f->name);
+}
+
+static void fmt_value(char *b, size_t len, double v, enum key key)
+{
+    if (key == K_COUNT)
+        snprintf(b, len, "%.0f", v);
+    else
+        tool_fmt_ns(b, len, (uint64_t)llround(v < 0 ? -v : v));
+}
+
+int cmd_diff(int argc, char **argv)
+{
+    if (tool_wants_help(argc, argv)) {
+        help(stdout);
+        return EXIT_OK;
+    }
+    const char *sides[2][MAX_RUNS];
+    int n[2] = {0, 0}, side = -1, plain = 0;
+    enum key key = K_TOTAL;
+    double min_change = 10;
+    uint64_t top = 0;
+    int fmt = 0; /* text, csv, json */
+    const char *names = "short";
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i], *v = NULL;
+        int m;
+        if (strcmp(o, "--old") == 0 || strcmp(o, "--new") == 0) {
+            side = o[2] == 'o' ? 0 : 1;
+        } else if ((m = tool_option(argc, argv, &i, "diff", "--sort", &v)) != 0) {
+            int k = m < 0 ? -1 : tool_choice("diff", "sort key", v, key_names, 5);
+            if (k < 0)
+                return EXIT_USAGE;
+            key = (enum key)k;
+        } else if ((m = tool_option(argc, argv, &i, "diff", "--format", &v)) != 0) {
+            static const char *const fmts[] = {"text", "csv", "json"};
+            if (m < 0 || (fmt = tool_choice("diff", "format", v, fmts, 3)) < 0)
+                return EXIT_USAGE;
+        } else if ((m = tool_option(argc, argv, &i, "diff", "--min-change", &v)) != 0) {
+            char *end;
+            min_change = m < 0 ? -1 : strtod(v, &end);
+            if (m < 0 || *end || min_change < 0) {
+                if (m > 0)
+                    tool_err("diff: --min-change needs a percentage, not '%s'", v);
+                return EXIT_USAGE;
+            }
+        } else if ((m = tool_option(argc, argv, &i, "diff", "--top", &v)) != 0) {
+            if (m < 0 || !tool_parse_u64(v, &top)) {
+                if (m > 0)
+                    tool_err("diff: --top needs a number, not '%s'", v);
+                return EXIT_USAGE;
+            }
+        } else if ((m = tool_option(argc, argv, &i, "diff", "--names", &v)) != 0) {
+            static const char *const modes[] = {"short", "full", "mangled"};
+            if (m < 0 || tool_choice("diff", "names mode", v, modes, 3) < 0)
+                return EXIT_USAGE;
+            names = v;
+        } else if (o[0] == '-' && o[1]) {
+            tool_err("diff: unknown option '%s' (see 'sledtrace diff --help')", o);
+            return EXIT_USAGE;
+        } else {
+            int s = side >= 0 ? side : plain++;
+            if (s > 1) {
+                tool_err("diff: more than two traces given without --old/--new");
+                return EXIT_USAGE;
+            }
+            if (n[s] == MAX_RUNS) {
+                tool_err("diff: at most %d traces per side", MAX_RUNS);
+                return EXIT_USAGE;
+            }
+            sides[s][n[s]++] = o;
+        }
+    }
+    if (!n[0] || !n[1]) {
+        tool_err("diff: needs traces on both sides (sledtrace diff OLD NEW, or --old ... --new "
+                 "...)");
+        return EXIT_USAGE;
+    }
+    struct diff d = {.runs = {n[0], n[1]}};
+    int status = EXIT_OK;
+    for (int s = 0; s < 2 && status == EXIT_OK; s++)
+        for (int r = 0; r < n[s] && status == EXIT_OK; r++)
+            status = add_trace(&d, s, r, sides[s][r], key, names);
+    struct row *rows = status == EXIT_OK ? calloc(d.n ? d.n : 1, sizeof *rows) : NULL;
+    if (status == EXIT_OK && !rows) {
+        tool_err("out of memory");
+        status = EXIT_BAD_TRACE;
+    }
+    for (size_t i = 0; status == EXIT_OK && i < d.n; i++) {
+        struct row *w = &rows[i];
+        w->f = &d.f[i];
+        for (int s = 0; s < 2; s++) {
+            double cl, ch;
+            int cp;
+            spread(d.f[i].v[s], n[s], &w->med[s], &w->lo[s], &w->hi[s], &w->present[s]);
+            spread(d.f[i].calls[s], n[s], &w->calls[s], &cl, &ch, &cp);
+        }
+        w->change = w->med[1] - w->med[0];
+        w->rel = w->med[0] > 0 ? 100 * w->change / w->med[0] : 0;
+        w->flag = "";
+        if (!w->present[0])
+            w->flag = "new";
+        else if (!w->present[1])
+            w->flag = "gone";
+        else if (fabs(w->rel) >= min_change && w->med[0] > 0 &&
+                 (w->lo[1] > w->hi[0] || w->hi[1] < w->lo[0]))
+            w->flag = w->change > 0 ? (key == K_COUNT ? "more" : "slower")
+                                    : (key == K_COUNT ? "fewer" : "faster");
+    }
+    if (status == EXIT_OK) {
+        qsort(rows, d.n, sizeof *rows, row_cmp);
+        size_t shown = top && top < d.n ? (size_t)top : d.n;
+        bool many = n[0] > 1 || n[1] > 1;
+        if (fmt == 1)
+            printf("function,flag,old_calls,new_calls,old_%s,new_%s,change,change_pct,old_min,"
+                   "old_max,new_min,new_max\n",
+                   key_names[key], key_names[key]);
+        else if (fmt == 2)
+            printf("{\"key\": \"%s\", \"old_runs\": %d, \"new_runs\": %d, \"functions\": [",
+                   key_names[key], n[0], n[1]);
+        else
+            printf("%-8s %12s %12s %14s %14s %12s %9s  %s\n", "flag", "old calls", "new calls",
+                   many ? "old (median)" : "old", many ? "new (median)" : "new", "change", "%",
+                   "function");
+        for (size_t i = 0; i < shown; i++) {
+            const struct row *w = &rows[i];
+            if (fmt == 1) {
+                char *q = strpbrk(w->f->name, ",\"\n") ? w->f->name : NULL;
+                if (q) {
+                    putchar('"');
+                    for (const char *c = w->f->name; *c; c++) {
+                        if (*c == '"')
+                            putchar('"');
+                        putchar(*c);
+                    }
+                    putchar('"');
+                } else {
+                    fputs(w->f->name, stdout);
+                }
+                printf(",%s,%.0f,%.0f,%.0f,%.0f,%.0f,%.2f,%.0f,%.0f,%.0f,%.0f\n", w->flag,
+                       w->calls[0], w->calls[1], w->med[0], w->med[1], w->change, w->rel, w->lo[0],
+                       w->hi[0], w->lo[1], w->hi[1]);
+            } else if (fmt == 2) {
+                printf("%s\n  {\"function\": \"", i ? "," : "");
+                tool_json_escape(stdout, (const uint8_t *)w->f->name, strlen(w->f->name));
+                printf("\", \"flag\": \"%s\", \"old_calls\": %.0f, \"new_calls\": %.0f, "
+                       "\"old\": %.0f, \"new\": %.0f, \"change\": %.0f, \"change_pct\": %.2f, "
+                       "\"old_min\": %.0f, \"old_max\": %.0f, \"new_min\": %.0f, "
+                       "\"new_max\": %.0f}",
+                       w->flag, w->calls[0], w->calls[1], w->med[0], w->med[1], w->change, w->rel,
+                       w->lo[0], w->hi[0], w->lo[1], w->hi[1]);
+            } else {
+                char o[32], nw[32], ch[34], pct[16];
+                fmt_value(o, sizeof o, w->med[0], key);
+                fmt_value(nw, sizeof nw, w->med[1], key);
+                fmt_value(ch + 1, sizeof ch - 1, w->change, key);
+                ch[0] = w->change < 0 ? '-' : '+';
+                if (w->present[0] && w->present[1] && w->med[0] > 0)
+                    snprintf(pct, sizeof pct, "%+.1f%%", w->rel);
+                else
+                    snprintf(pct, sizeof pct, "-");
+                printf("%-8s %12.0f %12.0f %14s %14s %12s %9s  %s\n", w->flag[0] ? w->flag : "",
+                       w->calls[0], w->calls[1], w->present[0] ? o : "-", w->present[1] ? nw : "-",
+                       ch, pct, w->f->name);
+                if (many) {
+                    /* the spread of each side's runs, under its median */
+                    char sp[2][72];
+                    for (int k = 0; k < 2; k++) {
+                        char a[32], b[32];
+                        fmt_value(a, sizeof a, w->lo[k], key);
+                        fmt_value(b, sizeof b, w->hi[k], key);
+                        snprintf(sp[k], sizeof sp[k], "%s..%s", a, b);
+                    }
+                    printf("%-8s runs: old %s, new %s\n", "", w->present[0] ? sp[0] : "-",
+                           w->present[1] ? sp[1] : "-");
+                }
+            }
+        }
+        if (fmt == 2)
+            printf("\n]}\n");
+        else if (fmt == 0)
+            printf("# %zu functions; %s compared, %d old and %d new run%s; flagged: spreads apart "
+                   "and at least %g%% changed\n",
+                   d.n, key_names[key], n[0], n[1], n[0] + n[1] > 2 ? "s" : "", min_change);
+    }
+    for (size_t i = 0; i < d.n; i++)
+        free(d.f[i].name);
+    free(d.f);
+    free(rows);
+    return status;
+}
