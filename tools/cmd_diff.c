@@ -27,11 +27,12 @@ enum key { K_TOTAL, K_SELF, K_COUNT, K_MEDIAN, K_P99 };
 static const char *const key_names[] = {"total", "self", "count", "median", "p99"};
 static const char *const key_cols[] = {"total_ns", "self_ns", "count", "median_ns", "p99_ns"};
 
+enum { NKEYS = 5 };
+
 struct fn {
     char *name;
-    /* per side, per run: the key's value and the call count; -1: absent from that run */
-    double v[2][MAX_RUNS];
-    double calls[2][MAX_RUNS];
+    /* per key, side and run: the value (key K_COUNT: the calls); -1: absent from that run */
+    double v[NKEYS][2][MAX_RUNS];
 };
 
 struct diff {
@@ -57,7 +58,8 @@ static void help(FILE *out)
           "\n"
           "  --sort KEY          total (default), self, count, median or p99 (account's columns)\n"
           "  --min-change PCT    smallest relative change flagged (default 10)\n"
-          "  --format FMT        text (default), csv or json\n"
+          "  --format FMT        text (default), csv or json (these add total, self, median\n"
+          "                      and p99 of both sides)\n"
           "  --top N             only the first N rows\n"
           "  --names MODE        C++ names: short (default), full or mangled\n",
           out);
@@ -110,9 +112,10 @@ static struct fn *find_or_add(struct diff *d, const char *name)
     f->name = strdup(name);
     if (!f->name)
         return NULL;
-    for (int s = 0; s < 2; s++)
-        for (int r = 0; r < MAX_RUNS; r++)
-            f->v[s][r] = f->calls[s][r] = -1;
+    for (int k = 0; k < NKEYS; k++)
+        for (int s = 0; s < 2; s++)
+            for (int r = 0; r < MAX_RUNS; r++)
+                f->v[k][s][r] = -1;
     d->n++;
     return f;
 }
@@ -179,15 +182,14 @@ static char *account_csv(const char *trace, const char *names)
 }
 
 /* Adds run r of side s from trace's account. 0, or an exit code after the error. */
-static int add_trace(struct diff *d, int s, int r, const char *trace, enum key key,
-                     const char *names)
+static int add_trace(struct diff *d, int s, int r, const char *trace, const char *names)
 {
     char *csv = account_csv(trace, names);
     if (!csv)
         return EXIT_BAD_TRACE;
-    /* header: find the key's column and count's */
+    /* header: find every key's column */
     const char *p = csv;
-    int kcol = -1, ccol = -1, col = 0;
+    int kcol[NKEYS] = {-1, -1, -1, -1, -1}, col = 0;
     while (*p && *p != '\n') {
         char *h = csv_take(&p);
         if (!h) {
@@ -195,23 +197,23 @@ static int add_trace(struct diff *d, int s, int r, const char *trace, enum key k
             tool_err("out of memory");
             return EXIT_BAD_TRACE;
         }
-        if (strcmp(h, key_cols[key]) == 0)
-            kcol = col;
-        if (strcmp(h, "count") == 0)
-            ccol = col;
+        for (int k = 0; k < NKEYS; k++)
+            if (strcmp(h, key_cols[k]) == 0)
+                kcol[k] = col;
         free(h);
         col++;
     }
-    if (kcol < 0 || ccol < 0) {
-        free(csv);
-        tool_err("diff: %s: account's output has no %s column", trace, key_cols[key]);
-        return EXIT_BAD_TRACE;
-    }
+    for (int k = 0; k < NKEYS; k++)
+        if (kcol[k] < 0) {
+            free(csv);
+            tool_err("diff: %s: account's output has no %s column", trace, key_cols[k]);
+            return EXIT_BAD_TRACE;
+        }
     if (*p == '\n')
         p++;
     while (*p) {
         char *name = NULL;
-        double kv = 0, cv = 0;
+        double kv[NKEYS] = {0};
         for (col = 0; *p && *p != '\n'; col++) {
             char *v = csv_take(&p);
             if (!v) {
@@ -223,10 +225,9 @@ static int add_trace(struct diff *d, int s, int r, const char *trace, enum key k
             if (col == 0)
                 name = v;
             else {
-                if (col == kcol)
-                    kv = strtod(v, NULL);
-                if (col == ccol)
-                    cv = strtod(v, NULL);
+                for (int k = 0; k < NKEYS; k++)
+                    if (col == kcol[k])
+                        kv[k] = strtod(v, NULL);
                 free(v);
             }
         }
@@ -245,9 +246,17 @@ static int add_trace(struct diff *d, int s, int r, const char *trace, enum key k
             tool_err("out of memory");
             return EXIT_BAD_TRACE;
         }
-        /* a name shared by overloads (short names): their figures add up */
-        f->v[s][r] = (f->v[s][r] < 0 ? 0 : f->v[s][r]) + kv;
-        f->calls[s][r] = (f->calls[s][r] < 0 ? 0 : f->calls[s][r]) + cv;
+        /* a name shared by overloads (short names): totals and calls add up; of the
+         * per-call figures (median, p99) the larger is kept */
+        for (int k = 0; k < NKEYS; k++) {
+            double *x = &f->v[k][s][r];
+            if (*x < 0)
+                *x = kv[k];
+            else if (k == K_MEDIAN || k == K_P99)
+                *x = *x > kv[k] ? *x : kv[k];
+            else
+                *x += kv[k];
+        }
     }
     free(csv);
     return EXIT_OK;
@@ -278,6 +287,7 @@ static void spread(const double *v, int runs, double *med, double *lo, double *h
 struct row {
     const struct fn *f;
     double med[2], lo[2], hi[2], calls[2];
+    double all[NKEYS][2]; /* every key's median over the runs, per side */
     int present[2];
     const char *flag; /* slower, faster, new, gone, or "" */
     double change, rel;
@@ -374,7 +384,7 @@ int cmd_diff(int argc, char **argv)
     int status = EXIT_OK;
     for (int s = 0; s < 2 && status == EXIT_OK; s++)
         for (int r = 0; r < n[s] && status == EXIT_OK; r++)
-            status = add_trace(&d, s, r, sides[s][r], key, names);
+            status = add_trace(&d, s, r, sides[s][r], names);
     struct row *rows = status == EXIT_OK ? calloc(d.n ? d.n : 1, sizeof *rows) : NULL;
     if (status == EXIT_OK && !rows) {
         tool_err("out of memory");
@@ -384,10 +394,12 @@ int cmd_diff(int argc, char **argv)
         struct row *w = &rows[i];
         w->f = &d.f[i];
         for (int s = 0; s < 2; s++) {
-            double cl, ch;
-            int cp;
-            spread(d.f[i].v[s], n[s], &w->med[s], &w->lo[s], &w->hi[s], &w->present[s]);
-            spread(d.f[i].calls[s], n[s], &w->calls[s], &cl, &ch, &cp);
+            double lo, hi;
+            int present;
+            for (int k = 0; k < NKEYS; k++)
+                spread(d.f[i].v[k][s], n[s], &w->all[k][s], &lo, &hi, &present);
+            spread(d.f[i].v[key][s], n[s], &w->med[s], &w->lo[s], &w->hi[s], &w->present[s]);
+            w->calls[s] = w->all[K_COUNT][s];
         }
         w->change = w->med[1] - w->med[0];
         w->rel = w->med[0] > 0 ? 100 * w->change / w->med[0] : 0;
@@ -406,9 +418,10 @@ int cmd_diff(int argc, char **argv)
         size_t shown = top && top < d.n ? (size_t)top : d.n;
         bool many = n[0] > 1 || n[1] > 1;
         if (fmt == 1)
-            printf("function,flag,old_calls,new_calls,old_%s,new_%s,change,change_pct,old_min,"
-                   "old_max,new_min,new_max\n",
-                   key_names[key], key_names[key]);
+            /* old, new: the key's (as in JSON, whose "key" names it); then every figure */
+            printf("function,flag,old_calls,new_calls,old,new,change,change_pct,old_min,"
+                   "old_max,new_min,new_max,old_total,new_total,old_self,new_self,old_median,"
+                   "new_median,old_p99,new_p99\n");
         else if (fmt == 2)
             printf("{\"key\": \"%s\", \"old_runs\": %d, \"new_runs\": %d, \"functions\": [",
                    key_names[key], n[0], n[1]);
@@ -431,18 +444,27 @@ int cmd_diff(int argc, char **argv)
                 } else {
                     fputs(w->f->name, stdout);
                 }
-                printf(",%s,%.0f,%.0f,%.0f,%.0f,%.0f,%.2f,%.0f,%.0f,%.0f,%.0f\n", w->flag,
+                printf(",%s,%.0f,%.0f,%.0f,%.0f,%.0f,%.2f,%.0f,%.0f,%.0f,%.0f", w->flag,
                        w->calls[0], w->calls[1], w->med[0], w->med[1], w->change, w->rel, w->lo[0],
                        w->hi[0], w->lo[1], w->hi[1]);
+                for (int k = 0; k < NKEYS; k++)
+                    if (k != K_COUNT)
+                        printf(",%.0f,%.0f", w->all[k][0], w->all[k][1]);
+                putchar('\n');
             } else if (fmt == 2) {
                 printf("%s\n  {\"function\": \"", i ? "," : "");
                 tool_json_escape(stdout, (const uint8_t *)w->f->name, strlen(w->f->name));
                 printf("\", \"flag\": \"%s\", \"old_calls\": %.0f, \"new_calls\": %.0f, "
                        "\"old\": %.0f, \"new\": %.0f, \"change\": %.0f, \"change_pct\": %.2f, "
                        "\"old_min\": %.0f, \"old_max\": %.0f, \"new_min\": %.0f, "
-                       "\"new_max\": %.0f}",
+                       "\"new_max\": %.0f",
                        w->flag, w->calls[0], w->calls[1], w->med[0], w->med[1], w->change, w->rel,
                        w->lo[0], w->hi[0], w->lo[1], w->hi[1]);
+                for (int k = 0; k < NKEYS; k++)
+                    if (k != K_COUNT)
+                        printf(", \"old_%s\": %.0f, \"new_%s\": %.0f", key_names[k], w->all[k][0],
+                               key_names[k], w->all[k][1]);
+                putchar('}');
             } else {
                 char o[32], nw[32], ch[34], pct[16];
                 fmt_value(o, sizeof o, w->med[0], key);
@@ -474,7 +496,7 @@ int cmd_diff(int argc, char **argv)
             printf("\n]}\n");
         else if (fmt == 0)
             printf("# %zu functions; %s compared, %d old and %d new run%s; flagged: spreads apart "
-                   "and at least %g%% changed\n",
+                   "and at least %g%% changed; every column: --format csv\n",
                    d.n, key_names[key], n[0], n[1], n[0] + n[1] > 2 ? "s" : "", min_change);
     }
     for (size_t i = 0; i < d.n; i++)

@@ -414,6 +414,22 @@ static void check_flags(const char *csv)
     cr_assert_not_null(strstr(csv, "\nsteady,,100,100,"), "%s", csv);
     int rows = e2e_nlines(csv) - 1;
     cr_assert_eq(rows, 3, "%d rows:\n%s", rows, csv);
+    /* every figure of both sides follows: slowed()'s median call is three times the work */
+    const char *row = strstr(csv, "\nslowed,") + 1;
+    double f[20];
+    int n = 0;
+    for (const char *p = strchr(row, ',') + 1; n < 20; n++) {
+        f[n] = strtod(p, NULL);
+        p = strpbrk(p, ",\n");
+        if (!p || *p == '\n') {
+            n++;
+            break;
+        }
+        p++;
+    }
+    cr_assert_eq(n, 19, "%d figures after the name:\n%s", n, csv);
+    double ratio = f[16] / f[15]; /* new_median / old_median (f[0] is the flag) */
+    cr_assert(ratio > 2 && ratio < 4, "median ratio %.2f:\n%s", ratio, csv);
 }
 
 Test(run, diff_flags_exactly_what_changed)
