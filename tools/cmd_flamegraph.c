@@ -3,9 +3,14 @@
  * Same data as `sledtrace stack` (one streaming pass, memory grows with distinct stacks). Layout
  * as flamegraph.pl: root ("all") at the bottom, callees above their caller, siblings sorted by
  * name, widths proportional to the inclusive weight. An embedded script (no network) zooms on a
- * clicked frame, resets the zoom, and searches frame names by regular expression (prompt()). */
+ * clicked frame, resets the zoom, and searches frame names by regular expression (prompt()).
+ * --diff OLD (a differential flame graph, as flamegraph.pl's difference mode): the layout is this
+ * trace's; each frame's colour is its self weight's change against the same stack, by name
+ * (stackpaths.h), in OLD: white unchanged, red grew, blue shrank, depth relative to the largest
+ * change. Stacks only in OLD have no frame (stack --diff lists them). */
 #include "callstack.h"
 #include "output.h"
+#include "stackpaths.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -37,7 +42,11 @@ static void help(FILE *out)
           "                     the traced binary: refused if its build id is not the one\n"
           "                     the trace's symbols file records\n"
           "  --force-syms       use a --syms binary even if its build id differs\n"
-          "  --names MODE  C++ names: short (default: namespaces and name), full or mangled\n",
+          "  --names MODE  C++ names: short (default: namespaces and name), full or mangled\n"
+          "  --diff OLD         a differential flame graph: TRACE's stacks, each frame\n"
+          "                     coloured by how much its self weight grew (red) or shrank\n"
+          "                     (blue) against the same stack (by name) in the trace OLD;\n"
+          "                     the numbers on hover. OLD is read with its own symbols file\n",
           out);
 }
 
@@ -137,9 +146,16 @@ static const char script[] =
     "document.getElementById('matched').textContent=re?"
     "'Matched: '+(100*cov).toFixed(2)+'%':'';});\n";
 
+/* --diff: per node, the self weight of the same stack in the old trace and in the new one. */
+struct fg_diff {
+    const uint64_t *old, *new_;
+    uint64_t maxabs; /* the largest |new - old| of any node: full colour */
+    const char *old_path;
+};
+
 static int write_svg(FILE *f, const struct cs_tree *tr, char **names, const uint64_t *tot,
                      const double *x, const uint32_t *depth, const uint32_t *order, size_t nord,
-                     uint32_t maxd, bool by_count)
+                     uint32_t maxd, bool by_count, const struct fg_diff *df)
 {
     int height = TOP + (int)(maxd + 1) * FRAME_H + PAD;
     double fw = SVG_W - 2 * PAD;
@@ -152,12 +168,19 @@ static int write_svg(FILE *f, const struct cs_tree *tr, char **names, const uint
             "#unzoom,#search{cursor:pointer}</style>\n"
             "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#f8f8f0\"/>\n"
             "<text x=\"%d\" y=\"20\" text-anchor=\"middle\" style=\"font-size:16px\">"
-            "Flame graph (%s)</text>\n"
+            "%s (%s)</text>\n"
             "<text id=\"unzoom\" x=\"%d\" y=\"20\" style=\"opacity:0.3\">Reset zoom</text>\n"
             "<text id=\"search\" x=\"%d\" y=\"20\" text-anchor=\"end\">Search</text>\n"
             "<text id=\"matched\" x=\"%d\" y=\"36\" text-anchor=\"end\"></text>\n",
-            SVG_W, height, SVG_W, height, SVG_W, height, SVG_W / 2, by_count ? "calls" : "time",
-            PAD, SVG_W - PAD, SVG_W - PAD);
+            SVG_W, height, SVG_W, height, SVG_W, height, SVG_W / 2,
+            df ? "Differential flame graph" : "Flame graph", by_count ? "calls" : "time", PAD,
+            SVG_W - PAD, SVG_W - PAD);
+    if (df) {
+        fprintf(f, "<text x=\"%d\" y=\"36\">widths: this trace; colours: self %s against ", PAD,
+                by_count ? "calls" : "time");
+        xml_esc(f, df->old_path, SIZE_MAX);
+        fputs(" (red: more, blue: less)</text>\n", f);
+    }
     uint64_t total = tot[0];
     for (size_t k = 0; k < nord; k++) {
         uint32_t i = order[k];
@@ -171,11 +194,37 @@ static int write_svg(FILE *f, const struct cs_tree *tr, char **names, const uint
         for (const char *p = names[i]; *p; p++)
             h = (h ^ (unsigned char)*p) * 16777619u;
         unsigned cr = 205 + h % 51, cg = (h >> 8) % 231, cb = (h >> 16) % 56;
-        char wb[48];
+        char wb[48], db[160] = "";
         if (by_count)
             snprintf(wb, sizeof wb, "%" PRIu64 " call%s", tot[i], tot[i] == 1 ? "" : "s");
         else
             tool_fmt_ns(wb, sizeof wb, tot[i]);
+        if (df && i) {
+            /* white: unchanged; red (blue) as deep as the self weight grew (shrank), against
+             * the largest change of any frame */
+            uint64_t o = df->old[i], nw = df->new_[i], d = nw > o ? nw - o : o - nw;
+            unsigned k = df->maxabs ? (unsigned)(200.0 * (double)d / (double)df->maxabs) : 0;
+            cr = nw >= o ? 255 : 255 - k;
+            cg = 255 - k;
+            cb = nw > o ? 255 - k : 255;
+            char a[32], b[32], c[32];
+            if (by_count) {
+                snprintf(a, sizeof a, "%" PRIu64, o);
+                snprintf(b, sizeof b, "%" PRIu64, nw);
+                snprintf(c, sizeof c, "%" PRIu64, d);
+            } else {
+                tool_fmt_ns(a, sizeof a, o);
+                tool_fmt_ns(b, sizeof b, nw);
+                tool_fmt_ns(c, sizeof c, d);
+            }
+            int len =
+                snprintf(db, sizeof db, "; self %s -&gt; %s, %c%s", a, b, nw < o ? '-' : '+', c);
+            if (o && len > 0 && (size_t)len < sizeof db)
+                snprintf(db + len, sizeof db - (size_t)len, " (%+.1f%%)",
+                         100.0 * ((double)nw - (double)o) / (double)o);
+        } else if (df) {
+            cr = cg = cb = 240;
+        }
         fprintf(f,
                 "<g class=\"f\" data-x=\"%.12g\" data-w=\"%.12g\" data-d=\"%" PRIu32
                 "\" data-c=\"rgb(%u,%u,%u)\" data-n=\"",
@@ -184,10 +233,10 @@ static int write_svg(FILE *f, const struct cs_tree *tr, char **names, const uint
         fputs("\"><title>", f);
         xml_esc(f, names[i], SIZE_MAX);
         fprintf(f,
-                " (%s, %.2f%%)</title><rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" "
+                " (%s, %.2f%%%s)</title><rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" "
                 "rx=\"2\" fill=\"rgb(%u,%u,%u)\"/><text x=\"%.2f\" y=\"%d\">",
-                wb, total ? 100.0 * (double)tot[i] / (double)total : 0.0, px, y, pw, FRAME_H - 1,
-                cr, cg, cb, px + 3, y + FRAME_H - 4);
+                wb, total ? 100.0 * (double)tot[i] / (double)total : 0.0, db, px, y, pw,
+                FRAME_H - 1, cr, cg, cb, px + 3, y + FRAME_H - 4);
         label(f, names[i], pw);
         fputs("</text></g>\n", f);
     }
@@ -202,7 +251,7 @@ int cmd_flamegraph(int argc, char **argv)
 {
     int32_t tid = 0;
     bool have_tid = false, per_thread = false;
-    const char *path = NULL, *syms_path = NULL, *out = NULL;
+    const char *path = NULL, *syms_path = NULL, *out = NULL, *old_path = NULL;
     bool by_count = false;
     if (tool_wants_help(argc, argv)) {
         help(stdout);
@@ -219,6 +268,10 @@ int cmd_flamegraph(int argc, char **argv)
             if (m < 0)
                 return EXIT_USAGE;
             out = v;
+        } else if ((m = tool_option(argc, argv, &i, "flamegraph", "--diff", &v)) != 0) {
+            if (m < 0)
+                return EXIT_USAGE;
+            old_path = v;
         } else if (strcmp(argv[i], "--per-thread") == 0) {
             per_thread = true;
         } else if ((m = tool_tid_option(argc, argv, &i, "flamegraph", &tid)) != 0) {
@@ -233,8 +286,16 @@ int cmd_flamegraph(int argc, char **argv)
         tool_err("flamegraph: -o OUT.svg is required (- for standard output)");
         return EXIT_USAGE;
     }
+    if (old_path && (have_tid || per_thread)) {
+        tool_err("flamegraph: --diff compares whole traces: no --tid or --per-thread (thread ids "
+                 "differ between runs)");
+        return EXIT_USAGE;
+    }
     if (!tool_default_trace(&path, "flamegraph"))
         return EXIT_USAGE;
+    struct sp_list old = {0};
+    if (old_path && sp_load(old_path, NULL, by_count, &old) != EXIT_OK)
+        return EXIT_BAD_TRACE;
 
     struct cs_tree tree = {0};
     struct callstack cs = {0};
@@ -247,6 +308,8 @@ int cmd_flamegraph(int argc, char **argv)
     uint64_t *tot = NULL;
     double *x = NULL;
     uint32_t *depth = NULL, *order = NULL;
+    uint64_t *dold = NULL, *dnew = NULL;
+    struct fg_diff df = {.old_path = old_path};
     if (status == EXIT_OK) {
         names = cs_tree_names(&tree, syms);
         tot = calloc(nn, sizeof *tot);
@@ -257,6 +320,28 @@ int cmd_flamegraph(int argc, char **argv)
             tool_err("out of memory");
             status = EXIT_BAD_TRACE;
         }
+    }
+    if (status == EXIT_OK && old_path) {
+        dold = calloc(nn, sizeof *dold);
+        dnew = calloc(nn, sizeof *dnew);
+        status = dold && dnew ? EXIT_OK : EXIT_BAD_TRACE;
+        for (size_t i = 1; status == EXIT_OK && i < nn; i++) {
+            char *p = sp_path_of(&tree, names, (uint32_t)i);
+            if (!p) {
+                status = EXIT_BAD_TRACE;
+                break;
+            }
+            dold[i] = sp_weight(&old, p);
+            free(p);
+            dnew[i] = by_count ? tree.n[i].calls : tool_ticks_to_ns(tree.n[i].self, freq);
+            uint64_t d = dnew[i] > dold[i] ? dnew[i] - dold[i] : dold[i] - dnew[i];
+            if (d > df.maxabs)
+                df.maxabs = d;
+        }
+        if (status != EXIT_OK)
+            tool_err("out of memory");
+        df.old = dold;
+        df.new_ = dnew;
     }
     if (status == EXIT_OK) {
         /* Parents are created before their children: index order is a topological order. */
@@ -293,7 +378,8 @@ int cmd_flamegraph(int argc, char **argv)
         if (!f) {
             status = EXIT_BAD_TRACE;
         } else {
-            write_svg(f, &tree, names, tot, x, depth, order, nn, maxd, by_count);
+            write_svg(f, &tree, names, tot, x, depth, order, nn, maxd, by_count,
+                      old_path ? &df : NULL);
             if (tool_out_close(&o, 1) != 0)
                 status = EXIT_BAD_TRACE;
         }
@@ -301,6 +387,9 @@ int cmd_flamegraph(int argc, char **argv)
             cs_summary(stderr, &cs, freq);
     }
     cs_names_free(names, nn);
+    sp_list_free(&old);
+    free(dold);
+    free(dnew);
     free(tot);
     free(x);
     free(depth);

@@ -2,9 +2,11 @@
  *
  * One streaming pass builds a tree of distinct stacks (callstack.h: account's stack rule, repairs,
  * loss markers); memory grows with the number of distinct stacks, never with the trace length.
+ * --diff OLD: both traces as stacks by name (stackpaths.h), merged.
  * Self time of a closed frame = its duration minus its directly closed callees' durations, so the
  * self times under a closed top-level frame add up to exactly its duration. */
 #include "callstack.h"
+#include "stackpaths.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -31,7 +33,12 @@ static void help(FILE *out)
           "                        or the traced binary: refused if its build id is not the\n"
           "                        one the trace's symbols file records\n"
           "  --force-syms          use a --syms binary even if its build id differs\n"
-          "  --names MODE  C++ names: short (default: namespaces and name), full or mangled\n",
+          "  --names MODE  C++ names: short (default: namespaces and name), full or mangled\n"
+          "  --diff OLD            compare with the trace OLD, stack by stack (by name, so\n"
+          "                        two builds compare): folded lines 'a;b;c OLD NEW' as\n"
+          "                        difffolded.pl writes, or a table of the changes, largest\n"
+          "                        first; OLD is read with its own symbols file (--syms is\n"
+          "                        for TRACE)\n",
           out);
 }
 
@@ -54,32 +61,83 @@ static int cmp_weight(const void *pa, const void *pb)
     return strcmp(a->stack, b->stack);
 }
 
-/* "root;...;node" into a malloc'd string. */
-static char *path_of(const struct cs_tree *tr, char **names, uint32_t node)
+/* --diff: one row per stack of either trace. */
+struct drow {
+    const char *stack;
+    uint64_t old, new_;
+};
+
+static int cmp_change(const void *pa, const void *pb)
 {
-    size_t len = 0;
-    for (uint32_t k = node; k; k = tr->n[k].parent)
-        len += strlen(names[k]) + 1;
-    char *s = malloc(len ? len : 1);
-    if (!s)
-        return NULL;
-    size_t pos = len ? len - 1 : 0;
-    s[pos] = '\0';
-    for (uint32_t k = node; k; k = tr->n[k].parent) {
-        size_t n = strlen(names[k]);
-        pos -= n;
-        memcpy(s + pos, names[k], n);
-        if (pos)
-            s[--pos] = ';';
+    const struct drow *a = pa, *b = pb;
+    uint64_t x = a->new_ > a->old ? a->new_ - a->old : a->old - a->new_;
+    uint64_t y = b->new_ > b->old ? b->new_ - b->old : b->old - b->new_;
+    if (x != y)
+        return x < y ? 1 : -1;
+    return strcmp(a->stack, b->stack);
+}
+
+/* stack --diff OLD NEW: both lists merged by stack (each sorted by path). Folded: "stack OLD NEW"
+ * per line, sorted by stack, as difffolded.pl writes; text: heaviest change first. */
+static int write_diff(const struct sp_list *o, const struct sp_list *n, bool folded, bool by_count)
+{
+    struct drow *rows = calloc(o->n + n->n + 1, sizeof *rows);
+    if (!rows) {
+        tool_err("out of memory");
+        return EXIT_BAD_TRACE;
     }
-    return s;
+    size_t i = 0, j = 0, k = 0;
+    uint64_t tot_old = 0, tot_new = 0;
+    while (i < o->n || j < n->n) {
+        int c = i == o->n ? 1 : j == n->n ? -1 : strcmp(o->p[i].path, n->p[j].path);
+        rows[k].stack = c <= 0 ? o->p[i].path : n->p[j].path;
+        rows[k].old = c <= 0 ? o->p[i++].w : 0;
+        rows[k].new_ = c >= 0 ? n->p[j++].w : 0;
+        tot_old += rows[k].old;
+        tot_new += rows[k].new_;
+        k++;
+    }
+    if (!folded) {
+        qsort(rows, k, sizeof *rows, cmp_change);
+        printf("%12s %12s %13s %9s  %s\n", "old", "new", "change", "%", "stack");
+    }
+    for (size_t r = 0; r < k; r++) {
+        const struct drow *w = &rows[r];
+        if (folded) {
+            printf("%s %" PRIu64 " %" PRIu64 "\n", w->stack, w->old, w->new_);
+            continue;
+        }
+        char a[32], b[32], ch[34], pct[16];
+        uint64_t d = w->new_ > w->old ? w->new_ - w->old : w->old - w->new_;
+        if (by_count) {
+            snprintf(a, sizeof a, "%" PRIu64, w->old);
+            snprintf(b, sizeof b, "%" PRIu64, w->new_);
+            snprintf(ch + 1, sizeof ch - 1, "%" PRIu64, d);
+        } else {
+            tool_fmt_ns(a, sizeof a, w->old);
+            tool_fmt_ns(b, sizeof b, w->new_);
+            tool_fmt_ns(ch + 1, sizeof ch - 1, d);
+        }
+        ch[0] = w->new_ < w->old ? '-' : '+';
+        if (w->old)
+            snprintf(pct, sizeof pct, "%+.1f%%",
+                     100.0 * ((double)w->new_ - (double)w->old) / (double)w->old);
+        else
+            snprintf(pct, sizeof pct, "new");
+        printf("%12s %12s %13s %9s  %s\n", w->old ? a : "-", w->new_ ? b : "-", ch, pct, w->stack);
+    }
+    fprintf(folded ? stderr : stdout,
+            "# stacks: %zu, total weight: old %" PRIu64 "%s, new %" PRIu64 "%s\n", k, tot_old,
+            by_count ? " calls" : "ns", tot_new, by_count ? " calls" : "ns");
+    free(rows);
+    return EXIT_OK;
 }
 
 int cmd_stack(int argc, char **argv)
 {
     int32_t tid = 0;
     bool have_tid = false, per_thread = false;
-    const char *path = NULL, *syms_path = NULL;
+    const char *path = NULL, *syms_path = NULL, *old_path = NULL;
     bool by_count = false, folded = false;
     if (tool_wants_help(argc, argv)) {
         help(stdout);
@@ -97,6 +155,10 @@ int cmd_stack(int argc, char **argv)
             if (k < 0)
                 return EXIT_USAGE;
             folded = k == 1;
+        } else if ((m = tool_option(argc, argv, &i, "stack", "--diff", &v)) != 0) {
+            if (m < 0)
+                return EXIT_USAGE;
+            old_path = v;
         } else if (strcmp(argv[i], "--per-thread") == 0) {
             per_thread = true;
         } else if ((m = tool_tid_option(argc, argv, &i, "stack", &tid)) != 0) {
@@ -107,8 +169,26 @@ int cmd_stack(int argc, char **argv)
             return EXIT_USAGE;
         }
     }
+    if (old_path && (have_tid || per_thread)) {
+        tool_err("stack: --diff compares whole traces: no --tid or --per-thread (thread ids "
+                 "differ between runs)");
+        return EXIT_USAGE;
+    }
     if (!tool_default_trace(&path, "stack"))
         return EXIT_USAGE;
+    if (old_path) {
+        struct sp_list o, n = {0};
+        int st = sp_load(old_path, NULL, by_count, &o);
+        if (st == EXIT_OK)
+            st = sp_load(path, syms_path, by_count, &n);
+        if (st == EXIT_OK)
+            st = write_diff(&o, &n, folded, by_count);
+        sp_list_free(&o);
+        sp_list_free(&n);
+        if (fflush(stdout) != 0)
+            st = EXIT_BAD_TRACE;
+        return st;
+    }
 
     struct cs_tree tree = {0};
     struct callstack cs = {0};
@@ -136,7 +216,7 @@ int cmd_stack(int argc, char **argv)
         uint64_t w = by_count ? n->calls : self_ns;
         if (w == 0)
             continue;
-        rows[nrows] = (struct srow){.stack = path_of(&tree, names, (uint32_t)i),
+        rows[nrows] = (struct srow){.stack = sp_path_of(&tree, names, (uint32_t)i),
                                     .weight = w,
                                     .self_ns = self_ns,
                                     .calls = n->calls};

@@ -465,3 +465,63 @@ Test(run, diff_flags_exactly_what_changed)
     free(many);
     e2e_rmtree(work);
 }
+
+/* 15.2: stack --diff and flamegraph --diff on one run of each build of diffprog: by count the
+ * figures are exact (added() is the one stack that changed); by time slowed() grew. */
+Test(run, stack_and_flamegraph_diff)
+{
+    char work[PATH_MAX];
+    e2e_workdir(work, sizeof work);
+    struct e2e_run r;
+    for (int side = 0; side < 2; side++) {
+        e2e_run_sh(work, &r, "'" E2E_SLEDTRACE "' run -o '%s/%s' -- '%s' >/dev/null", work,
+                   side ? "new" : "old", side ? BIN("diffprog-new") : BIN("diffprog-old"));
+        cr_assert_eq(r.status, 0, "%s", r.err);
+        e2e_run_free(&r);
+    }
+    const char *pair = "$(ls \"$0\"/old/*.fdr) $(ls \"$0\"/new/*.fdr)";
+    e2e_run_sh(work, &r,
+               "sh -c '\"$1\" stack --by count --format folded --diff %s' '%s' '" E2E_SLEDTRACE "'",
+               pair, work);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_eq(r.out,
+                     "[sledtrace] thread set-up 1 1\nadded 0 100\nslowed 100 100\n"
+                     "steady 100 100\n",
+                     "%s", r.out);
+    cr_assert_eq(e2e_count_lines(r.err, "# stacks: 4, total weight: old 201 calls, new 301 calls"),
+                 1, "%s", r.err);
+    e2e_run_free(&r);
+    /* by time: one row per stack of either trace (one run each: no timing is asserted, a
+     * preempted run can make any of them slower) */
+    e2e_run_sh(work, &r, "sh -c '\"$1\" stack --diff %s' '%s' '" E2E_SLEDTRACE "'", pair, work);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_eq(e2e_nlines(r.out), 6, "%s", r.out);
+    cr_assert_eq(e2e_count_lines(r.out, "# stacks: 4, total weight: old "), 1, "%s", r.out);
+    cr_assert_not_null(strstr(r.out, "       new  added\n"), "%s", r.out);
+    e2e_run_free(&r);
+    /* the differential flame graph by count: added() full red, every other frame white */
+    e2e_run_sh(work, &r,
+               "sh -c '\"$1\" flamegraph --by count -o \"$0\"/d.svg --diff %s' '%s' '" E2E_SLEDTRACE
+               "'",
+               pair, work);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    e2e_run_free(&r);
+    char svg_path[PATH_MAX + 8];
+    snprintf(svg_path, sizeof svg_path, "%s/d.svg", work);
+    char *svg = e2e_slurp(svg_path, NULL);
+    cr_assert_not_null(svg);
+    cr_assert_not_null(strstr(svg, "data-c=\"rgb(255,55,55)\" data-n=\"added\""), "%s", svg);
+    cr_assert_not_null(strstr(svg, "<title>added (100 calls, 33.22%; self 0 -&gt; 100, +100)"),
+                       "%s", svg);
+    cr_assert_not_null(strstr(svg, "data-c=\"rgb(255,255,255)\" data-n=\"slowed\""), "%s", svg);
+    cr_assert_not_null(strstr(svg, "data-c=\"rgb(255,255,255)\" data-n=\"steady\""), "%s", svg);
+    cr_assert_not_null(strstr(svg, "Differential flame graph (calls)"), "%s", svg);
+    free(svg);
+    /* --diff takes whole traces */
+    e2e_run_sh(work, &r, "'" E2E_SLEDTRACE "' stack --diff x.fdr --tid 1 y.fdr");
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 2, "%s", r.err);
+    cr_assert_eq(e2e_count_lines(r.err, "sledtrace: stack: --diff compares whole traces"), 1, "%s",
+                 r.err);
+    e2e_run_free(&r);
+    e2e_rmtree(work);
+}
