@@ -7,6 +7,7 @@
 
 int cmd_graph(int argc, char **argv); /* cmd_graph.c */
 int cmd_diff(int argc, char **argv);  /* cmd_diff.c */
+int cmd_order(int argc, char **argv); /* cmd_order.c */
 
 #ifndef SLEDTRACE_VERSION
 #define SLEDTRACE_VERSION "unknown"
@@ -35,10 +36,12 @@ static void usage(FILE *out)
           "                                  call graph as Graphviz DOT\n"
           "  replay TRACE [--tid N] [--depth N] [--min-duration TIME] [--filter GLOB]\n"
           "                                  per-thread call tree with times and durations\n"
-          "  stack TRACE [--by time|count] [--format text|folded]\n"
+          "  stack TRACE [--by time|count] [--format text|folded] [--diff OLD]\n"
           "                                  aggregated call stacks (folded for flame graphs)\n"
-          "  flamegraph TRACE -o OUT.svg [--by time|count]\n"
+          "  flamegraph TRACE -o OUT.svg [--by time|count] [--diff OLD]\n"
           "                                  interactive SVG flame graph\n"
+          "  order TRACE... [-o FILE] [--pages BINARY]\n"
+          "                                  first-call order as a linker symbol ordering file\n"
           "\n"
           "Every command that takes --syms FILE (a symbols file, or the traced binary) also\n"
           "takes --force-syms: use a binary whose build id is not the trace's.\n"
@@ -78,6 +81,8 @@ int main(int argc, char **argv)
         return cmd_graph(argc - 1, argv + 1);
     if (strcmp(cmd, "diff") == 0)
         return cmd_diff(argc - 1, argv + 1);
+    if (strcmp(cmd, "order") == 0)
+        return cmd_order(argc - 1, argv + 1);
     if (strcmp(cmd, "replay") == 0)
         return cmd_replay(argc - 1, argv + 1);
     if (strcmp(cmd, "stack") == 0)
