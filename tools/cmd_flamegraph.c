@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,6 +154,13 @@ struct fg_diff {
     const char *old_path;
 };
 
+/* v to two decimals, halves away from zero, as the script's toFixed(2) rounds when it redraws:
+ * printf rounds an exact tie (710.625) to even, and 'Reset zoom' then moved a frame by 0.01 px. */
+static double half_up(double v)
+{
+    return floor(v * 100 + 0.5) / 100;
+}
+
 static int write_svg(FILE *f, const struct cs_tree *tr, char **names, const uint64_t *tot,
                      const double *x, const uint32_t *depth, const uint32_t *order, size_t nord,
                      uint32_t maxd, bool by_count, const struct fg_diff *df)
@@ -178,7 +186,8 @@ static int write_svg(FILE *f, const struct cs_tree *tr, char **names, const uint
     if (df) {
         fprintf(f, "<text x=\"%d\" y=\"36\">widths: this trace; colours: self %s against ", PAD,
                 by_count ? "calls" : "time");
-        xml_esc(f, df->old_path, SIZE_MAX);
+        const char *base = strrchr(df->old_path, '/'); /* the name: the line has 1200 px */
+        xml_esc(f, base && base[1] ? base + 1 : df->old_path, SIZE_MAX);
         fputs(" (red: more, blue: less)</text>\n", f);
     }
     uint64_t total = tot[0];
@@ -188,7 +197,7 @@ static int write_svg(FILE *f, const struct cs_tree *tr, char **names, const uint
             continue;
         double fx = total ? x[i] / (double)total : 0,
                fwid = total ? (double)tot[i] / (double)total : 0;
-        double px = PAD + fx * fw, pw = fwid * fw;
+        double px = half_up(PAD + fx * fw), pw = half_up(fwid * fw);
         int y = height - PAD - (int)(depth[i] + 1) * FRAME_H;
         uint32_t h = 2166136261u;
         for (const char *p = names[i]; *p; p++)
@@ -236,7 +245,7 @@ static int write_svg(FILE *f, const struct cs_tree *tr, char **names, const uint
                 " (%s, %.2f%%%s)</title><rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" "
                 "rx=\"2\" fill=\"rgb(%u,%u,%u)\"/><text x=\"%.2f\" y=\"%d\">",
                 wb, total ? 100.0 * (double)tot[i] / (double)total : 0.0, db, px, y, pw,
-                FRAME_H - 1, cr, cg, cb, px + 3, y + FRAME_H - 4);
+                FRAME_H - 1, cr, cg, cb, half_up(px + 3), y + FRAME_H - 4);
         label(f, names[i], pw);
         fputs("</text></g>\n", f);
     }
@@ -334,9 +343,6 @@ int cmd_flamegraph(int argc, char **argv)
             dold[i] = sp_weight(&old, p);
             free(p);
             dnew[i] = by_count ? tree.n[i].calls : tool_ticks_to_ns(tree.n[i].self, freq);
-            uint64_t d = dnew[i] > dold[i] ? dnew[i] - dold[i] : dold[i] - dnew[i];
-            if (d > df.maxabs)
-                df.maxabs = d;
         }
         if (status != EXIT_OK)
             tool_err("out of memory");
@@ -350,6 +356,12 @@ int cmd_flamegraph(int argc, char **argv)
             const struct cs_node *n = &tree.n[i];
             tot[i] += by_count ? n->calls : tool_ticks_to_ns(n->self, freq);
             tot[n->parent] += tot[i];
+        }
+        for (size_t i = 1; dold && i < nn; i++) {
+            /* full colour for the largest change of a frame that is drawn (weight > 0) */
+            uint64_t d = dnew[i] > dold[i] ? dnew[i] - dold[i] : dold[i] - dnew[i];
+            if (tot[i] && d > df.maxabs)
+                df.maxabs = d;
         }
         for (size_t i = 0; i < nn; i++) {
             order[i] = (uint32_t)i;

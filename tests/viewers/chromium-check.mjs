@@ -207,8 +207,25 @@ function checkLabelShape(what, f) {
 
 async function checkFlame(browser, c) {
   const svg = path.join(work, `${c.id}.svg`);
-  run(sledtrace, ['flamegraph', c.trace, '-o', svg, ...c.opts]);
+  run(sledtrace, ['flamegraph', c.trace, '-o', svg, ...c.opts, ...(c.diff ? ['--diff', c.diff] : [])]);
   const exp = expectedFrames(run(sledtrace, ['stack', c.trace, '--format', 'folded', ...c.opts]));
+  // --diff: each stack's self weight in the old trace and in this one, from stack --diff
+  const diff = new Map();
+  if (c.diff) {
+    const folded = run(sledtrace, ['stack', c.trace, '--format', 'folded', '--diff', c.diff,
+                                   ...c.opts]);
+    for (const line of folded.split('\n')) {
+      const m = /^(.*) (\d+) (\d+)$/s.exec(line);
+      if (m) diff.set(`all;${m[1]}`, {o: Number(m[2]), n: Number(m[3])});
+    }
+  }
+  const changeOf = (p) => diff.get(p) ?? {o: 0, n: 0};
+  let maxabs = 0;
+  for (const p of exp.all.keys()) {
+    const {o, n} = changeOf(p);
+    if (p !== 'all') maxabs = Math.max(maxabs, Math.abs(n - o));
+  }
+  const fmtW = (s, w) => c.byCount ? s === String(w) : fmtNsOk(s, w);
   const height = Number(/<svg [^>]*height="(\d+)"/.exec(fs.readFileSync(svg, 'utf8'))[1]);
   const page = await browser.newPage({viewport: {width: SVG_W, height}});
   const errors = [];
@@ -238,8 +255,28 @@ async function checkFlame(browser, c) {
     const y = height - PAD - (e.d + 1) * FRAME_H;
     if (f.rect.y !== y || f.rect.h !== FRAME_H - 1)
       fail(at, `row y ${f.rect.y} height ${f.rect.h}, depth ${e.d} is y ${y} height 15`);
-    const m = /^(.*) \(([^(),]*), (\d+\.\d\d)%\)$/s.exec(f.title);
+    const m = /^(.*) \(([^(),]*), (\d+\.\d\d)%(?:; self (\S+) -> (\S+), ([+-])(\S+?)(?: \(([+-]\d+\.\d)%\))?)?\)$/s
+                .exec(f.title);
     if (!m) return fail(at, `title '${f.title}' is not 'NAME (WEIGHT, SHARE%)'`);
+    if (c.diff && p === 'all') {
+      if (m[4] !== undefined || f.c !== 'rgb(240,240,240)')
+        fail(at, `the root is ${f.c} with '${f.title}': grey, no change`);
+    } else if (c.diff) {
+      // colour: white unchanged, red grew, blue shrank, as deep as the change against the
+      // largest change of a frame; hover: both self weights, the change, the relative change
+      const {o, n} = changeOf(p), d = Math.abs(n - o);
+      const k = maxabs ? Math.floor((200 * d) / maxabs) : 0;
+      const want = `rgb(${n >= o ? 255 : 255 - k},${255 - k},${n > o ? 255 - k : 255})`;
+      if (f.c !== want) fail(at, `coloured ${f.c}; self ${o} -> ${n} of largest change ${maxabs} is ${want}`);
+      if (m[4] === undefined || !fmtW(m[4], o) || !fmtW(m[5], n) || m[6] !== (n < o ? '-' : '+') ||
+          !fmtW(m[7], d))
+        fail(at, `title '${f.title}' for self ${o} -> ${n}`);
+      else if ((m[8] !== undefined) !== (o > 0) ||
+               (o > 0 && !near(Number(m[8]), (100 * (n - o)) / o, 0.05 + 1e-9)))
+        fail(at, `title '${f.title}': relative change of ${o} -> ${n}`);
+    } else if (m[4] !== undefined) {
+      fail(at, `title '${f.title}' has a change without --diff`);
+    }
     if (m[1] !== e.name || f.n !== e.name)
       fail(at, `title names '${m[1]}', data-n '${f.n}', the stack '${e.name}'`);
     const weightOk = c.byCount ? m[2] === `${e.w} call${e.w === 1 ? '' : 's'}`
@@ -466,6 +503,11 @@ const flames = [
    zoom: 'all;main;compute_the_checksum_of_every_block_in_the_input_buffer_twice'},
   {id: 'crafted-count', trace: crafted, opts: ['--by', 'count'], byCount: true,
    search: '^leaf$'},
+  // differential: real-mt's main grew against real-events', its workers are new; the other
+  // way round main shrank (blue), by count
+  {id: 'diff', trace: mt, diff: path.join(data, 'real-events.fdr'), opts: [], search: 'fib'},
+  {id: 'diff-count', trace: path.join(data, 'real-events.fdr'), diff: mt,
+   opts: ['--by', 'count'], byCount: true, search: 'main'},
 ];
 const graphs = [
   // tests/format/test_golden.c: fib_mt makes 2 x 25 fib calls from its 2 workers.
