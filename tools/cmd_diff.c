@@ -52,7 +52,7 @@ static void help(FILE *out)
           "runs and [min..max] their spread; a change is flagged (slower, faster) only when the\n"
           "two spreads do not overlap and the medians differ by at least --min-change percent,\n"
           "so that noise is not reported. Functions found on one side only are flagged new or\n"
-          "gone. Rows are sorted by the size of the change, flagged ones first. The tracer's own\n"
+          "gone. Rows are sorted by the size of the change, largest first. The tracer's own\n"
           "calls ([sledtrace] ...) are left out. On a busy machine prefer --sort median: one\n"
           "preempted call moves a function's total, not its median call.\n"
           "\n"
@@ -296,9 +296,6 @@ struct row {
 static int row_cmp(const void *pa, const void *pb)
 {
     const struct row *a = pa, *b = pb;
-    int fa = a->flag[0] != 0, fb = b->flag[0] != 0;
-    if (fa != fb)
-        return fb - fa;
     double x = fabs(a->change), y = fabs(b->change);
     if (x != y)
         return x < y ? 1 : -1;
