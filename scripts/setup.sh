@@ -31,11 +31,12 @@ esac
 # libclang-rt-22-dev: clang-22 -fxray-shared links libclang_rt.xray-dso.a from it (tests/e2e/libxs.so).
 # clang-format runs as the `style` test.
 # man-db (with groff-base): the `install` test renders the installed manual pages with `man -l`.
+# tmux: the top test runs `sledtrace top` in a real terminal and reads the screen back.
 # lld: the order test relinks a program with sledtrace's symbol ordering file (-fuse-ld=lld).
 # chromium and graphviz: the viewers-chromium test opens the flame graph and the call graph (laid
 # out by graphviz's dot) in headless Chromium and reads back what a person would see there.
 PACKAGES=(meson ninja-build pkg-config libelf-dev libcapstone-dev libcriterion-dev clang llvm
-    libclang-rt-14-dev clang-19 clang-22 libclang-rt-22-dev clang-format man-db chromium graphviz lld)
+    libclang-rt-14-dev clang-19 clang-22 libclang-rt-22-dev clang-format man-db chromium graphviz lld tmux)
 BUILD_DIR=build
 MESON_OPTIONS=()
 if [[ $MODE == demo ]]; then

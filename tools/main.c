@@ -8,6 +8,7 @@
 int cmd_graph(int argc, char **argv); /* cmd_graph.c */
 int cmd_diff(int argc, char **argv);  /* cmd_diff.c */
 int cmd_order(int argc, char **argv); /* cmd_order.c */
+int cmd_top(int argc, char **argv);   /* cmd_top.c */
 
 #ifndef SLEDTRACE_VERSION
 #define SLEDTRACE_VERSION "unknown"
@@ -42,6 +43,8 @@ static void usage(FILE *out)
           "                                  interactive SVG flame graph\n"
           "  order TRACE... [-o FILE] [--pages BINARY]\n"
           "                                  first-call order as a linker symbol ordering file\n"
+          "  top [TRACE] [--interval MS] [--once]\n"
+          "                                  follow a trace being written: top functions\n"
           "\n"
           "Every command that takes --syms FILE (a symbols file, or the traced binary) also\n"
           "takes --force-syms: use a binary whose build id is not the trace's.\n"
@@ -83,6 +86,8 @@ int main(int argc, char **argv)
         return cmd_diff(argc - 1, argv + 1);
     if (strcmp(cmd, "order") == 0)
         return cmd_order(argc - 1, argv + 1);
+    if (strcmp(cmd, "top") == 0)
+        return cmd_top(argc - 1, argv + 1);
     if (strcmp(cmd, "replay") == 0)
         return cmd_replay(argc - 1, argv + 1);
     if (strcmp(cmd, "stack") == 0)

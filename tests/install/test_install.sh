@@ -122,7 +122,7 @@ check_format() {
 
 # The commands of `sledtrace --help`; help_options TOOL COMMAND: the options the command's --help
 # lists, one per line (those that begin its indented option lines: "  -o, --output DIR ...").
-COMMANDS=(run live info dump account convert replay stack flamegraph graph diff order)
+COMMANDS=(run live info dump account convert replay stack flamegraph graph diff order top)
 help_options() {
     "$1" "$2" --help 2>&1 | grep -E '^ +-' |
         sed -E 's/^ +//; s/^((-[a-z], )?--?[a-z][a-z-]*).*/\1/' | tr ',' '\n' | tr -d ' ' | sort -u
@@ -200,7 +200,7 @@ check_completion() {
     mkdir -p "$work/sub"
     touch "$work/a.fdr" "$work/a.syms"
     same "$name: completion offers the commands" \
-        "--help --version account convert diff dump flamegraph graph info live order replay run stack " \
+        "--help --version account convert diff dump flamegraph graph info live order replay run stack top " \
         "$(completions "$script" "$work" sledtrace '')"
     local cmd opt offered missing=()
     for cmd in "${COMMANDS[@]}"; do

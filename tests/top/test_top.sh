@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# sledtrace top (issue 16.3), TAP: --once on a finished trace (exact calls, top function first),
+# then the live screen in a real terminal (tmux, read back with capture-pane) while topprog is
+# traced with a 100 ms flush period: it shows the program running and busy() on top, then the
+# program's end with every call counted, and exits; 'q' quits it early. Environment
+# (tests/top/meson.build): SLEDTRACE, PROG, TMUX_BIN.
+set -uo pipefail
+
+n=0
+failed=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok() {
+    n=$((n + 1)); failed=$((failed + 1))
+    echo "not ok $n - $1"
+    shift
+    printf '# %s\n' "$@"
+}
+
+tmp=$(mktemp -d)
+sock=$tmp/tmux.sock
+tm() { "$TMUX_BIN" -S "$sock" "$@"; }
+cleanup() {
+    tm kill-server 2>/dev/null
+    [[ -n ${prog_pid-} ]] && kill "$prog_pid" 2>/dev/null
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+cd "$tmp" || exit 1
+
+# waits up to $2 tenths of a second for the file $1
+wait_file() {
+    local i
+    for ((i = 0; i < $2; i++)); do
+        [[ -s $1 ]] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+# 1. --once on a finished trace
+"$SLEDTRACE" run -o once -- "$PROG" 300 >once.out 2>/dev/null
+rounds=$(sed -n 's/^rounds //p' once.out)
+trace=$(ls once/*.fdr 2>/dev/null | head -1)
+out=$("$SLEDTRACE" top --once "$trace" 2>&1)
+first=$(awk '/^ +self +calls +function$/ { getline; print $NF; exit }' <<<"$out")
+busy=$(awk '$NF == "busy" { print $(NF - 1) }' <<<"$out")
+rest=$(awk '$NF == "rest" { print $(NF - 1) }' <<<"$out")
+if [[ -n $rounds && $busy == "$rounds" && $rest == "$rounds" && $first == busy ]]; then
+    ok "--once: busy and rest called $rounds times each, busy on top"
+else
+    not_ok "--once: exact calls, busy on top" "rounds $rounds" "$out"
+fi
+
+# 2. live, in a terminal
+"$SLEDTRACE" run -o live --flush-ms 100 -- "$PROG" 2500 >live.out 2>/dev/null &
+prog_pid=$!
+for ((i = 0; i < 50; i++)); do
+    trace=$(ls live/*.fdr 2>/dev/null | head -1)
+    [[ -n $trace ]] && break
+    sleep 0.1
+done
+tm new-session -d -s top -x 120 -y 30 \
+    "'$SLEDTRACE' top --interval 200 '$trace'; echo exit=\$? >'$tmp/done'; sleep 30"
+sleep 1.2
+screen=$(tm capture-pane -p -t top)
+if grep -q '(running)' <<<"$screen" &&
+    awk '$NF == "busy" && $3 + 0 > 0 { found = 1 } END { exit !found }' <<<"$screen" &&
+    awk '/calls \(last\)/ { getline; exit $NF != "busy" }' <<<"$screen"; then
+    ok "live: the running program, busy() on top with calls in the last interval"
+else
+    not_ok "live: the running program, busy() on top" "$screen"
+fi
+wait "$prog_pid"
+prog_pid=
+rounds=$(sed -n 's/^rounds //p' live.out)
+if wait_file "$tmp/done" 50 && [[ $(cat "$tmp/done") == exit=0 ]]; then
+    ok "live: top exits 0 once the program has ended"
+else
+    not_ok "live: top exits 0 once the program has ended" "$(cat "$tmp/done" 2>&1)"
+fi
+screen=$(tm capture-pane -p -t top)
+busy=$(awk '$NF == "busy" { print $(NF - 1) }' <<<"$screen")
+if grep -q '(ended)' <<<"$screen" && [[ -n $rounds && $busy == "$rounds" ]]; then
+    ok "live: its last screen says ended and counts all $rounds calls of busy"
+else
+    not_ok "live: the last screen counts every call" "rounds $rounds" "$screen"
+fi
+tm kill-session -t top 2>/dev/null
+
+# 3. q quits
+rm -f "$tmp/done"
+"$SLEDTRACE" run -o q --flush-ms 100 -- "$PROG" 20000 >/dev/null 2>&1 &
+prog_pid=$!
+for ((i = 0; i < 50; i++)); do
+    trace=$(ls q/*.fdr 2>/dev/null | head -1)
+    [[ -n $trace ]] && break
+    sleep 0.1
+done
+tm new-session -d -s q -x 120 -y 30 \
+    "'$SLEDTRACE' top --interval 200 '$trace'; echo exit=\$? >'$tmp/done'; stty -a >'$tmp/stty'; sleep 30"
+sleep 0.8
+tm send-keys -t q q
+if wait_file "$tmp/done" 30 && [[ $(cat "$tmp/done") == exit=0 ]]; then
+    ok "q quits, exit status 0, while the program still runs"
+else
+    not_ok "q quits" "$(tm capture-pane -p -t q)"
+fi
+if wait_file "$tmp/stty" 20 && grep -qw icanon "$tmp/stty" && grep -qw echo "$tmp/stty"; then
+    ok "the terminal is left in canonical mode with echo"
+else
+    not_ok "the terminal is restored" "$(cat "$tmp/stty" 2>&1)"
+fi
+kill "$prog_pid" 2>/dev/null
+wait "$prog_pid" 2>/dev/null
+prog_pid=
+
+# 4. errors: one line, non-zero
+if ! "$SLEDTRACE" top --once nosuch.fdr 2>err && [[ $(wc -l <err) == 1 ]] &&
+    grep -q '^sledtrace: .*nosuch.fdr' err; then
+    ok "a missing trace: one line, non-zero"
+else
+    not_ok "a missing trace: one line, non-zero" "$(cat err)"
+fi
+
+echo "1..$n"
+exit $((failed > 0))
