@@ -59,6 +59,14 @@ struct snap {
     int32_t pid;
 };
 
+static void snap_free(struct snap *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        free(s->f[i].name);
+    free(s->f);
+    u64map_free(&s->ids);
+}
+
 static int on_close(void *ctx, const struct cs_close *c)
 {
     struct snap *s = ctx;
@@ -287,27 +295,15 @@ int cmd_top(int argc, char **argv)
     }
     struct snap s = {0};
     char err[256] = "";
-    if (once) {
-        int st = snapshot(&s, path, false, err, sizeof err);
+    /* the first snapshot must succeed: a trace that cannot be read is an error, said plainly */
+    int st = snapshot(&s, path, false, err, sizeof err);
+    if (st != EXIT_OK || once) {
         if (st == EXIT_OK)
             draw(&s, path, true, true, 0, 0, 0, (size_t)rows, NULL);
         else if (*err)
             tool_err("top: %s", err);
-        for (size_t i = 0; i < s.n; i++)
-            free(s.f[i].name);
-        free(s.f);
-        u64map_free(&s.ids);
+        snap_free(&s);
         return st;
-    }
-    /* the first snapshot must succeed: a trace that cannot be read is an error, said plainly */
-    if (snapshot(&s, path, false, err, sizeof err) != EXIT_OK) {
-        if (*err)
-            tool_err("top: %s", err);
-        for (size_t i = 0; i < s.n; i++)
-            free(s.f[i].name);
-        free(s.f);
-        u64map_free(&s.ids);
-        return EXIT_BAD_TRACE;
     }
     struct sigaction sa = {.sa_handler = on_stop}, old_int, old_term;
     sigemptyset(&sa.sa_mask);
@@ -365,9 +361,6 @@ int cmd_top(int argc, char **argv)
     restore_terminal();
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
-    for (size_t i = 0; i < s.n; i++)
-        free(s.f[i].name);
-    free(s.f);
-    u64map_free(&s.ids);
+    snap_free(&s);
     return stopped() ? 128 + stopped() : EXIT_OK;
 }

@@ -6,15 +6,8 @@
 # PROG, SOURCE, CLANG, XRAY_NOLINK, INCLUDE.
 set -uo pipefail
 
-n=0
-failed=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() {
-    n=$((n + 1)); failed=$((failed + 1))
-    echo "not ok $n - $1"
-    shift
-    printf '# %s\n' "$@"
-}
+# shellcheck source=../tap.sh
+. "$(dirname "$0")/../tap.sh"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -98,5 +91,4 @@ else
     not_ok "--pages: a file that is not ELF is refused in one line" "$(cat err)"
 fi
 
-echo "1..$n"
-exit $((failed > 0))
+tap_end

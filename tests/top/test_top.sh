@@ -6,15 +6,8 @@
 # (tests/top/meson.build): SLEDTRACE, PROG, TMUX_BIN.
 set -uo pipefail
 
-n=0
-failed=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() {
-    n=$((n + 1)); failed=$((failed + 1))
-    echo "not ok $n - $1"
-    shift
-    printf '# %s\n' "$@"
-}
+# shellcheck source=../tap.sh
+. "$(dirname "$0")/../tap.sh"
 
 tmp=$(mktemp -d)
 sock=$tmp/tmux.sock
@@ -37,6 +30,17 @@ wait_file() {
     return 1
 }
 
+# the first trace in directory $1, waiting up to 5 s for the runtime to create it
+first_trace() {
+    local i t
+    for ((i = 0; i < 50; i++)); do
+        t=$(ls "$1"/*.fdr 2>/dev/null | head -1)
+        [[ -n $t ]] && break
+        sleep 0.1
+    done
+    echo "$t"
+}
+
 # 1. --once on a finished trace
 "$SLEDTRACE" run -o once -- "$PROG" 300 >once.out 2>/dev/null
 rounds=$(sed -n 's/^rounds //p' once.out)
@@ -54,11 +58,7 @@ fi
 # 2. live, in a terminal
 "$SLEDTRACE" run -o live --flush-ms 100 -- "$PROG" 2500 >live.out 2>/dev/null &
 prog_pid=$!
-for ((i = 0; i < 50; i++)); do
-    trace=$(ls live/*.fdr 2>/dev/null | head -1)
-    [[ -n $trace ]] && break
-    sleep 0.1
-done
+trace=$(first_trace live)
 tm new-session -d -s top -x 120 -y 30 \
     "'$SLEDTRACE' top --interval 200 '$trace'; echo exit=\$? >'$tmp/done'; sleep 30"
 sleep 1.2
@@ -91,11 +91,7 @@ tm kill-session -t top 2>/dev/null
 rm -f "$tmp/done"
 "$SLEDTRACE" run -o q --flush-ms 100 -- "$PROG" 20000 >/dev/null 2>&1 &
 prog_pid=$!
-for ((i = 0; i < 50; i++)); do
-    trace=$(ls q/*.fdr 2>/dev/null | head -1)
-    [[ -n $trace ]] && break
-    sleep 0.1
-done
+trace=$(first_trace q)
 tm new-session -d -s q -x 120 -y 30 \
     "'$SLEDTRACE' top --interval 200 '$trace'; echo exit=\$? >'$tmp/done'; stty -a >'$tmp/stty'; sleep 30"
 sleep 0.8
@@ -122,5 +118,4 @@ else
     not_ok "a missing trace: one line, non-zero" "$(cat err)"
 fi
 
-echo "1..$n"
-exit $((failed > 0))
+tap_end
