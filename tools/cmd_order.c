@@ -54,7 +54,8 @@ static void help(FILE *out)
 }
 
 struct ofn {
-    char *name;
+    char *name; /* NULL until the trace's names are looked up (by id) */
+    uint32_t id;
     uint64_t first_ns, calls;
 };
 
@@ -160,10 +161,8 @@ static int read_trace(const char *path, struct olist *l, struct heap *h, struct 
         }
         uint64_t ns = tool_ticks_to_ns(it.tsc > base ? it.tsc - base : 0, t.freq);
         if (added) {
-            fs[k] = (struct ofn){.name = NULL, .first_ns = ns, .calls = 0};
+            fs[k] = (struct ofn){.id = it.func_id, .first_ns = ns};
             nf++;
-            /* the id rides in name until the names are looked up below */
-            fs[k].name = (char *)(uintptr_t)it.func_id;
         }
         if (ns < fs[k].first_ns)
             fs[k].first_ns = ns;
@@ -177,8 +176,7 @@ static int read_trace(const char *path, struct olist *l, struct heap *h, struct 
         status = EXIT_BAD_TRACE;
     for (size_t i = 0; i < nf && status == EXIT_OK; i++) {
         char buf[32];
-        uint32_t id = (uint32_t)(uintptr_t)fs[i].name;
-        const char *nm = stf_syms_name(t.syms, id, buf, sizeof buf);
+        const char *nm = stf_syms_name(t.syms, fs[i].id, buf, sizeof buf);
         if (nm == buf) {
             ++*unnamed; /* "#id": no symbol to order */
             continue;
