@@ -422,6 +422,11 @@ int cs_tree_load(const char *path, const char *syms_opt, const int32_t *tid, str
     return status;
 }
 
+uint64_t cs_node_weight(const struct cs_node *n, bool by_count, uint64_t freq)
+{
+    return by_count ? n->calls : tool_ticks_to_ns(n->self, freq);
+}
+
 void cs_tree_free(struct cs_tree *tree)
 {
     free(tree->threads);

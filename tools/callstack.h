@@ -119,6 +119,9 @@ struct cs_node {
     uint64_t self, calls; /* self ticks and closed calls with exactly this stack */
 };
 
+/* A node's own weight: its self time in ns (ticks at freq), or with by_count its closed calls. */
+uint64_t cs_node_weight(const struct cs_node *n, bool by_count, uint64_t freq);
+
 /* With per_thread, each thread's stacks hang under a node of its own (id CS_THREAD_NODE | k,
  * k indexing threads[]), named after the thread (its sidecar name and tid); else they share the
  * root. */

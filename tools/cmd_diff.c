@@ -11,6 +11,7 @@
  * Memory: the functions of every trace (names and a few numbers each); the traces themselves are
  * read by account, streaming. */
 #include "common.h"
+#include "output.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -135,21 +136,15 @@ static char *account_csv(const char *trace, const char *names)
     int efd = mkstemp(etmpl);
     if (efd >= 0)
         unlink(etmpl);
-    fflush(stdout);
-    fflush(stderr);
-    int saved = dup(STDOUT_FILENO), saved_err = efd >= 0 ? dup(STDERR_FILENO) : -1;
+    int saved = tool_redirect(STDOUT_FILENO, fd);
     char *text = NULL;
-    if (saved >= 0 && dup2(fd, STDOUT_FILENO) >= 0) {
-        if (saved_err >= 0)
-            dup2(efd, STDERR_FILENO);
+    if (saved >= 0) {
+        int saved_err = efd >= 0 ? tool_redirect(STDERR_FILENO, efd) : -1;
         char *av[] = {"account", (char *)trace, "--format", "csv", "--names", (char *)names, NULL};
         int rc = cmd_account(6, av);
-        fflush(stdout);
-        fflush(stderr);
-        dup2(saved, STDOUT_FILENO);
+        tool_unredirect(STDOUT_FILENO, saved);
         if (saved_err >= 0) {
-            dup2(saved_err, STDERR_FILENO);
-            close(saved_err);
+            tool_unredirect(STDERR_FILENO, saved_err);
             FILE *e = fdopen(efd, "r");
             if (e) {
                 rewind(e);
@@ -173,8 +168,6 @@ static char *account_csv(const char *trace, const char *names)
             }
         }
     }
-    if (saved >= 0)
-        close(saved);
     if (efd >= 0)
         close(efd);
     close(fd);
@@ -302,12 +295,10 @@ static int row_cmp(const void *pa, const void *pb)
     return strcmp(a->f->name, b->f->name);
 }
 
+/* |v| as the key's unit shows it (the caller writes the sign) */
 static void fmt_value(char *b, size_t len, double v, enum key key)
 {
-    if (key == K_COUNT)
-        snprintf(b, len, "%.0f", v);
-    else
-        tool_fmt_ns(b, len, (uint64_t)llround(v < 0 ? -v : v));
+    tool_fmt_weight(b, len, (uint64_t)llround(v < 0 ? -v : v), key == K_COUNT);
 }
 
 int cmd_diff(int argc, char **argv)

@@ -217,15 +217,9 @@ static int write_svg(FILE *f, const struct cs_tree *tr, char **names, const uint
             cg = 255 - k;
             cb = nw > o ? 255 - k : 255;
             char a[32], b[32], c[32];
-            if (by_count) {
-                snprintf(a, sizeof a, "%" PRIu64, o);
-                snprintf(b, sizeof b, "%" PRIu64, nw);
-                snprintf(c, sizeof c, "%" PRIu64, d);
-            } else {
-                tool_fmt_ns(a, sizeof a, o);
-                tool_fmt_ns(b, sizeof b, nw);
-                tool_fmt_ns(c, sizeof c, d);
-            }
+            tool_fmt_weight(a, sizeof a, o, by_count);
+            tool_fmt_weight(b, sizeof b, nw, by_count);
+            tool_fmt_weight(c, sizeof c, d, by_count);
             int len =
                 snprintf(db, sizeof db, "; self %s -&gt; %s, %c%s", a, b, nw < o ? '-' : '+', c);
             if (o && len > 0 && (size_t)len < sizeof db)
@@ -342,7 +336,7 @@ int cmd_flamegraph(int argc, char **argv)
             }
             dold[i] = sp_weight(&old, p);
             free(p);
-            dnew[i] = by_count ? tree.n[i].calls : tool_ticks_to_ns(tree.n[i].self, freq);
+            dnew[i] = cs_node_weight(&tree.n[i], by_count, freq);
         }
         if (status != EXIT_OK)
             tool_err("out of memory");
@@ -354,7 +348,7 @@ int cmd_flamegraph(int argc, char **argv)
         uint32_t maxd = 0;
         for (size_t i = nn; i-- > 1;) {
             const struct cs_node *n = &tree.n[i];
-            tot[i] += by_count ? n->calls : tool_ticks_to_ns(n->self, freq);
+            tot[i] += cs_node_weight(n, by_count, freq);
             tot[n->parent] += tot[i];
         }
         for (size_t i = 1; dold && i < nn; i++) {

@@ -21,6 +21,7 @@
  * last the configured absolute path (SLEDTRACE_RUNTIME_ABS). */
 #include "common.h"
 #include "callstack.h" /* cmd_replay */
+#include "output.h"
 
 #include "stp.h"
 
@@ -344,17 +345,11 @@ static void free_traces(char **v, int n)
 /* A subcommand's output on stderr (run's report): stdout goes to stderr meanwhile. */
 static int on_stderr(int (*cmd)(int, char **), int argc, char **argv)
 {
-    fflush(stdout);
-    int saved = dup(STDOUT_FILENO);
-    if (saved < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
-        if (saved >= 0)
-            close(saved);
+    int saved = tool_redirect(STDOUT_FILENO, STDERR_FILENO);
+    if (saved < 0)
         return EXIT_BAD_TRACE;
-    }
     int rc = cmd(argc, argv);
-    fflush(stdout);
-    dup2(saved, STDOUT_FILENO);
-    close(saved);
+    tool_unredirect(STDOUT_FILENO, saved);
     return rc;
 }
 

@@ -109,15 +109,9 @@ static int write_diff(const struct sp_list *o, const struct sp_list *n, bool fol
         }
         char a[32], b[32], ch[34], pct[16];
         uint64_t d = w->new_ > w->old ? w->new_ - w->old : w->old - w->new_;
-        if (by_count) {
-            snprintf(a, sizeof a, "%" PRIu64, w->old);
-            snprintf(b, sizeof b, "%" PRIu64, w->new_);
-            snprintf(ch + 1, sizeof ch - 1, "%" PRIu64, d);
-        } else {
-            tool_fmt_ns(a, sizeof a, w->old);
-            tool_fmt_ns(b, sizeof b, w->new_);
-            tool_fmt_ns(ch + 1, sizeof ch - 1, d);
-        }
+        tool_fmt_weight(a, sizeof a, w->old, by_count);
+        tool_fmt_weight(b, sizeof b, w->new_, by_count);
+        tool_fmt_weight(ch + 1, sizeof ch - 1, d, by_count);
         ch[0] = w->new_ < w->old ? '-' : '+';
         if (w->old)
             snprintf(pct, sizeof pct, "%+.1f%%",

@@ -13,6 +13,7 @@
  * SIGINT and SIGTERM included), or after one snapshot with --once (plain text, no escape codes).
  * Cost: each refresh reads the whole trace; memory is per function. */
 #include "callstack.h"
+#include "output.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -94,13 +95,11 @@ static int snapshot(struct snap *s, const char *path, bool quiet, char *err, siz
 {
     int saved = -1;
     if (quiet) {
-        fflush(stderr);
         int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-        saved = null >= 0 ? dup(STDERR_FILENO) : -1;
-        if (saved >= 0)
-            dup2(null, STDERR_FILENO);
-        if (null >= 0)
+        if (null >= 0) {
+            saved = tool_redirect(STDERR_FILENO, null);
             close(null);
+        }
     }
     for (size_t i = 0; i < s->n; i++)
         s->f[i].self = s->f[i].calls = 0;
@@ -145,11 +144,7 @@ static int snapshot(struct snap *s, const char *path, bool quiet, char *err, siz
     } else if (quiet) {
         snprintf(err, errlen, "%s: cannot be read", path); /* else tool_trace_open said why */
     }
-    if (saved >= 0) {
-        fflush(stderr);
-        dup2(saved, STDERR_FILENO);
-        close(saved);
-    }
+    tool_unredirect(STDERR_FILENO, saved);
     return status;
 }
 

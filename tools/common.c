@@ -778,6 +778,14 @@ void tool_fmt_ns(char *buf, size_t len, uint64_t ns)
         snprintf(buf, len, "%.6fs", (double)ns / 1e9);
 }
 
+void tool_fmt_weight(char *buf, size_t len, uint64_t v, bool count)
+{
+    if (count)
+        snprintf(buf, len, "%" PRIu64, v);
+    else
+        tool_fmt_ns(buf, len, v);
+}
+
 char *tool_put_secs(char *p, uint64_t ns, int width)
 {
     char tmp[32], *q = put_u64(tmp, ns / 1000000000);

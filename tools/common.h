@@ -151,6 +151,9 @@ struct stf_syms *tool_load_syms(const char *trace_path, const char *syms_opt, bo
 
 /* Format a duration in nanoseconds: "512ns", "12.345us", "3.210ms", "1.500000s". */
 void tool_fmt_ns(char *buf, size_t len, uint64_t ns);
+/* A weight as stack, flamegraph and diff show it: a count as a plain number, else ns as
+ * tool_fmt_ns does. */
+void tool_fmt_weight(char *buf, size_t len, uint64_t v, bool count);
 /* For output loops that avoid printf: ns as seconds with nine decimals ("12.000000345"),
  * right-aligned in width columns, and a signed decimal; both write at p, no terminator, and
  * return the end. */

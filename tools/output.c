@@ -9,6 +9,28 @@
 
 #include "common.h"
 
+int tool_redirect(int fd, int to)
+{
+    fflush(stdout);
+    fflush(stderr);
+    int saved = dup(fd);
+    if (saved >= 0 && dup2(to, fd) < 0) {
+        close(saved);
+        saved = -1;
+    }
+    return saved;
+}
+
+void tool_unredirect(int fd, int saved)
+{
+    if (saved < 0)
+        return;
+    fflush(stdout);
+    fflush(stderr);
+    dup2(saved, fd);
+    close(saved);
+}
+
 FILE *tool_out_open(struct tool_out *o, const char *path)
 {
     memset(o, 0, sizeof *o);

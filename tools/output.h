@@ -20,6 +20,12 @@ struct tool_out {
     char tmp[PATH_MAX], real[PATH_MAX];
 };
 
+/* A command run with one of the process's standard streams (fd 1 or 2) elsewhere: stdio is
+ * flushed, fd made a copy of to, and the saved original returned (-1, nothing changed, on
+ * failure); tool_unredirect flushes again and puts the original back. */
+int tool_redirect(int fd, int to);
+void tool_unredirect(int fd, int saved);
+
 /* Opens the output (o->f); NULL after one error message. */
 FILE *tool_out_open(struct tool_out *o, const char *path);
 /* Finishes it: with complete != 0 flushes it and renames it into place; else (or if that

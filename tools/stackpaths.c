@@ -42,7 +42,7 @@ int sp_list_of(const struct cs_tree *tr, char **names, bool by_count, uint64_t f
     }
     for (size_t i = 1; i < tr->nn; i++) {
         const struct cs_node *n = &tr->n[i];
-        uint64_t w = by_count ? n->calls : tool_ticks_to_ns(n->self, freq);
+        uint64_t w = cs_node_weight(n, by_count, freq);
         if (n->calls == 0 || w == 0)
             continue;
         char *p = sp_path_of(tr, names, (uint32_t)i);
