@@ -23,6 +23,8 @@
 
 enum { MAX_RUNS = 32 };
 
+enum { F_TEXT, F_CSV, F_JSON }; /* --format */
+
 /* The keys a diff can sort and flag by: account's CSV columns. */
 enum key { K_TOTAL, K_SELF, K_COUNT, K_MEDIAN, K_P99 };
 static const char *const key_names[] = {"total", "self", "count", "median", "p99"};
@@ -312,7 +314,7 @@ int cmd_diff(int argc, char **argv)
     enum key key = K_TOTAL;
     double min_change = 10;
     uint64_t top = 0;
-    int fmt = 0; /* text, csv, json */
+    int fmt = F_TEXT; /* index into fmts below */
     const char *names = "short";
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = NULL;
@@ -405,12 +407,12 @@ int cmd_diff(int argc, char **argv)
         qsort(rows, d.n, sizeof *rows, row_cmp);
         size_t shown = top && top < d.n ? (size_t)top : d.n;
         bool many = n[0] > 1 || n[1] > 1;
-        if (fmt == 1)
+        if (fmt == F_CSV)
             /* old, new: the key's (as in JSON, whose "key" names it); then every figure */
             printf("function,flag,old_calls,new_calls,old,new,change,change_pct,old_min,"
                    "old_max,new_min,new_max,old_total,new_total,old_self,new_self,old_median,"
                    "new_median,old_p99,new_p99\n");
-        else if (fmt == 2)
+        else if (fmt == F_JSON)
             printf("{\"key\": \"%s\", \"old_runs\": %d, \"new_runs\": %d, \"functions\": [",
                    key_names[key], n[0], n[1]);
         else
@@ -419,7 +421,7 @@ int cmd_diff(int argc, char **argv)
                    "function");
         for (size_t i = 0; i < shown; i++) {
             const struct row *w = &rows[i];
-            if (fmt == 1) {
+            if (fmt == F_CSV) {
                 char *q = strpbrk(w->f->name, ",\"\n") ? w->f->name : NULL;
                 if (q) {
                     putchar('"');
@@ -439,7 +441,7 @@ int cmd_diff(int argc, char **argv)
                     if (k != K_COUNT)
                         printf(",%.0f,%.0f", w->all[k][0], w->all[k][1]);
                 putchar('\n');
-            } else if (fmt == 2) {
+            } else if (fmt == F_JSON) {
                 printf("%s\n  {\"function\": \"", i ? "," : "");
                 tool_json_escape(stdout, (const uint8_t *)w->f->name, strlen(w->f->name));
                 printf("\", \"flag\": \"%s\", \"old_calls\": %.0f, \"new_calls\": %.0f, "
@@ -480,9 +482,9 @@ int cmd_diff(int argc, char **argv)
                 }
             }
         }
-        if (fmt == 2)
+        if (fmt == F_JSON)
             printf("\n]}\n");
-        else if (fmt == 0)
+        else if (fmt == F_TEXT)
             printf("# %zu functions; %s compared, %d old and %d new run%s; flagged: spreads apart "
                    "and at least %g%% changed; every column: --format csv\n",
                    d.n, key_names[key], n[0], n[1], n[0] + n[1] > 2 ? "s" : "", min_change);
