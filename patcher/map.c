@@ -67,82 +67,112 @@ void stp_number_functions(const uint8_t *entries, size_t n, uintptr_t map_addr, 
     }
 }
 
-struct sym {
-    uint64_t addr;
-    uint64_t size;
-    size_t name_off;
-    int global;
-};
-
-static int sym_cmp(const void *a, const void *b)
+/* Names, in one pass over a symbol table and no sort: the functions' link-time addresses go
+ * into an open-addressing table (two functions may share an address: both get its name), and
+ * each STT_FUNC symbol with a name is looked up there. Among the symbols at one address a
+ * global one wins over a local one, and otherwise the first in the table. */
+static uint32_t addr_hash(uint64_t a, size_t mask)
 {
-    const struct sym *x = a, *y = b;
-    if (x->addr != y->addr)
-        return x->addr < y->addr ? -1 : 1;
-    return y->global - x->global; /* globals first */
+    a ^= a >> 29;
+    a *= 0xbf58476d1ce4e5b9ull;
+    a ^= a >> 32;
+    return (uint32_t)(a & mask);
 }
 
-/* Collects STT_FUNC symbols of one symbol table section into a sorted array with a name pool. */
-static int read_symbols(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct stp_object *obj,
-                        struct sym **out, size_t *nout)
+static int name_functions(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct stp_object *obj)
 {
     Elf_Data *d = elf_getdata(scn, NULL);
-    if (!d || sh->sh_entsize == 0)
+    Elf_Scn *strscn = elf_getscn(elf, sh->sh_link);
+    Elf_Data *sd = strscn ? elf_getdata(strscn, NULL) : NULL;
+    if (!d || sh->sh_entsize == 0 || !sd || !sd->d_buf || obj->nfuncs == 0)
         return 0;
-    size_t n = sh->sh_size / sh->sh_entsize, k = 0, pool_len = 0;
-    struct sym *syms = calloc(n ? n : 1, sizeof *syms);
-    if (!syms)
+    const char *strtab = sd->d_buf;
+    size_t strsz = sd->d_size, nsyms = d->d_size / sh->sh_entsize;
+    const Elf64_Sym *direct = gelf_getclass(elf) == ELFCLASS64 && d->d_type == ELF_T_SYM &&
+                                      sh->sh_entsize == sizeof(Elf64_Sym)
+                                  ? d->d_buf
+                                  : NULL;
+    size_t cap = 16;
+    while (cap < 2 * obj->nfuncs)
+        cap *= 2;
+    uint32_t *slot = calloc(cap, sizeof *slot); /* function index + 1, 0 = empty */
+    struct pick {
+        uint32_t sym; /* symbol index + 1, 0 = none yet */
+        uint32_t global;
+    } *pick = calloc(obj->nfuncs, sizeof *pick);
+    if (!slot || !pick) {
+        free(slot);
+        free(pick);
         return STP_E_NOMEM;
-    for (size_t i = 0; i < n; i++) {
-        GElf_Sym s;
-        if (!gelf_getsym(d, (int)i, &s))
+    }
+    for (size_t f = 0; f < obj->nfuncs; f++) {
+        uint32_t j = addr_hash(obj->funcs[f].addr - obj->bias, cap - 1);
+        while (slot[j])
+            j = (j + 1) & (uint32_t)(cap - 1);
+        slot[j] = (uint32_t)f + 1;
+    }
+    for (size_t i = 0; i < nsyms && i < UINT32_MAX; i++) {
+        GElf_Sym g;
+        const Elf64_Sym *s = direct ? &direct[i] : NULL;
+        if (!s) {
+            if (!gelf_getsym(d, (int)i, &g))
+                continue;
+            s = (const Elf64_Sym *)&g; /* GElf_Sym is Elf64_Sym */
+        }
+        int type = GELF_ST_TYPE(s->st_info);
+        if ((type != STT_FUNC && type != STT_GNU_IFUNC) || s->st_value == 0 || s->st_shndx == 0 ||
+            s->st_name >= strsz || strtab[s->st_name] == '\0' ||
+            !memchr(strtab + s->st_name, '\0', strsz - s->st_name))
             continue;
-        int type = GELF_ST_TYPE(s.st_info);
-        if ((type != STT_FUNC && type != STT_GNU_IFUNC) || s.st_value == 0 || s.st_shndx == 0)
+        const char *name = strtab + s->st_name;
+        if (name[0] == '_' && strcmp(name, "__xray_init") == 0)
+            obj->has_xray_runtime = 1;
+        uint32_t global = GELF_ST_BIND(s->st_info) != STB_LOCAL;
+        for (uint32_t j = addr_hash(s->st_value, cap - 1); slot[j];
+             j = (j + 1) & (uint32_t)(cap - 1)) {
+            struct stp_func *fn = &obj->funcs[slot[j] - 1];
+            struct pick *p = &pick[slot[j] - 1];
+            if (fn->addr - obj->bias != s->st_value || (p->sym && (p->global || !global)))
+                continue;
+            p->sym = (uint32_t)i + 1;
+            p->global = global;
+            fn->size = s->st_size;
+        }
+    }
+    /* The chosen names, into the object's pool. */
+    size_t pool = 0;
+    for (size_t f = 0; f < obj->nfuncs; f++) {
+        obj->funcs[f].name_off = SIZE_MAX;
+        if (!pick[f].sym)
             continue;
-        const char *name = elf_strptr(elf, sh->sh_link, s.st_name);
-        if (!name || !*name)
-            continue;
+        GElf_Sym g;
+        const Elf64_Sym *s = direct ? &direct[pick[f].sym - 1] : NULL;
+        if (!s) {
+            gelf_getsym(d, (int)pick[f].sym - 1, &g);
+            s = (const Elf64_Sym *)&g;
+        }
+        const char *name = strtab + s->st_name;
         size_t len = strlen(name) + 1;
-        if (pool_len + len > obj->names_cap) {
-            size_t cap = obj->names_cap ? obj->names_cap * 2 : 4096;
-            while (cap < pool_len + len)
-                cap *= 2;
-            char *p = realloc(obj->names, cap);
-            if (!p) {
-                free(syms);
+        if (pool + len > obj->names_cap) {
+            size_t ncap = obj->names_cap ? obj->names_cap * 2 : 4096;
+            while (ncap < pool + len)
+                ncap *= 2;
+            char *np = realloc(obj->names, ncap);
+            if (!np) {
+                free(slot);
+                free(pick);
                 return STP_E_NOMEM;
             }
-            obj->names = p;
-            obj->names_cap = cap;
+            obj->names = np;
+            obj->names_cap = ncap;
         }
-        memcpy(obj->names + pool_len, name, len);
-        syms[k].addr = s.st_value;
-        syms[k].size = s.st_size;
-        syms[k].name_off = pool_len;
-        syms[k].global = GELF_ST_BIND(s.st_info) != STB_LOCAL;
-        k++;
-        pool_len += len;
-        if (strcmp(name, "__xray_init") == 0)
-            obj->has_xray_runtime = 1;
+        memcpy(obj->names + pool, name, len);
+        obj->funcs[f].name_off = pool;
+        pool += len;
     }
-    qsort(syms, k, sizeof *syms, sym_cmp);
-    *out = syms;
-    *nout = k;
+    free(slot);
+    free(pick);
     return 0;
-}
-
-static const struct sym *find_sym(const struct sym *s, size_t n, uint64_t addr)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (s[mid].addr < addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < n && s[lo].addr == addr ? &s[lo] : NULL;
 }
 
 /* Copies the NT_GNU_BUILD_ID note of the SHT_NOTE section scn, if it has one, into the object.
@@ -189,7 +219,7 @@ static int load(struct stp_object *obj, Elf *elf)
     }
 
     Elf_Scn *scn = NULL, *map = NULL, *symtab = NULL, *dynsym = NULL;
-    GElf_Shdr map_sh, symtab_sh, dynsym_sh, sh;
+    GElf_Shdr map_sh = {0}, symtab_sh = {0}, dynsym_sh = {0}, sh;
     while ((scn = elf_nextscn(elf, scn)) != NULL) {
         if (!gelf_getshdr(scn, &sh))
             continue;
@@ -253,21 +283,12 @@ static int load(struct stp_object *obj, Elf *elf)
     free(ids);
 
     /* Names. */
-    struct sym *syms = NULL;
-    size_t nsyms = 0;
-    int rc = 0;
+    for (size_t i = 0; i < obj->nfuncs; i++)
+        obj->funcs[i].name_off = SIZE_MAX;
     if (symtab)
-        rc = read_symbols(elf, symtab, &symtab_sh, obj, &syms, &nsyms);
-    else if (dynsym)
-        rc = read_symbols(elf, dynsym, &dynsym_sh, obj, &syms, &nsyms);
-    if (rc != 0)
-        return rc;
-    for (size_t i = 0; i < obj->nfuncs; i++) {
-        const struct sym *s = find_sym(syms, nsyms, obj->funcs[i].addr - obj->bias);
-        obj->funcs[i].name_off = s ? s->name_off : SIZE_MAX;
-        obj->funcs[i].size = s ? s->size : 0;
-    }
-    free(syms);
+        return name_functions(elf, symtab, &symtab_sh, obj);
+    if (dynsym)
+        return name_functions(elf, dynsym, &dynsym_sh, obj);
     return 0;
 }
 
@@ -290,6 +311,9 @@ int stp_object_open(const char *path, uintptr_t bias, struct stp_object **out)
         errno = saved;
         return STP_E_OPEN;
     }
+    struct stat st;
+    if (fstat(fd, &st) == 0)
+        obj->file_size = (uint64_t)st.st_size;
     elf_version(EV_CURRENT);
     Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
     int rc = elf ? load(obj, elf) : STP_E_ELF;

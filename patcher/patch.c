@@ -300,7 +300,12 @@ int stp_object_patch(struct stp_object *obj, const struct stp_targets *t)
         free(todo);
         return 0;
     }
-    qsort(todo, n, sizeof *todo, sled_cmp);
+    /* In address order (maps are, nearly always, already: then no sort). */
+    size_t sorted = 1;
+    while (sorted < n && todo[sorted - 1]->addr <= todo[sorted]->addr)
+        sorted++;
+    if (sorted < n)
+        qsort(todo, n, sizeof *todo, sled_cmp);
 
     /* Stub page. */
     uint8_t *stubs = map_stub_page(lo, hi, page);

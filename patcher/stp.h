@@ -17,6 +17,7 @@
 #ifndef SLEDTRACE_STP_H
 #define SLEDTRACE_STP_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -112,8 +113,32 @@ void stp_object_leave_out(struct stp_object *obj, size_t i);
  * each sled's status. Returns 0 or STP_E_CAPSTONE (also when Capstone cannot be loaded: it is
  * loaded by the first proof, not linked). */
 int stp_object_verify(struct stp_object *obj);
-/* How many functions stp_object_verify proved (swept with Capstone). */
+/* How many functions stp_object_verify proved (swept with Capstone, or taken from the cache), and
+ * how many of those the cache gave. */
 size_t stp_object_proven(const struct stp_object *obj);
+size_t stp_object_cached(const struct stp_object *obj);
+
+/* stp_object_verify with a proof cache and on several threads (cache.c, verify.c).
+ * cache_dir: a directory of the calling user's (see stp_cache_prepare) where each object's
+ * proofs are kept, found by its GNU build id and file size (an object without a build id is
+ * proven every time); a function whose proof inputs (its bytes as mapped, its place, its sleds)
+ * hash to what the file recorded takes its statuses from it, any other is proven again, and
+ * the file is rewritten when anything was. NULL: no cache.
+ * workers: threads to sweep on besides the caller's (at most STP_MAX_WORKERS; fewer when there
+ * is little to prove), started with spawn (NULL: pthread_create; signal masks are the caller's
+ * business) and joined before this returns. */
+enum { STP_MAX_WORKERS = 15 };
+struct stp_verify_opts {
+    const char *cache_dir;
+    unsigned workers;
+    int (*spawn)(pthread_t *t, void *(*fn)(void *), void *arg);
+};
+int stp_object_verify_opts(struct stp_object *obj, const struct stp_verify_opts *o);
+/* Makes dir (an absolute path) ready to hold the cache: creates it 0700 (and its parent 0700
+ * when that is missing), then checks that it is a directory, not a symbolic link, owned by the
+ * effective user and closed to group and others. 0, or a negative errno (EPERM: someone
+ * else's, or open to others). */
+int stp_cache_prepare(const char *dir);
 /* Capstone is dlopen'd (STP_CAPSTONE_NAME), by the first proof or here: 0 or STP_E_CAPSTONE.
  * Never from inside dl_iterate_phdr (the dynamic linker's lock is held: dlopen would deadlock);
  * check stp_capstone_loaded() there. stp_capstone_release() unloads it until the next load (it

@@ -57,10 +57,38 @@ struct stp_object {
     uint32_t id_base; /* ORed into the ids written into the sleds (stp_object_set_id_base) */
     uint8_t build_id[STP_BUILD_ID_MAX]; /* NT_GNU_BUILD_ID note's bytes */
     size_t build_id_len;                /* 0: none */
-    size_t nproven;                     /* functions stp_object_verify swept */
+    size_t nproven;                     /* functions proven (swept, or by the cache) */
+    size_t ncached;                     /* of those, functions the cache gave */
+    uint64_t file_size;                 /* of the ELF file when it was opened */
 };
 
 /* The executable segment holding [addr, addr + len), or NULL. */
 const struct stp_seg *stp_find_seg(const struct stp_object *obj, uint64_t addr, size_t len);
+
+/* ---- the proof cache (cache.c) ---- */
+
+/* Raised whenever verify.c proves differently: older cache files are then ignored. */
+enum { STP_PROOF_RULES = 1 };
+
+/* One object's cache file, loaded: digest[8 * f] (u64, 0 = none) per function, status[i] per
+ * sled; buf NULL when nothing was loaded. */
+struct stp_cache {
+    uint8_t *buf;
+    const uint8_t *digest;
+    const uint8_t *status;
+};
+
+/* The digest's steps: one 64-bit value, a byte range (its length included). */
+uint64_t stp_cache_mix(uint64_t h, uint64_t v);
+uint64_t stp_cache_bytes(uint64_t h, const uint8_t *p, size_t n);
+/* Loads obj's file of the cache in dir (the object file's size: size): 0, or -1 with *c empty
+ * (none, another user's, damaged, stale). */
+int stp_cache_load(struct stp_cache *c, const struct stp_object *obj, const char *dir,
+                   uint64_t size);
+uint64_t stp_cache_digest_of(const struct stp_cache *c, size_t f);
+void stp_cache_free(struct stp_cache *c);
+/* Writes obj's file: a digest per function (0: none) and a status per sled. 0 or -1. */
+int stp_cache_save(const struct stp_object *obj, const char *dir, uint64_t size,
+                   const uint64_t *digest, const uint8_t *status);
 
 #endif

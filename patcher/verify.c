@@ -18,6 +18,8 @@
 #include <capstone/capstone.h>
 #include <cpuid.h>
 #include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -171,6 +173,7 @@ static uint64_t branch_target(const cs_insn *insn)
 struct targets {
     uint64_t *v;
     size_t n, cap;
+    int lost; /* a target could not be kept: the function's sleds are refused */
 };
 
 static void note_target(struct targets *t, const cs_insn *insn, uint64_t lo, uint64_t hi)
@@ -181,8 +184,10 @@ static void note_target(struct targets *t, const cs_insn *insn, uint64_t lo, uin
     if (t->n == t->cap) {
         size_t nc = t->cap ? t->cap * 2 : 32;
         uint64_t *v = realloc(t->v, nc * sizeof *v);
-        if (!v)
+        if (!v) {
+            t->lost = 1;
             return;
+        }
         t->v = v;
         t->cap = nc;
     }
@@ -192,13 +197,13 @@ static void note_target(struct targets *t, const cs_insn *insn, uint64_t lo, uin
 /* Sweeps code[0..len) (mapped at func_addr) once, sleds[] sorted by address: proves each sled,
  * and notes every relative branch target; then refuses any proven sled a branch lands inside
  * (after its first byte: patching rewrites the instructions there). */
-static void check_function(csh cs, cs_insn *insn, const uint8_t *code, size_t len,
-                           uint64_t func_addr, struct stp_sled **sleds, size_t n)
+static void check_function(csh cs, cs_insn *insn, struct targets *tgp, const uint8_t *code,
+                           size_t len, uint64_t func_addr, struct stp_sled **sleds, size_t n)
 {
     const uint8_t *p = code;
     size_t left = len;
     uint64_t addr = func_addr, end = func_addr + len;
-    struct targets tg = {NULL, 0, 0};
+    struct targets *tg = tgp;
     for (size_t i = 0; i < n; i++) {
         struct stp_sled *s = sleds[i];
         if (s->status != STP_OK)
@@ -219,7 +224,7 @@ static void check_function(csh cs, cs_insn *insn, const uint8_t *code, size_t le
             while (addr < s->addr) {
                 if (!cs_api.disasm_iter(cs, &p, &left, &addr, insn))
                     break;
-                note_target(&tg, insn, func_addr, end);
+                note_target(tg, insn, func_addr, end);
             }
             if (addr != s->addr)
                 s->status = addr < s->addr ? STP_UNDECODABLE : STP_NOT_ON_BOUNDARY;
@@ -235,7 +240,7 @@ static void check_function(csh cs, cs_insn *insn, const uint8_t *code, size_t le
         while (addr < s->addr) {
             if (!cs_api.disasm_iter(cs, &p, &left, &addr, insn))
                 break;
-            note_target(&tg, insn, func_addr, end);
+            note_target(tg, insn, func_addr, end);
         }
         if (addr != s->addr) {
             s->status = addr < s->addr ? STP_UNDECODABLE : STP_NOT_ON_BOUNDARY;
@@ -249,20 +254,37 @@ static void check_function(csh cs, cs_insn *insn, const uint8_t *code, size_t le
     }
     /* The rest of the function: its branches may go back into a sled. */
     while (left > 0 && cs_api.disasm_iter(cs, &p, &left, &addr, insn))
-        note_target(&tg, insn, func_addr, end);
+        note_target(tg, insn, func_addr, end);
     for (size_t i = 0; i < n; i++) {
         struct stp_sled *s = sleds[i];
-        for (size_t k = 0; s->status == STP_OK && k < tg.n; k++)
-            if (tg.v[k] > s->addr && tg.v[k] < s->addr + stp_sled_size(s->kind))
+        if (tg->lost && s->status == STP_OK)
+            s->status = STP_BRANCH_INTO;
+        for (size_t k = 0; s->status == STP_OK && k < tg->n; k++)
+            if (tg->v[k] > s->addr && tg->v[k] < s->addr + stp_sled_size(s->kind))
                 s->status = STP_BRANCH_INTO;
     }
-    free(tg.v);
 }
 
 static int sled_addr_cmp(const void *a, const void *b)
 {
     const struct stp_sled *x = *(struct stp_sled *const *)a, *y = *(struct stp_sled *const *)b;
     return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* Sleds in address order: most functions have two, so insertion sort, qsort past a few. */
+static void sort_sleds(struct stp_sled **v, size_t n)
+{
+    if (n > 16) {
+        qsort(v, n, sizeof *v, sled_addr_cmp);
+        return;
+    }
+    for (size_t i = 1; i < n; i++) {
+        struct stp_sled *s = v[i];
+        size_t j = i;
+        for (; j > 0 && v[j - 1]->addr > s->addr; j--)
+            v[j] = v[j - 1];
+        v[j] = s;
+    }
 }
 
 static int open_capstone(csh *cs, cs_insn **insn)
@@ -292,7 +314,9 @@ enum stp_status stp_check_sled(const uint8_t *code, size_t len, uint64_t func_ad
                          .version = (uint8_t)version,
                          .status = STP_OK};
     struct stp_sled *ps = &s;
-    check_function(cs, insn, code, len, func_addr, &ps, 1);
+    struct targets tg = {NULL, 0, 0, 0};
+    check_function(cs, insn, &tg, code, len, func_addr, &ps, 1);
+    free(tg.v);
     cs_api.free(insn, 1);
     cs_api.close(&cs);
     return (enum stp_status)s.status;
@@ -306,59 +330,227 @@ const struct stp_seg *stp_find_seg(const struct stp_object *obj, uint64_t addr, 
     return NULL;
 }
 
-int stp_object_verify(struct stp_object *obj)
+/* ---- proving an object ------------------------------------------------------------------
+ * First, on the calling thread, each function with a sled left to patch gets its sweep's end;
+ * with a cache, its digest (cache.c), and the cache's statuses when the digests agree. The
+ * others become jobs, swept with Capstone by the calling thread and the workers: each takes
+ * JOB_CHUNK jobs at a time from `next` (fetch_add: every job is taken exactly once), with a
+ * Capstone handle and buffers of its own, and writes only the statuses of its jobs' sleds.
+ * pthread_join orders the workers' writes before the caller reads them. A job taken is a job
+ * done: its only allocation is the growth of its branch-target list, and if that fails its
+ * function's sleds are refused (STP_BRANCH_INTO), never patched unproven. */
+
+enum { JOB_CHUNK = 64, JOBS_PER_WORKER = 1024 };
+
+struct job {
+    uint32_t f;  /* function index */
+    uint64_t hi; /* end of its sweep */
+};
+
+struct jobs {
+    struct stp_object *obj;
+    const struct job *v;
+    size_t n;
+    size_t max_sleds; /* the most sleds of one job's function */
+    atomic_size_t next;
+};
+
+/* Sweeps jobs until none is left. 0, or STP_E_CAPSTONE / STP_E_NOMEM before taking any. */
+static int sweep_jobs(struct jobs *j)
 {
     csh cs;
     cs_insn *insn;
-    int rc = open_capstone(&cs, &insn);
-    if (rc != 0)
-        return rc;
-    struct stp_sled **order = NULL;
-    size_t cap = 0;
+    if (open_capstone(&cs, &insn) != 0)
+        return STP_E_CAPSTONE;
+    struct stp_sled **order = malloc((j->max_sleds ? j->max_sleds : 1) * sizeof *order);
+    struct targets tg = {malloc(64 * sizeof(uint64_t)), 0, 64, 0};
+    if (!order || !tg.v) {
+        free(order);
+        free(tg.v);
+        cs_api.free(insn, 1);
+        cs_api.close(&cs);
+        return STP_E_NOMEM;
+    }
+    struct stp_object *obj = j->obj;
+    for (;;) {
+        size_t i = atomic_fetch_add_explicit(&j->next, JOB_CHUNK, memory_order_relaxed);
+        if (i >= j->n)
+            break;
+        size_t end = i + JOB_CHUNK < j->n ? i + JOB_CHUNK : j->n;
+        for (; i < end; i++) {
+            struct stp_func *fn = &obj->funcs[j->v[i].f];
+            for (uint32_t k = 0; k < fn->nsleds; k++)
+                order[k] = &obj->sleds[fn->first_sled + k];
+            sort_sleds(order, fn->nsleds);
+            tg.n = 0;
+            tg.lost = 0;
+            check_function(cs, insn, &tg, (const uint8_t *)(uintptr_t)fn->addr,
+                           j->v[i].hi - fn->addr, fn->addr, order, fn->nsleds);
+        }
+    }
+    free(order);
+    free(tg.v);
+    cs_api.free(insn, 1);
+    cs_api.close(&cs);
+    return 0;
+}
+
+static void *worker_main(void *arg)
+{
+    sweep_jobs(arg); /* one that cannot start leaves its share to the others */
+    return NULL;
+}
+
+/* The digest of everything function fn's proof reads (cache.c); never 0. */
+static uint64_t function_digest(const struct stp_object *obj, const struct stp_func *fn,
+                                uint64_t hi)
+{
+    uint64_t h = stp_cache_mix(STP_PROOF_RULES, fn->addr - obj->bias);
+    h = stp_cache_mix(h, fn->size);
+    for (uint32_t k = 0; k < fn->nsleds; k++) {
+        const struct stp_sled *s = &obj->sleds[fn->first_sled + k];
+        h = stp_cache_mix(h, s->addr - obj->bias);
+        h = stp_cache_mix(h, (uint64_t)s->fid | (uint64_t)s->kind << 32 |
+                                 (uint64_t)s->version << 40 | (uint64_t)s->status << 48);
+    }
+    h = stp_cache_bytes(h, (const uint8_t *)(uintptr_t)fn->addr, hi - fn->addr);
+    return h ? h : 1;
+}
+
+/* Takes function fn's statuses from the cache; the sleds it proved keep their bytes' check
+ * (template or our patched form), which costs nothing. */
+static void apply_cached(struct stp_object *obj, const struct stp_func *fn,
+                         const struct stp_cache *c)
+{
+    for (uint32_t k = 0; k < fn->nsleds; k++) {
+        struct stp_sled *s = &obj->sleds[fn->first_sled + k];
+        s->status = c->status[fn->first_sled + k];
+        struct shape shape;
+        if (s->status == STP_OK && s->kind != STP_CUSTOM_EVENT && s->kind != STP_TYPED_EVENT)
+            s->status = check_bytes((const uint8_t *)(uintptr_t)s->addr, s->kind, s->fid, &shape);
+    }
+}
+
+/* Writes the cache file: this run's digests and statuses, and for the functions this run did
+ * not prove (left out), what the old file knew of them. */
+static void save_cache(const struct stp_object *obj, const char *dir, uint64_t *digest,
+                       const struct stp_cache *old)
+{
+    uint8_t *status = malloc(obj->nsleds ? obj->nsleds : 1);
+    if (!status)
+        return;
+    for (size_t f = 0; f < obj->nfuncs; f++) {
+        const struct stp_func *fn = &obj->funcs[f];
+        int carry = !digest[f] && old->buf && stp_cache_digest_of(old, f);
+        if (carry)
+            digest[f] = stp_cache_digest_of(old, f);
+        for (uint32_t k = 0; k < fn->nsleds; k++) {
+            size_t i = fn->first_sled + k;
+            status[i] = carry ? old->status[i] : obj->sleds[i].status;
+        }
+    }
+    stp_cache_save(obj, dir, obj->file_size, digest, status);
+    free(status);
+}
+
+int stp_object_verify(struct stp_object *obj)
+{
+    return stp_object_verify_opts(obj, NULL);
+}
+
+int stp_object_verify_opts(struct stp_object *obj, const struct stp_verify_opts *o)
+{
+    struct stp_cache cache = {0};
+    uint64_t *digest = NULL;
+    const char *dir = o && o->cache_dir && obj->build_id_len ? o->cache_dir : NULL;
+    if (dir) {
+        digest = calloc(obj->nfuncs ? obj->nfuncs : 1, sizeof *digest);
+        if (!digest)
+            dir = NULL;
+        else
+            stp_cache_load(&cache, obj, dir, obj->file_size);
+    }
+    struct job *jv = malloc((obj->nfuncs ? obj->nfuncs : 1) * sizeof *jv);
+    if (!jv) {
+        free(digest);
+        stp_cache_free(&cache);
+        return STP_E_NOMEM;
+    }
+    struct jobs j = {.obj = obj, .v = jv};
+    size_t njobs = 0;
     for (size_t f = 0; f < obj->nfuncs; f++) {
         struct stp_func *fn = &obj->funcs[f];
         /* A function with no sled left to patch (all left out by a filter, or refused when the
          * map was read) is not proven: it will never be written. */
         uint32_t live = 0;
-        for (uint32_t k = 0; k < fn->nsleds; k++)
-            live += obj->sleds[fn->first_sled + k].status == STP_OK;
-        if (!live)
-            continue;
-        obj->nproven++;
-        if (fn->nsleds > cap) {
-            cap = fn->nsleds * 2;
-            free(order);
-            order = malloc(cap * sizeof *order);
-            if (!order) {
-                rc = STP_E_NOMEM;
-                break;
-            }
-        }
         uint64_t hi = fn->addr;
         for (uint32_t k = 0; k < fn->nsleds; k++) {
-            struct stp_sled *s = &obj->sleds[fn->first_sled + k];
-            order[k] = s;
+            const struct stp_sled *s = &obj->sleds[fn->first_sled + k];
+            live += s->status == STP_OK;
             if (s->status == STP_OK && s->addr + stp_sled_size(s->kind) > hi)
                 hi = s->addr + stp_sled_size(s->kind);
         }
+        if (!live)
+            continue;
+        obj->nproven++;
         /* Sweep the whole function when its size is known (branches after the last sled). */
         if (fn->size && fn->addr + fn->size > hi && stp_find_seg(obj, fn->addr, fn->size))
             hi = fn->addr + fn->size;
-        qsort(order, fn->nsleds, sizeof *order, sled_addr_cmp);
         /* The whole range swept must be mapped text of this object. */
         if (!stp_find_seg(obj, fn->addr, hi - fn->addr)) {
-            for (uint32_t k = 0; k < fn->nsleds; k++)
-                if (order[k]->status == STP_OK)
-                    order[k]->status = STP_OUTSIDE_TEXT;
+            for (uint32_t k = 0; k < fn->nsleds; k++) {
+                struct stp_sled *s = &obj->sleds[fn->first_sled + k];
+                if (s->status == STP_OK)
+                    s->status = STP_OUTSIDE_TEXT;
+            }
             continue;
         }
-        check_function(cs, insn, (const uint8_t *)(uintptr_t)fn->addr, hi - fn->addr, fn->addr,
-                       order, fn->nsleds);
+        if (dir) {
+            digest[f] = function_digest(obj, fn, hi);
+            if (cache.buf && stp_cache_digest_of(&cache, f) == digest[f]) {
+                apply_cached(obj, fn, &cache);
+                obj->ncached++;
+                continue;
+            }
+        }
+        jv[njobs++] = (struct job){(uint32_t)f, hi};
+        if (fn->nsleds > j.max_sleds)
+            j.max_sleds = fn->nsleds;
     }
-    free(order);
-    cs_api.free(insn, 1);
-    cs_api.close(&cs);
+    j.n = njobs;
+    int rc = 0;
+    if (njobs) {
+        rc = stp_capstone_load();
+        unsigned want = o ? o->workers : 0;
+        if (want > njobs / JOBS_PER_WORKER)
+            want = (unsigned)(njobs / JOBS_PER_WORKER);
+        pthread_t tids[STP_MAX_WORKERS];
+        unsigned started = 0;
+        for (unsigned w = 0; rc == 0 && w < want && w < STP_MAX_WORKERS; w++) {
+            int (*spawn)(pthread_t *, void *(*)(void *), void *) = o->spawn;
+            if ((spawn ? spawn(&tids[started], worker_main, &j)
+                       : pthread_create(&tids[started], NULL, worker_main, &j)) != 0)
+                break;
+            started++;
+        }
+        if (rc == 0)
+            rc = sweep_jobs(&j);
+        for (unsigned w = 0; w < started; w++)
+            pthread_join(tids[w], NULL);
+        if (rc != 0 && started && atomic_load_explicit(&j.next, memory_order_relaxed) >= njobs)
+            rc = 0; /* the caller could not sweep, but the workers swept every job */
+        if (rc == 0 && dir)
+            save_cache(obj, dir, digest, &cache);
+    }
+    free(jv);
+    free(digest);
+    stp_cache_free(&cache);
     return rc;
+}
+
+size_t stp_object_cached(const struct stp_object *obj)
+{
+    return obj->ncached;
 }
 
 /* Size of the XSAVE area for the components enabled in XCR0; 0 selects FXSAVE. Read by

@@ -175,6 +175,35 @@ static const char *resolve_output(const char *dir)
     return buf;
 }
 
+/* The proof cache's directory (patcher/cache.c): SLEDTRACE_CACHE (an absolute path, or off),
+ * else $XDG_CACHE_HOME/sledtrace (when absolute, as the XDG rules ask), else
+ * $HOME/.cache/sledtrace; NULL (no cache) when none of them names one. */
+static const char *resolve_cache(void)
+{
+    static char buf[PATH_MAX];
+    const char *v = getenv("SLEDTRACE_CACHE");
+    if (v && *v) {
+        if (strcmp(v, "off") == 0 || strcmp(v, "0") == 0)
+            return NULL;
+        if (v[0] != '/' || strlen(v) >= sizeof buf) {
+            str_log(STR_WARN, "SLEDTRACE_CACHE=%s is not an absolute path or off; no proof cache",
+                    v);
+            return NULL;
+        }
+        snprintf(buf, sizeof buf, "%s", v);
+        return buf;
+    }
+    v = getenv("XDG_CACHE_HOME");
+    int n;
+    if (v && v[0] == '/')
+        n = snprintf(buf, sizeof buf, "%s/sledtrace", v);
+    else if ((v = getenv("HOME")) != NULL && v[0] == '/')
+        n = snprintf(buf, sizeof buf, "%s/.cache/sledtrace", strcmp(v, "/") ? v : "");
+    else
+        return NULL;
+    return n > 0 && (size_t)n < sizeof buf ? buf : NULL;
+}
+
 void str_config_load(void)
 {
     int saved = errno;
@@ -255,6 +284,7 @@ void str_config_load(void)
     if (v && !*v)
         str_log(STR_WARN, "SLEDTRACE_OUTPUT is empty; using the current directory");
     str_cfg.output = resolve_output(v && *v ? v : ".");
+    str_cfg.cache_dir = resolve_cache();
     v = getenv("SLEDTRACE_FILE_MODE");
     if (v && *v) {
         char *end;

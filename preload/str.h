@@ -41,6 +41,7 @@ struct str_config {
     int max_size_set;         /* SLEDTRACE_MAX_SIZE given: */
     uint64_t max_size;        /* bytes, 0 = no cap; else half the free space at start-up */
     uint64_t min_duration_ns; /* SLEDTRACE_MIN_DURATION: shorter calls are counted, not recorded */
+    const char *cache_dir;    /* SLEDTRACE_CACHE, else the XDG cache directory; NULL = off */
     const char *run_id; /* SLEDTRACE_RUN_ID (set by `sledtrace run`): written in the sidecar */
     int descendant;     /* SLEDTRACE_RUN_PID (set by `sledtrace run`) names another process */
 };

@@ -73,10 +73,18 @@ char *e2e_slurp(const char *path, size_t *len)
     return buf;
 }
 
-static int dropped_var(const char *kv)
+/* Inherited variables left out: ours, and any the test sets itself (HOME=...). */
+static int dropped_var(const char *kv, const struct e2e_spec *spec)
 {
-    return strncmp(kv, "LD_PRELOAD=", 11) == 0 || strncmp(kv, "SLEDTRACE_", 10) == 0 ||
-           strncmp(kv, "XRAY_", 5) == 0;
+    if (strncmp(kv, "LD_PRELOAD=", 11) == 0 || strncmp(kv, "SLEDTRACE_", 10) == 0 ||
+        strncmp(kv, "XRAY_", 5) == 0)
+        return 1;
+    const char *eq = strchr(kv, '=');
+    size_t n = eq ? (size_t)(eq - kv) + 1 : strlen(kv);
+    for (int i = 0; i < E2E_MAX_ENV && spec->env[i]; i++)
+        if (strncmp(spec->env[i], kv, n) == 0)
+            return 1;
+    return 0;
 }
 
 void e2e_run(const char *work, const struct e2e_spec *spec, struct e2e_run *r)
@@ -99,14 +107,23 @@ void e2e_run(const char *work, const struct e2e_spec *spec, struct e2e_run *r)
     cr_assert_not_null(env);
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
-        if (!dropped_var(environ[i]))
+        if (!dropped_var(environ[i], spec))
             env[k++] = environ[i];
-    static char preload[PATH_MAX + 16], output[PATH_MAX + 32];
+    static char preload[PATH_MAX + 16], output[PATH_MAX + 32], cache[PATH_MAX + 32];
     if (spec->preload) {
         snprintf(preload, sizeof preload, "LD_PRELOAD=%s", E2E_PRELOAD);
         snprintf(output, sizeof output, "SLEDTRACE_OUTPUT=%s", outdir);
         env[k++] = preload;
         env[k++] = output;
+    }
+    /* The proof cache: the test's own (runs in one work directory share it), never the
+     * user's, unless the test names one. */
+    int own_cache = 0;
+    for (int i = 0; i < E2E_MAX_ENV && spec->env[i]; i++)
+        own_cache |= strncmp(spec->env[i], "SLEDTRACE_CACHE=", 16) == 0;
+    if (!own_cache) {
+        snprintf(cache, sizeof cache, "SLEDTRACE_CACHE=%s/cache", work);
+        env[k++] = cache;
     }
     for (int i = 0; i < E2E_MAX_ENV && spec->env[i]; i++)
         env[k++] = (char *)spec->env[i];
