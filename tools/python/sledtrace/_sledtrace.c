@@ -943,16 +943,17 @@ static PyObject *columns_dict(struct colb *cols, size_t ncols)
     PyObject *d = PyDict_New();
     for (size_t i = 0; i < ncols; i++) {
         ColumnObject *c = d ? PyObject_New(ColumnObject, &ColumnType) : NULL;
-        if (!c || PyDict_SetItemString(d, cols[i].name, (PyObject *)c) != 0) {
-            Py_XDECREF(c);
-            Py_CLEAR(d);
-        } else {
+        if (c) {
             c->data = cols[i].p;
             c->n = (Py_ssize_t)cols[i].n;
             c->itemsize = (Py_ssize_t)cols[i].isz;
             c->format = cols[i].format;
             cols[i].p = NULL;
+            if (PyDict_SetItemString(d, cols[i].name, (PyObject *)c) != 0)
+                Py_CLEAR(d);
             Py_DECREF(c);
+        } else {
+            Py_CLEAR(d);
         }
         free(cols[i].p);
         cols[i].p = NULL;
