@@ -121,7 +121,8 @@ class Trace(_Trace):
         return frame
 
     def calls_frame(self, tid=None):
-        """call_columns(tid) as a pandas DataFrame, with a categorical name column."""
+        """call_columns(tid) as a pandas DataFrame, with a categorical name column (pandas
+        copies the columns into its own blocks)."""
         import pandas
         frame = pandas.DataFrame(self.call_columns(tid=tid))
         codes, names = self._names(frame["func_id"].to_numpy())
