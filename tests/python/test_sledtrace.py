@@ -333,6 +333,13 @@ def test_missing_file(tmp_path):
     assert isinstance(e.value, OSError)
     assert str(e.value) == "%s: No such file or directory" % path
     assert e.value.path == str(path) and e.value.offset is None
+    # a file name that is not UTF-8 comes back as Python spells it (surrogate escapes)
+    odd = os.fsdecode(bytes(tmp_path) + b"/cut\xff.fdr")
+    with open(odd, "wb") as f:
+        f.write(b"\x05\x00")
+    with pytest.raises(sledtrace.TraceError) as e:
+        sledtrace.open(odd)
+    assert str(e.value).startswith(odd + ": offset 0: ") and e.value.path == odd
 
 
 def test_corrupt_header(data, tmp_path):

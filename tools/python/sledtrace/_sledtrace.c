@@ -97,10 +97,11 @@ static int kind_code(const struct stf_item *it, uint64_t *lost)
 static PyObject *TraceError; /* sledtrace.TraceError, a subclass of OSError */
 
 /* Raise TraceError(msg) with attributes path and offset (None when the error is not about a
- * byte of the file). */
+ * byte of the file). msg is decoded as file names are (a path's bytes that are not UTF-8 stay
+ * surrogate escapes). */
 static void raise_trace_error(const char *msg, PyObject *path, const uint64_t *offset)
 {
-    PyObject *e = PyObject_CallFunction(TraceError, "s", msg);
+    PyObject *e = PyObject_CallFunction(TraceError, "N", PyUnicode_DecodeFSDefault(msg));
     if (!e)
         return;
     PyObject *off = offset ? PyLong_FromUnsignedLongLong(*offset) : Py_NewRef(Py_None);
