@@ -19,7 +19,9 @@
 #     runtime reads (preload/*.c);
 #   - the bash completion, installed where bash-completion looks: bash -n accepts it, and
 #     sourced alone it completes the commands, every option of each command's --help, the
-#     values of a few options, traces (*.fdr) as TRACE and any file after --syms.
+#     values of a few options, traces (*.fdr) as TRACE and any file after --syms;
+#   - the Python module (when it is built, PYTHON set): the staged package, and not the build
+#     tree's, imports with that Python and its calls() finds the fib calls the program counted.
 # Then the same checks on the Debian package: scripts/package-deb.sh (its own build directory,
 # DEB_BUILD, kept between runs; without lintian) makes the .deb, whose control file must name
 # its dependencies and whose md5sums must match, and which is unpacked with dpkg-deb -x into a
@@ -27,7 +29,7 @@
 # manual pages, copyright and changelog.gz) and everything above works from there.
 # Output: TAP, one line per check. Run by meson (tests/install/meson.build), which sets:
 #   MESON BUILD_ROOT SOURCE_ROOT BINDIR LIBDIR INCLUDEDIR MANDIR DATADIR VERSION FIB CC CLANG
-#   XRAY_NOLINK DEB_BUILD
+#   XRAY_NOLINK DEB_BUILD, and PYTHON (empty when the Python module is not built)
 set -uo pipefail
 # meson points LD_LIBRARY_PATH at the build tree's libraries: nothing here may use them.
 unset LD_LIBRARY_PATH
@@ -118,6 +120,25 @@ check_format() {
     out=$(LD_LIBRARY_PATH=$root$libdir "$work/readtrace" "$trace" fib 2>&1)
     same "$name: the trace reader, on the shared library, reads the fib trace" \
         "calls fib $want records $records " "$(tr '\n' ' ' <<<"$out")"
+}
+
+# check_python NAME ROOT TRACE FIB_CALLS: the staged Python package (found under ROOT, in a
+# dist-packages or site-packages directory) imports and counts the fib calls of TRACE.
+check_python() {
+    local name=$1 root=$2 trace=$3 want=$4 init dir out
+    [[ -n "${PYTHON:-}" ]] || return 0
+    init=$(find "$root" -path '*-packages/sledtrace/__init__.py' | head -n 1)
+    if [[ -z "$init" ]]; then
+        not_ok "$name: the Python module is installed" "no */*-packages/sledtrace/__init__.py"
+        return
+    fi
+    dir=$(dirname "$(dirname "$init")")
+    out=$(cd "$tmp" && PYTHONPATH=$dir "$PYTHON" -c '
+import sys, sledtrace
+assert sledtrace.__file__.startswith(sys.argv[1]), sledtrace.__file__
+with sledtrace.open(sys.argv[2]) as t:
+    print(sum(1 for c in t.calls() if c.name == "fib"))' "$dir/" "$trace" 2>&1)
+    same "$name: the installed Python module (${dir#"$root"}) reads the fib trace" "$want" "$out"
 }
 
 # The commands of `sledtrace --help`; help_options TOOL COMMAND: the options the command's --help
@@ -269,6 +290,7 @@ check_tree() {
     "$tool" account --format csv "$trace" >"$work/account.csv" 2>"$work/account.err"
     same "$name: account counts every fib call" "$want" "$(func_count fib "$work/account.csv")"
     check_format "$name" "$root" "$libdir" "$includedir" "$tool" "$trace" "$want"
+    check_python "$name" "$root" "$trace" "$want"
 
     # The control API through pkg-config. Without a sysroot the flags are the installed ones.
     out=$(PKG_CONFIG_PATH=$root$libdir/pkgconfig pkg-config --libs sledtrace 2>&1)

@@ -1,0 +1,413 @@
+"""The Python module on the checked-in golden traces (tests/format/data), checked against the
+sledtrace command itself: `dump` for the items, `account --format csv` for the calls."""
+
+import csv
+import io
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import sledtrace
+
+TRACES = ["real-events", "real-lossy", "real-mt"]
+
+
+def run(sledtrace_bin, *args):
+    return subprocess.run([sledtrace_bin, *args], check=True, capture_output=True,
+                          text=True).stdout
+
+
+def sidecar_names(path):
+    """id -> name from a sidecar's f lines (id = objid << 24 | fid)."""
+    names = {}
+    for line in open(path):
+        f = line.rstrip("\n").split("\t")
+        if f[0] == "f":
+            names[int(f[1]) << 24 | int(f[2])] = f[4]
+    return names
+
+
+DUMP_KINDS = {"NewBuffer": "new-buffer", "Walltime": "walltime", "Pid": "pid",
+              "NewCPUId": "cpu-change", "TSCWrap": "tsc-wrap", "CallArgument": "call-arg",
+              "TypedEvent": "typed-event", "EndOfBuffer": "end-of-buffer"}
+
+
+def dump_items(sledtrace_bin, path):
+    """(tid, offset, kind, tsc, func_id) per record as `sledtrace dump` prints them, without
+    the BufferExtents framing (which the cursor does not hand out)."""
+    out = []
+    for line in run(sledtrace_bin, "dump", str(path)).splitlines():
+        f = line.split()
+        fields = dict(x.split("=", 1) for x in f[2:] if "=" in x)
+        kind = f[1]
+        if kind == "BufferExtents":
+            continue
+        if kind == "Function":
+            kind = fields["action"]
+        elif kind == "CustomEvent":
+            kind = "loss" if "LOST" in fields else "custom-event"
+        else:
+            kind = DUMP_KINDS[kind]
+        fid = int(fields["id"]) if "id" in fields else None
+        out.append((int(fields["tid"]), int(f[0]), kind, int(fields["tsc"]), fid))
+    return out
+
+
+def walk(cursor):
+    return list(cursor)
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_items_equal_dump(sledtrace_bin, data, name):
+    """Every thread's walk is the dump's records of that thread, in file order, with the same
+    kind, timestamp, function id and the sidecar's name."""
+    path = data / (name + ".fdr")
+    names = sidecar_names(data / (name + ".syms"))
+    expect = dump_items(sledtrace_bin, path)
+    with sledtrace.open(path) as t:
+        got = []
+        for th in t.threads:
+            for it in th.cursor():
+                assert (it.pid, it.tid) == (th.pid, th.tid)
+                got.append((it.tid, it.offset, it.kind, it.tsc, it.func_id))
+                if it.func_id is not None:
+                    assert it.name == names[it.func_id]
+                    assert it.name == t.name(it.func_id)
+                else:
+                    assert it.name is None
+                if it.tsc:
+                    assert it.ns == t.ticks_to_ns(it.tsc - t.base_tsc)
+                else:
+                    assert it.ns is None
+        assert t.warnings == []
+    assert sorted(got, key=lambda x: x[1]) == expect
+    assert len(got) == len(expect)
+
+
+def test_threads(data):
+    with sledtrace.open(data / "real-mt.fdr") as t:
+        assert [(th.pid, th.tid) for th in t.threads] == [
+            (14223, 14223), (14223, 14226), (14223, 14225)]
+        assert [th.name for th in t.threads] == [None, None, None]
+        assert t.freq == 2596127653
+        assert t.version == 5
+    with sledtrace.open(data / "real-events.fdr") as t:
+        # the main thread first, though the file starts with the other
+        assert [th.tid for th in t.threads] == [31981, 31983]
+
+
+def test_thread_names_from_sidecar(data, tmp_path):
+    shutil.copy(data / "real-mt.fdr", tmp_path / "mt.fdr")
+    syms = (data / "real-mt.syms").read_text()
+    syms += "cmd\t./mt 3\nthread\t14223\t14226\tworker-b\nthread\t14223\t14223\tmain\n"
+    (tmp_path / "mt.syms").write_text(syms)
+    with sledtrace.open(tmp_path / "mt.fdr") as t:
+        assert [th.name for th in t.threads] == ["main", "worker-b", None]
+        assert t.command == "./mt 3"
+    # an explicit sidecar elsewhere, and a trace without one (names are then '#id')
+    shutil.copy(data / "real-mt.fdr", tmp_path / "bare.fdr")
+    with sledtrace.open(tmp_path / "bare.fdr") as t:
+        assert t.name(1) == "#1"
+        assert t.threads[0].name is None
+    with sledtrace.open(tmp_path / "bare.fdr", syms=tmp_path / "mt.syms") as t:
+        assert t.name(1) == "fib"
+        assert t.threads[0].name == "main"
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_backward_walk_is_forward_reversed(data, name):
+    with sledtrace.open(data / (name + ".fdr")) as t:
+        for th in t.threads:
+            c = th.cursor()
+            fwd = walk(c)
+            assert c.next() is None
+            back = []
+            while (it := c.prev()) is not None:
+                back.append(it)
+            assert back == fwd[::-1]
+            assert len(fwd) > 3
+            # a next after a prev gives the same item again; rewind(to_end) then prev: the last
+            assert c.next() == fwd[0]
+            assert c.prev() == fwd[0]
+            c.rewind(to_end=True)
+            assert c.prev() == fwd[-1]
+            c.rewind()
+            assert c.next() == fwd[0]
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_seek_lands_on_first_item_at_or_after(data, name):
+    """seek(ns): the next item is the first whose time (the largest timestamp of its thread up
+    to it) is >= ns."""
+    with sledtrace.open(data / (name + ".fdr")) as t:
+        for th in t.threads:
+            c = th.cursor()
+            items = walk(c)
+            times, hi = [], None
+            for it in items:
+                if it.ns is not None and (hi is None or it.ns > hi):
+                    hi = it.ns
+                times.append(hi)
+            stamps = sorted({x for x in times if x is not None})
+            targets = set(stamps[:: max(1, len(stamps) // 40)]) | {stamps[-1]}
+            targets |= {x + 1 for x in targets} | {x - 1 for x in targets}
+            for ns in sorted(targets):
+                pos = c.seek(ns)
+                k = next(i for i, x in enumerate(times + [float("inf")])
+                         if x is not None and x >= ns)
+                assert pos == k
+                assert c.next() == (items[k] if k < len(items) else None)
+            c.seek(stamps[-1] + 1)
+            assert c.next() is None
+            c.seek(-(10**15))
+            assert c.next() == items[0]
+
+
+def test_event_and_loss_items(data):
+    with sledtrace.open(data / "real-events.fdr") as t:
+        ev = [it for th in t.threads for it in th.cursor()
+              if it.kind in ("custom-event", "typed-event")]
+    assert len(ev) == 8
+    assert [(it.kind, it.payload, it.event_type) for it in ev[:2]] == [
+        ("custom-event", b"realev 0", None), ("typed-event", b"realev 0", 7)]
+    assert {it.tid for it in ev} == {31981, 31983}
+    with sledtrace.open(data / "real-lossy.fdr") as t:
+        items = list(t.threads[0].cursor())
+        loss = [it for it in items if it.kind == "loss"]
+        assert len(loss) == 1
+        assert loss[0].lost == 4999 and loss[0].offset == 8304
+        assert loss[0].payload.startswith(b"sledtrace:lost")
+        assert all(it.lost is None for it in items if it.kind != "loss")
+        kinds = {}
+        for it in items:
+            kinds[it.kind] = kinds.get(it.kind, 0) + 1
+        assert kinds == {"new-buffer": 3, "walltime": 3, "pid": 3, "cpu-change": 3, "loss": 1,
+                         "enter": 508, "exit": 507}
+        assert [it.walltime for it in items if it.kind == "walltime"][0] == (1795245563, 520578)
+        assert {it.cpu for it in items} == {0}
+    with sledtrace.open(data / "real-events.fdr") as t:
+        kinds = {it.kind for th in t.threads for it in th.cursor()}
+        assert {"tail-exit", "cpu-change", "enter", "exit"} <= kinds
+
+
+def account_rows(sledtrace_bin, path):
+    out = run(sledtrace_bin, "account", "--format", "csv", str(path))
+    return {int(r["id"]): r for r in csv.DictReader(io.StringIO(out))}
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_calls_match_account(sledtrace_bin, data, name):
+    """Per function: closed calls = account's count - unfinished; account's total = the union
+    of the calls, i.e. the ticks of the calls not nested in one of their own function; self,
+    min and max likewise - all to the nanosecond."""
+    path = data / (name + ".fdr")
+    rows = account_rows(sledtrace_bin, path)
+    with sledtrace.open(path) as t:
+        calls = list(t.calls())
+        per = {}
+        for c in calls:
+            p = per.setdefault(c.func_id, {"n": 0, "total": 0, "self": 0, "min": None, "max": 0})
+            p["n"] += 1
+            p["total"] += 0 if c.nested else c.ticks
+            p["self"] += c.self_ticks
+            p["min"] = c.ticks if p["min"] is None else min(p["min"], c.ticks)
+            p["max"] = max(p["max"], c.ticks)
+            assert c.name == t.name(c.func_id)
+            assert c.duration == t.ticks_to_ns(c.ticks)
+            assert c.self == t.ticks_to_ns(c.self_ticks)
+            assert c.start == t.ticks_to_ns(c.start_tsc - t.base_tsc)
+        for fid, r in rows.items():
+            p = per.get(fid, {"n": 0, "total": 0, "self": 0, "min": 0, "max": 0})
+            assert p["n"] == int(r["count"]) - int(r["unfinished"]), r
+            assert t.ticks_to_ns(p["total"]) == int(r["total_ns"]), r
+            assert t.ticks_to_ns(p["self"]) == int(r["self_ns"]), r
+            assert t.ticks_to_ns(p["min"]) == int(r["min_ns"]), r
+            assert t.ticks_to_ns(p["max"]) == int(r["max_ns"]), r
+        assert set(per) <= set(rows)
+        assert len(calls) == sum(p["n"] for p in per.values())
+
+
+def test_calls_depth_and_order(data):
+    with sledtrace.open(data / "real-mt.fdr") as t:
+        calls = list(t.calls())
+    assert len(calls) == 55
+    # a thread's calls close in order; main's thread comes first
+    assert calls[0].tid == 14223
+    main = [c for c in calls if c.name == "main"]
+    assert len(main) == 1 and main[0].depth == 0 and main[0].start == 0
+    assert main[0].duration == 1486209
+    fib = [c for c in calls if c.name == "fib"]
+    assert len(fib) == 50 and max(c.depth for c in fib) >= 2
+    # callees end inside their callers
+    for c in calls:
+        assert c.self <= c.duration
+
+
+def test_calls_of_one_thread(data):
+    with sledtrace.open(data / "real-mt.fdr") as t:
+        every = list(t.calls())
+        for th in t.threads:
+            mine = list(t.calls(tid=th.tid))
+            assert mine == [c for c in every if c.tid == th.tid]
+            assert mine
+        assert list(t.calls(tid=1)) == []
+
+
+def test_calls_stats(data):
+    with sledtrace.open(data / "real-lossy.fdr") as t:
+        it = t.calls()
+        n = sum(1 for _ in it)
+        assert n == 506
+        assert it.stats == {"calls": 506, "repairs": 0, "unmatched": 1, "gaps": 1,
+                            "gap_events": 4999, "open_frames": 0}
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_numpy_columns_equal_walk(data, name):
+    np = pytest.importorskip("numpy")
+    with sledtrace.open(data / (name + ".fdr")) as t:
+        cols = t.item_columns()
+        items = [it for th in t.threads for it in th.cursor()]
+        assert set(cols) == {"kind", "ns", "tsc", "func_id", "pid", "tid", "cpu"}
+        assert all(isinstance(v, np.ndarray) and len(v) == len(items) for v in cols.values())
+        assert cols["tsc"].dtype == np.uint64 and cols["ns"].dtype == np.int64
+        assert [sledtrace.KINDS[k] for k in cols["kind"]] == [it.kind for it in items]
+        assert cols["tsc"].tolist() == [it.tsc for it in items]
+        assert cols["ns"].tolist() == [sledtrace.NO_TIME if it.ns is None else it.ns
+                                       for it in items]
+        assert cols["func_id"].tolist() == [it.func_id or 0 for it in items]
+        assert cols["tid"].tolist() == [it.tid for it in items]
+        assert cols["pid"].tolist() == [it.pid for it in items]
+        assert cols["cpu"].tolist() == [it.cpu for it in items]
+        one = t.threads[-1].item_columns()
+        assert one["tsc"].tolist() == [it.tsc for it in t.threads[-1].cursor()]
+
+        calls = list(t.calls())
+        cc = t.call_columns()
+        for k in ("pid", "tid", "depth", "func_id", "start", "duration", "self", "start_tsc",
+                  "ticks", "self_ticks", "nested"):
+            assert cc[k].tolist() == [getattr(c, k) for c in calls], k
+        assert cc["nested"].dtype == np.bool_
+
+
+def test_pandas_frames(sledtrace_bin, data):
+    pd = pytest.importorskip("pandas")
+    path = data / "real-events.fdr"
+    rows = account_rows(sledtrace_bin, path)
+    with sledtrace.open(path) as t:
+        calls = t.calls_frame()
+        assert len(calls) == 64
+        assert calls["name"].tolist() == [c.name for c in t.calls()]
+        counts = calls.groupby("func_id").size().to_dict()
+        assert counts == {fid: int(r["count"]) for fid, r in rows.items()}
+        outer = calls[~calls["nested"]].groupby("func_id")["ticks"].sum()
+        assert {fid: t.ticks_to_ns(int(v)) for fid, v in outer.items()} == {
+            fid: int(r["total_ns"]) for fid, r in rows.items()}
+        items = t.items_frame()
+        walked = [it for th in t.threads for it in th.cursor()]
+        assert items["kind"].astype(str).tolist() == [it.kind for it in walked]
+        assert [None if pd.isna(x) else x for x in items["name"]] == [it.name for it in walked]
+        assert items.columns.tolist() == ["kind", "ns", "tsc", "func_id", "name", "pid", "tid",
+                                          "cpu"]
+
+
+def test_columns_without_numpy(data, monkeypatch):
+    monkeypatch.setitem(sys.modules, "numpy", None)  # import numpy fails
+    with sledtrace.open(data / "real-mt.fdr") as t:
+        cols = t.call_columns()
+        assert isinstance(cols["ticks"], memoryview) and cols["ticks"].format == "Q"
+        assert cols["ticks"].tolist() == [c.ticks for c in t.calls()]
+        items = t.item_columns()
+        assert items["kind"].tolist()[:5] == [sledtrace.KINDS.index(k) for k in (
+            "new-buffer", "walltime", "pid", "cpu-change", "enter")]
+
+
+def test_missing_file(tmp_path):
+    path = tmp_path / "nothere.fdr"
+    with pytest.raises(sledtrace.TraceError) as e:
+        sledtrace.open(path)
+    assert isinstance(e.value, OSError)
+    assert str(e.value) == "%s: No such file or directory" % path
+    assert e.value.path == str(path) and e.value.offset is None
+    # a file name that is not UTF-8 comes back as Python spells it (surrogate escapes)
+    odd = os.fsdecode(bytes(tmp_path) + b"/cut\xff.fdr")
+    with open(odd, "wb") as f:
+        f.write(b"\x05\x00")
+    with pytest.raises(sledtrace.TraceError) as e:
+        sledtrace.open(odd)
+    assert str(e.value).startswith(odd + ": offset 0: ") and e.value.path == odd
+
+
+def test_corrupt_header(data, tmp_path):
+    path = tmp_path / "bad.fdr"
+    raw = bytearray((data / "real-mt.fdr").read_bytes())
+    raw[0:2] = b"\x07\x00"  # version 7
+    path.write_bytes(bytes(raw))
+    with pytest.raises(sledtrace.TraceError) as e:
+        sledtrace.open(path)
+    assert e.value.offset == 0
+    assert str(e.value).startswith("%s: offset 0: " % path)
+    assert "version" in str(e.value)
+
+
+def test_truncated_strict_and_lenient(data, tmp_path):
+    path = tmp_path / "cut.fdr"
+    raw = (data / "real-lossy.fdr").read_bytes()
+    path.write_bytes(raw[:6000])  # inside the second block
+    with pytest.raises(sledtrace.TraceError) as e:
+        with sledtrace.open(path, strict=True) as t:
+            for th in t.threads:
+                list(th.cursor())
+    assert e.value.offset == 4128
+    assert re.match(re.escape(str(path)) + r": offset 4128: .*", str(e.value))
+    # lenient (the default): the torn tail is skipped, with a warning naming its offset
+    with sledtrace.open(path) as t:
+        items = list(t.threads[0].cursor())
+        assert items[-1].offset < 6000
+        assert len(t.warnings) == 1
+        assert t.warnings[0].startswith("%s: offset 4128: " % path)
+
+
+def test_bad_sidecar(data, tmp_path):
+    (tmp_path / "x.syms").write_text("not a sidecar\n")
+    with pytest.raises(sledtrace.TraceError) as e:
+        sledtrace.open(data / "real-mt.fdr", syms=tmp_path / "x.syms")
+    assert str(tmp_path / "x.syms") in str(e.value)
+    with pytest.raises(sledtrace.TraceError):
+        sledtrace.open(data / "real-mt.fdr", syms=tmp_path / "none.syms")
+
+
+def test_closed_trace(data):
+    t = sledtrace.open(data / "real-mt.fdr")
+    th = t.threads[0]
+    c = th.cursor()
+    t.close()
+    assert t.closed
+    with pytest.raises(ValueError):
+        th.cursor()
+    with pytest.raises(ValueError):
+        t.calls()
+    assert c.next().kind == "new-buffer"  # a cursor made before keeps working
+
+
+def test_demangle():
+    assert sledtrace.demangle("_ZN2rt5chainEl") == "rt::chain(long)"
+    assert sledtrace.demangle("_ZN2rt5chainEl", short=True) == "rt::chain"
+    assert sledtrace.demangle("main") == "main"
+
+
+def test_readme_example(sledtrace_bin, data):
+    """The README's Python example runs and prints what account says of the trace."""
+    readme = open(os.path.join(os.path.dirname(__file__), "..", "..", "README.md")).read()
+    section = readme.split("\n## Python\n", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    assert len(code.strip().splitlines()) <= 10
+    out = subprocess.run([sys.executable, "-c", code, str(data / "real-mt.fdr")], check=True,
+                         capture_output=True, text=True).stdout
+    lines = out.splitlines()
+    assert [l.split() for l in lines] == [["worker", "2", "1.927ms"], ["main", "1", "1.486ms"],
+                                          ["status_kb", "2", "0.051ms"], ["fib", "50", "0.002ms"]]
