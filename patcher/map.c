@@ -429,6 +429,8 @@ const char *stp_strerror(int err)
         return "Capstone could not be initialised";
     case STP_E_STUB:
         return "no stub page could be mapped within +-2 GiB of the text";
+    case STP_E_UNPROVEN:
+        return "the proof cache lacks some of the object's proofs";
     case STP_E_PROTECT:
         return "mprotect refused to make the text writable";
     default:

@@ -59,6 +59,7 @@ enum stp_error {
     STP_E_CAPSTONE = -6, /* Capstone could not be opened */
     STP_E_STUB = -7,     /* no stub page within reach */
     STP_E_PROTECT = -8,  /* mprotect failed */
+    STP_E_UNPROVEN = -9, /* stp_object_verify_opts with cache_only: the cache lacks a proof */
 };
 
 struct stp_object;
@@ -123,7 +124,7 @@ size_t stp_object_cached(const struct stp_object *obj);
  * proofs are kept, found by its GNU build id and file size (an object without a build id is
  * proven every time); a function whose proof inputs (its bytes as mapped, its place, its sleds)
  * hash to what the file recorded takes its statuses from it, any other is proven again, and
- * the file is rewritten when anything was. NULL: no cache.
+ * the file is rewritten when anything was. NULL: no cache. See also cache_only below.
  * workers: threads to sweep on besides the caller's (at most STP_MAX_WORKERS; fewer when there
  * is little to prove), started with spawn (NULL: pthread_create; signal masks are the caller's
  * business) and joined before this returns. */
@@ -132,6 +133,9 @@ struct stp_verify_opts {
     const char *cache_dir;
     unsigned workers;
     int (*spawn)(pthread_t *t, void *(*fn)(void *), void *arg);
+    /* Prove nothing with Capstone (it is not loaded, and must not be loaded now): when the
+     * cache lacks any proof, return STP_E_UNPROVEN with the object half-verified: close it. */
+    int cache_only;
 };
 int stp_object_verify_opts(struct stp_object *obj, const struct stp_verify_opts *o);
 /* Makes dir (an absolute path) ready to hold the cache: creates it 0700 (and its parent 0700

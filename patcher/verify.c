@@ -519,7 +519,9 @@ int stp_object_verify_opts(struct stp_object *obj, const struct stp_verify_opts 
     }
     j.n = njobs;
     int rc = 0;
-    if (njobs) {
+    if (njobs && o && o->cache_only) {
+        rc = STP_E_UNPROVEN;
+    } else if (njobs) {
         rc = stp_capstone_load();
         unsigned want = o ? o->workers : 0;
         if (want > njobs / JOBS_PER_WORKER)

@@ -323,10 +323,10 @@ static void append_syms(unsigned objid)
 
 /* SLEDTRACE_FILTER / SLEDTRACE_EXCLUDE: functions left out are never patched, so they cost
  * nothing; functions without a symbol name match only "*". */
-static void apply_filters(struct stp_object *obj, const char *lib)
+static size_t apply_filters(struct stp_object *obj, const char *lib)
 {
     if (!str_filter_active())
-        return;
+        return 0;
     size_t n = stp_object_nfuncs(obj), left = 0;
     for (size_t i = 0; i < n; i++) {
         uint32_t id;
@@ -338,8 +338,14 @@ static void apply_filters(struct stp_object *obj, const char *lib)
             left++;
         }
     }
-    str_log(STR_INFO, "%s: %zu of %zu functions left out by SLEDTRACE_FILTER/SLEDTRACE_EXCLUDE",
-            lib, left, n);
+    return left;
+}
+
+static void log_filtered(const struct stp_object *obj, const char *lib, size_t left)
+{
+    if (str_filter_active())
+        str_log(STR_INFO, "%s: %zu of %zu functions left out by SLEDTRACE_FILTER/SLEDTRACE_EXCLUDE",
+                lib, left, stp_object_nfuncs(obj));
 }
 
 /* ---- proofs: the per-user cache, and threads to prove on ---- */
@@ -370,10 +376,13 @@ static const char *cache_dir(void)
 }
 
 /* Proves obj's sleds: with the cache, and at start-up (threads allowed: not inside
- * dl_iterate_phdr, where the dynamic linker's lock is held) on every CPU the process may use. */
-static int prove(struct stp_object *obj, int threads)
+ * dl_iterate_phdr, where the dynamic linker's lock is held) on every CPU the process may use.
+ * cache_only: Capstone is not loaded (inside dl_iterate_phdr it cannot be): STP_E_UNPROVEN
+ * unless the cache holds every proof. */
+static int prove(struct stp_object *obj, int threads, int cache_only)
 {
-    struct stp_verify_opts o = {.cache_dir = cache_dir(), .spawn = spawn_worker};
+    struct stp_verify_opts o = {
+        .cache_dir = cache_dir(), .spawn = spawn_worker, .cache_only = cache_only};
     cpu_set_t cpus;
     if (threads && sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) > 1)
         o.workers = (unsigned)CPU_COUNT(&cpus) - 1;
@@ -457,10 +466,6 @@ static int add_object(const char *path, uintptr_t bias, const struct stat *st)
     int rc = stp_object_open(path, bias, &obj);
     if (rc == STP_E_NO_MAP || rc == STP_E_OPEN)
         return ADD_NONE; /* not instrumented, or not a file we can read */
-    if (rc == 0 && !stp_capstone_loaded()) {
-        stp_object_close(obj);
-        return ADD_NEED_CAPSTONE;
-    }
     int num = number_for(path, st);
     if (rc == 0 && num < 0) {
         static int said;
@@ -473,8 +478,16 @@ static int add_object(const char *path, uintptr_t bias, const struct stat *st)
         return ADD_NONE;
     }
     if (rc == 0) {
-        apply_filters(obj, base_name(path)); /* before the proofs: left out, never proven */
-        rc = prove(obj, 0);
+        /* before the proofs: left out, never proven */
+        size_t left = apply_filters(obj, base_name(path));
+        /* Without Capstone (it cannot be loaded in here), the cache may still hold every proof;
+         * if not, the caller loads Capstone and scans again. */
+        rc = prove(obj, 0, !stp_capstone_loaded());
+        if (rc == STP_E_UNPROVEN) {
+            stp_object_close(obj);
+            return ADD_NEED_CAPSTONE;
+        }
+        log_filtered(obj, base_name(path), left);
     }
     if (rc != 0) {
         str_log(STR_WARN, "%s: %s; left alone", path, stp_strerror(rc));
@@ -738,8 +751,9 @@ static void start(void)
     double t_map = ms_since(&t0);
     if (main_obj) {
         str_log_release(1);
-        apply_filters(main_obj, base_name(exe)); /* before the proofs: left out, never proven */
-        rc = prove(main_obj, 1);
+        /* before the proofs: left out, never proven */
+        log_filtered(main_obj, base_name(exe), apply_filters(main_obj, base_name(exe)));
+        rc = prove(main_obj, 1, 0);
         if (rc != 0) {
             str_log(STR_WARN, "%s: %s; running untraced", exe, stp_strerror(rc));
             return;

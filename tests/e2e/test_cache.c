@@ -191,3 +191,37 @@ Test(cache, off_leaves_nothing)
     }
     e2e_rmtree(work);
 }
+
+/* A library's proofs come from the cache too, without Capstone: its scan runs inside
+ * dl_iterate_phdr, where Capstone cannot be loaded, and needs it only for a proof the cache
+ * lacks. shlibprog links libsla.so and dlopens libslb.so (2 functions each). */
+Test(cache, shared_libraries_too)
+{
+    char work[PATH_MAX], out[PATH_MAX], env[PATH_MAX + 32];
+    e2e_workdir(work, sizeof work);
+    snprintf(out, sizeof out, "%s/out", work);
+    snprintf(env, sizeof env, "SLEDTRACE_CACHE=%s/c", work);
+    for (int run = 0; run < 2; run++) {
+        struct e2e_spec s = {.prog = BIN("shlibprog"),
+                             .argv1 = BIN("libslb.so"),
+                             .preload = 1,
+                             .outdir = out,
+                             .env = {"SLEDTRACE_LOG=info", env, "LD_DEBUG=files"}};
+        struct e2e_run t;
+        e2e_run(work, &s, &t);
+        cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0, "%s", t.err);
+        for (int lib = 0; lib < 2; lib++) {
+            char want[128];
+            snprintf(want, sizeof want,
+                     "libsl%c.so: 2 functions (2 proven, %d by the cache), 4 sleds, 4 patched\n",
+                     lib ? 'b' : 'a', run ? 2 : 0);
+            cr_assert_not_null(strstr(t.err, want), "no '%s' in:\n%s", want, t.err);
+        }
+        /* The dynamic linker's own account (LD_DEBUG=files): Capstone loaded the first time
+         * only. */
+        cr_assert_eq(strstr(t.err, "file=libcapstone") != NULL, !run, "%s", t.err);
+        e2e_run_free(&t);
+        e2e_rmtree(out);
+    }
+    e2e_rmtree(work);
+}
