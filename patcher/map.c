@@ -70,13 +70,29 @@ void stp_number_functions(const uint8_t *entries, size_t n, uintptr_t map_addr, 
 /* Names, in one pass over a symbol table and no sort: the functions' link-time addresses go
  * into an open-addressing table (two functions may share an address: both get its name), and
  * each STT_FUNC symbol with a name is looked up there. Among the symbols at one address a
- * global one wins over a local one, and otherwise the first in the table. */
+ * global one wins over a local one, and otherwise the first in the table. A slot holds the
+ * address and the choice so far, so that a lookup touches one cache line (the symbol table is
+ * in no useful order: a lookup that read the function array missed the cache each time). */
+struct name_slot {
+    uint64_t addr; /* link-time address */
+    uint32_t f1;   /* function index + 1, 0 = empty */
+    uint32_t pick; /* (symbol index + 1) << 1 | global, 0 = none yet */
+};
+
 static uint32_t addr_hash(uint64_t a, size_t mask)
 {
     a ^= a >> 29;
     a *= 0xbf58476d1ce4e5b9ull;
     a ^= a >> 32;
     return (uint32_t)(a & mask);
+}
+
+/* Symbol i of the table (direct: the section's Elf64_Sym array, else through gelf into g). */
+static const Elf64_Sym *sym_at(Elf_Data *d, const Elf64_Sym *direct, size_t i, GElf_Sym *g)
+{
+    if (direct)
+        return &direct[i];
+    return gelf_getsym(d, (int)i, g) ? (const Elf64_Sym *)g : NULL; /* GElf_Sym is Elf64_Sym */
 }
 
 static int name_functions(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct stp_object *obj)
@@ -88,6 +104,8 @@ static int name_functions(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct st
         return 0;
     const char *strtab = sd->d_buf;
     size_t strsz = sd->d_size, nsyms = d->d_size / sh->sh_entsize;
+    if (nsyms >= UINT32_MAX / 2)
+        nsyms = UINT32_MAX / 2 - 1;
     const Elf64_Sym *direct = gelf_getclass(elf) == ELFCLASS64 && d->d_type == ELF_T_SYM &&
                                       sh->sh_entsize == sizeof(Elf64_Sym)
                                   ? d->d_buf
@@ -95,30 +113,23 @@ static int name_functions(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct st
     size_t cap = 16;
     while (cap < 2 * obj->nfuncs)
         cap *= 2;
-    uint32_t *slot = calloc(cap, sizeof *slot); /* function index + 1, 0 = empty */
-    struct pick {
-        uint32_t sym; /* symbol index + 1, 0 = none yet */
-        uint32_t global;
-    } *pick = calloc(obj->nfuncs, sizeof *pick);
-    if (!slot || !pick) {
-        free(slot);
-        free(pick);
+    uint32_t mask = (uint32_t)(cap - 1);
+    struct name_slot *slot = calloc(cap, sizeof *slot);
+    if (!slot)
         return STP_E_NOMEM;
-    }
     for (size_t f = 0; f < obj->nfuncs; f++) {
-        uint32_t j = addr_hash(obj->funcs[f].addr - obj->bias, cap - 1);
-        while (slot[j])
-            j = (j + 1) & (uint32_t)(cap - 1);
-        slot[j] = (uint32_t)f + 1;
+        uint64_t a = obj->funcs[f].addr - obj->bias;
+        uint32_t j = addr_hash(a, mask);
+        while (slot[j].f1)
+            j = (j + 1) & mask;
+        slot[j].addr = a;
+        slot[j].f1 = (uint32_t)f + 1;
     }
-    for (size_t i = 0; i < nsyms && i < UINT32_MAX; i++) {
+    for (size_t i = 0; i < nsyms; i++) {
         GElf_Sym g;
-        const Elf64_Sym *s = direct ? &direct[i] : NULL;
-        if (!s) {
-            if (!gelf_getsym(d, (int)i, &g))
-                continue;
-            s = (const Elf64_Sym *)&g; /* GElf_Sym is Elf64_Sym */
-        }
+        const Elf64_Sym *s = sym_at(d, direct, i, &g);
+        if (!s)
+            continue;
         int type = GELF_ST_TYPE(s->st_info);
         if ((type != STT_FUNC && type != STT_GNU_IFUNC) || s->st_value == 0 || s->st_shndx == 0 ||
             s->st_name >= strsz || strtab[s->st_name] == '\0' ||
@@ -128,29 +139,23 @@ static int name_functions(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct st
         if (name[0] == '_' && strcmp(name, "__xray_init") == 0)
             obj->has_xray_runtime = 1;
         uint32_t global = GELF_ST_BIND(s->st_info) != STB_LOCAL;
-        for (uint32_t j = addr_hash(s->st_value, cap - 1); slot[j];
-             j = (j + 1) & (uint32_t)(cap - 1)) {
-            struct stp_func *fn = &obj->funcs[slot[j] - 1];
-            struct pick *p = &pick[slot[j] - 1];
-            if (fn->addr - obj->bias != s->st_value || (p->sym && (p->global || !global)))
+        for (uint32_t j = addr_hash(s->st_value, mask); slot[j].f1; j = (j + 1) & mask) {
+            struct name_slot *e = &slot[j];
+            if (e->addr != s->st_value || (e->pick && ((e->pick & 1) || !global)))
                 continue;
-            p->sym = (uint32_t)i + 1;
-            p->global = global;
-            fn->size = s->st_size;
+            e->pick = (uint32_t)(i + 1) << 1 | global;
         }
     }
-    /* The chosen names, into the object's pool. */
+    /* The chosen names, into the object's pool, and the sizes. */
     size_t pool = 0;
-    for (size_t f = 0; f < obj->nfuncs; f++) {
-        obj->funcs[f].name_off = SIZE_MAX;
-        if (!pick[f].sym)
+    for (size_t j = 0; j < cap; j++) {
+        if (!slot[j].f1 || !slot[j].pick)
             continue;
         GElf_Sym g;
-        const Elf64_Sym *s = direct ? &direct[pick[f].sym - 1] : NULL;
-        if (!s) {
-            gelf_getsym(d, (int)pick[f].sym - 1, &g);
-            s = (const Elf64_Sym *)&g;
-        }
+        const Elf64_Sym *s = sym_at(d, direct, (slot[j].pick >> 1) - 1, &g);
+        if (!s)
+            continue;
+        struct stp_func *fn = &obj->funcs[slot[j].f1 - 1];
         const char *name = strtab + s->st_name;
         size_t len = strlen(name) + 1;
         if (pool + len > obj->names_cap) {
@@ -160,18 +165,17 @@ static int name_functions(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct st
             char *np = realloc(obj->names, ncap);
             if (!np) {
                 free(slot);
-                free(pick);
                 return STP_E_NOMEM;
             }
             obj->names = np;
             obj->names_cap = ncap;
         }
         memcpy(obj->names + pool, name, len);
-        obj->funcs[f].name_off = pool;
+        fn->name_off = pool;
+        fn->size = s->st_size;
         pool += len;
     }
     free(slot);
-    free(pick);
     return 0;
 }
 
@@ -408,6 +412,14 @@ size_t stp_object_count(const struct stp_object *obj, enum stp_status st)
     for (size_t i = 0; i < obj->nsleds; i++)
         n += obj->sleds[i].status == st;
     return n;
+}
+
+void stp_object_counts(const struct stp_object *obj, size_t n[STP_NSTATUS])
+{
+    memset(n, 0, STP_NSTATUS * sizeof *n);
+    for (size_t i = 0; i < obj->nsleds; i++)
+        if (obj->sleds[i].status < STP_NSTATUS)
+            n[obj->sleds[i].status]++;
 }
 
 const char *stp_strerror(int err)

@@ -92,6 +92,8 @@ void stp_object_sled(const struct stp_object *obj, size_t i, uintptr_t *addr, en
                      uint32_t *fid, enum stp_status *status);
 /* Number of sleds with the given status. */
 size_t stp_object_count(const struct stp_object *obj, enum stp_status s);
+/* The same for every status at once: n[s] sleds have status s. */
+void stp_object_counts(const struct stp_object *obj, size_t n[STP_NSTATUS]);
 /* True if the object defines compiler-rt's XRay runtime (__xray_init). */
 int stp_object_has_xray_runtime(const struct stp_object *obj);
 uintptr_t stp_object_bias(const struct stp_object *obj);

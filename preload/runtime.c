@@ -401,13 +401,15 @@ static int prove(struct stp_object *obj, int threads, int cache_only)
 
 static void log_counts(const struct stp_object *obj, const char *name)
 {
-    size_t ok = stp_object_count(obj, STP_OK);
+    size_t n[STP_NSTATUS];
+    stp_object_counts(obj, n);
+    size_t ok = n[STP_OK];
     size_t total = stp_object_nsleds(obj);
     str_log(STR_INFO, "%s: %zu functions (%zu proven, %zu by the cache), %zu sleds, %zu patched",
             name, stp_object_nfuncs(obj), stp_object_proven(obj), stp_object_cached(obj), total,
             ok);
     for (int s = 1; s < STP_NSTATUS; s++) {
-        size_t c = stp_object_count(obj, (enum stp_status)s);
+        size_t c = n[s];
         if (c)
             str_log(STR_INFO, "%zu sleds left untouched: %s", c,
                     stp_status_name((enum stp_status)s));
