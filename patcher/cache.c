@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -173,20 +174,6 @@ static void encode_head(uint8_t *h, const struct stp_object *obj, uint64_t size)
     put64(h + 36 + STP_BUILD_ID_MAX, obj->nsleds);
 }
 
-static int read_all(int fd, uint8_t *p, size_t n)
-{
-    while (n) {
-        ssize_t r = read(fd, p, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        p += r;
-        n -= (size_t)r;
-    }
-    return 0;
-}
-
 static int write_all(int fd, const uint8_t *p, size_t n)
 {
     while (n) {
@@ -213,10 +200,11 @@ int stp_cache_load(struct stp_cache *c, const struct stp_object *obj, const char
         return -1;
     size_t want = file_bytes(obj->nfuncs, obj->nsleds);
     struct stat st;
-    uint8_t *buf = NULL;
+    uint8_t *buf = MAP_FAILED;
+    /* Mapped, not read: its pages come from the page cache, not zeroed memory. */
     int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
-             !(st.st_mode & 022) && (uint64_t)st.st_size == want && (buf = malloc(want)) != NULL &&
-             read_all(fd, buf, want) == 0;
+             !(st.st_mode & 022) && (uint64_t)st.st_size == want &&
+             (buf = mmap(NULL, want, PROT_READ, MAP_PRIVATE, fd, 0)) != MAP_FAILED;
     if (ok) {
         uint8_t head[CACHE_HEAD];
         encode_head(head, obj, size);
@@ -224,18 +212,19 @@ int stp_cache_load(struct stp_cache *c, const struct stp_object *obj, const char
              stp_cache_bytes(0, buf, want - 8) == get64(buf + want - 8);
     }
     if (ok) {
-        /* A hit: the file is in use (least recently used files go first). */
-        futimens(fd, NULL);
         c->buf = buf;
+        c->len = want;
         c->digest = buf + CACHE_HEAD;
         c->status = buf + CACHE_HEAD + 8 * obj->nfuncs;
-        for (size_t i = 0; i < obj->nsleds; i++)
-            if (c->status[i] >= STP_NSTATUS)
-                ok = 0;
+        for (size_t i = 0; i < obj->nsleds && ok; i++)
+            ok = c->status[i] < STP_NSTATUS;
     }
+    if (ok)
+        futimens(fd, NULL); /* a hit: the file is in use (least recently used files go first) */
     close(fd);
     if (!ok) {
-        free(buf);
+        if (buf != MAP_FAILED)
+            munmap(buf, want);
         memset(c, 0, sizeof *c);
         return -1;
     }
@@ -249,7 +238,8 @@ uint64_t stp_cache_digest_of(const struct stp_cache *c, size_t f)
 
 void stp_cache_free(struct stp_cache *c)
 {
-    free(c->buf);
+    if (c->buf)
+        munmap(c->buf, c->len);
     memset(c, 0, sizeof *c);
 }
 

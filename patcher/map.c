@@ -50,16 +50,22 @@ static int resolve_entry(const uint8_t *e, uintptr_t entry_addr, uintptr_t bias,
     return -1;
 }
 
+/* What numbering compares: the function field resolved without the bias (which only matters for
+ * versions 0/1, where it shifts every entry alike), or the raw field of an unknown version. */
+static uint64_t number_key(const uint8_t *e, uintptr_t entry_addr)
+{
+    uint64_t sled = 0, func = 0;
+    if (resolve_entry(e, entry_addr, 0, &sled, &func) != 0)
+        func = (uint64_t)get_i64(e + 8);
+    return func;
+}
+
 void stp_number_functions(const uint8_t *entries, size_t n, uintptr_t map_addr, uint32_t *ids)
 {
     uint32_t id = 0;
     uint64_t prev = 0;
     for (size_t i = 0; i < n; i++) {
-        uint64_t sled = 0, func = 0;
-        /* Bias only matters for versions 0/1, where it shifts every entry alike, so numbering
-         * does not depend on it. Unknown versions keep their raw field. */
-        if (resolve_entry(entries + 32 * i, map_addr + 32 * i, 0, &sled, &func) != 0)
-            func = (uint64_t)get_i64(entries + 32 * i + 8);
+        uint64_t func = number_key(entries + 32 * i, map_addr + 32 * i);
         if (i == 0 || func != prev)
             id++;
         prev = func;
@@ -71,12 +77,13 @@ void stp_number_functions(const uint8_t *entries, size_t n, uintptr_t map_addr, 
  * into an open-addressing table (two functions may share an address: both get its name), and
  * each STT_FUNC symbol with a name is looked up there. Among the symbols at one address a
  * global one wins over a local one, and otherwise the first in the table. A slot holds the
- * address and the choice so far, so that a lookup touches one cache line (the symbol table is
- * in no useful order: a lookup that read the function array missed the cache each time). */
+ * address itself (as an offset from the lowest function's, 32 bits: one object's text spans
+ * less than 4 GiB, else the function is read to compare), so that a lookup touches one cache
+ * line: the symbol table is in no useful order, and a lookup that read the function array
+ * missed the cache each time. 8 bytes a slot, 2 slots a function at most. */
 struct name_slot {
-    uint64_t addr; /* link-time address */
-    uint32_t f1;   /* function index + 1, 0 = empty */
-    uint32_t pick; /* (symbol index + 1) << 1 | global, 0 = none yet */
+    uint32_t off; /* link-time address - base */
+    uint32_t f1;  /* function index + 1, 0 = empty */
 };
 
 static uint32_t addr_hash(uint64_t a, size_t mask)
@@ -110,20 +117,30 @@ static int name_functions(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct st
                                       sh->sh_entsize == sizeof(Elf64_Sym)
                                   ? d->d_buf
                                   : NULL;
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (size_t f = 0; f < obj->nfuncs; f++) {
+        uint64_t a = obj->funcs[f].addr - obj->bias;
+        lo = a < lo ? a : lo;
+        hi = a > hi ? a : hi;
+    }
+    int exact = hi - lo <= UINT32_MAX; /* a 32-bit offset names the address */
     size_t cap = 16;
     while (cap < 2 * obj->nfuncs)
         cap *= 2;
     uint32_t mask = (uint32_t)(cap - 1);
     struct name_slot *slot = calloc(cap, sizeof *slot);
-    if (!slot)
+    uint32_t *pick = calloc(obj->nfuncs, sizeof *pick); /* (symbol + 1) << 1 | global */
+    if (!slot || !pick) {
+        free(slot);
+        free(pick);
         return STP_E_NOMEM;
+    }
     for (size_t f = 0; f < obj->nfuncs; f++) {
         uint64_t a = obj->funcs[f].addr - obj->bias;
         uint32_t j = addr_hash(a, mask);
         while (slot[j].f1)
             j = (j + 1) & mask;
-        slot[j].addr = a;
-        slot[j].f1 = (uint32_t)f + 1;
+        slot[j] = (struct name_slot){(uint32_t)(a - lo), (uint32_t)f + 1};
     }
     for (size_t i = 0; i < nsyms; i++) {
         GElf_Sym g;
@@ -138,44 +155,50 @@ static int name_functions(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct st
         const char *name = strtab + s->st_name;
         if (name[0] == '_' && strcmp(name, "__xray_init") == 0)
             obj->has_xray_runtime = 1;
-        uint32_t global = GELF_ST_BIND(s->st_info) != STB_LOCAL;
+        if (s->st_value < lo || s->st_value > hi)
+            continue;
+        uint32_t global = GELF_ST_BIND(s->st_info) != STB_LOCAL, off = (uint32_t)(s->st_value - lo);
         for (uint32_t j = addr_hash(s->st_value, mask); slot[j].f1; j = (j + 1) & mask) {
-            struct name_slot *e = &slot[j];
-            if (e->addr != s->st_value || (e->pick && ((e->pick & 1) || !global)))
+            if (slot[j].off != off)
                 continue;
-            e->pick = (uint32_t)(i + 1) << 1 | global;
+            uint32_t f = slot[j].f1 - 1;
+            if (!exact && obj->funcs[f].addr - obj->bias != s->st_value)
+                continue;
+            if (!pick[f] || (global && !(pick[f] & 1)))
+                pick[f] = (uint32_t)(i + 1) << 1 | global;
         }
     }
-    /* The chosen names, into the object's pool, and the sizes. */
+    free(slot);
+    /* The chosen names, into the object's pool (names are pieces of the string table: its size
+     * is nearly always room enough), and the sizes. */
     size_t pool = 0;
-    for (size_t j = 0; j < cap; j++) {
-        if (!slot[j].f1 || !slot[j].pick)
+    for (size_t f = 0; f < obj->nfuncs; f++) {
+        if (!pick[f])
             continue;
         GElf_Sym g;
-        const Elf64_Sym *s = sym_at(d, direct, (slot[j].pick >> 1) - 1, &g);
+        const Elf64_Sym *s = sym_at(d, direct, (pick[f] >> 1) - 1, &g);
         if (!s)
             continue;
-        struct stp_func *fn = &obj->funcs[slot[j].f1 - 1];
         const char *name = strtab + s->st_name;
         size_t len = strlen(name) + 1;
         if (pool + len > obj->names_cap) {
-            size_t ncap = obj->names_cap ? obj->names_cap * 2 : 4096;
+            size_t ncap = obj->names_cap ? obj->names_cap * 2 : strsz + 4096;
             while (ncap < pool + len)
                 ncap *= 2;
             char *np = realloc(obj->names, ncap);
             if (!np) {
-                free(slot);
+                free(pick);
                 return STP_E_NOMEM;
             }
             obj->names = np;
             obj->names_cap = ncap;
         }
         memcpy(obj->names + pool, name, len);
-        fn->name_off = pool;
-        fn->size = s->st_size;
+        obj->funcs[f].name_off = pool;
+        obj->funcs[f].size = s->st_size;
         pool += len;
     }
-    free(slot);
+    free(pick);
     return 0;
 }
 
@@ -252,43 +275,42 @@ static int load(struct stp_object *obj, Elf *elf)
     size_t n = map_sh.sh_size / 32;
     const uint8_t *raw = d->d_buf;
     uintptr_t map_addr = map_sh.sh_addr + obj->bias;
-    uint32_t *ids = malloc((n ? n : 1) * sizeof *ids);
-    obj->sleds = calloc(n ? n : 1, sizeof *obj->sleds);
-    if (!ids || !obj->sleds) {
-        free(ids);
+    /* Sleds and functions in one pass, numbered as stp_number_functions numbers them. The
+     * function array is sized for the worst case (a function per entry) but only the part used
+     * is ever touched, then given back. */
+    obj->sleds = malloc((n ? n : 1) * sizeof *obj->sleds);
+    obj->funcs = malloc((n ? n : 1) * sizeof *obj->funcs);
+    if (!obj->sleds || !obj->funcs)
         return STP_E_NOMEM;
-    }
-    stp_number_functions(raw, n, map_addr, ids);
     obj->nsleds = n;
-    size_t nfuncs = n ? ids[n - 1] : 0;
-    obj->funcs = calloc(nfuncs ? nfuncs : 1, sizeof *obj->funcs);
-    if (!obj->funcs) {
-        free(ids);
-        return STP_E_NOMEM;
-    }
-    obj->nfuncs = nfuncs;
+    uint32_t id = 0;
+    uint64_t prev = 0;
     for (size_t i = 0; i < n; i++) {
         const uint8_t *e = raw + 32 * i;
+        uint64_t key = number_key(e, map_addr + 32 * i);
+        if (i == 0 || key != prev)
+            id++;
+        prev = key;
         struct stp_sled *s = &obj->sleds[i];
         uint64_t sled = 0, func = 0;
-        s->kind = e[16];
-        s->version = e[18];
-        s->fid = ids[i];
+        *s = (struct stp_sled){.fid = id, .kind = e[16], .version = e[18]};
         if (resolve_entry(e, map_addr + 32 * i, obj->bias, &sled, &func) != 0)
             s->status = STP_UNSUPPORTED_VERSION;
         s->addr = sled;
-        struct stp_func *f = &obj->funcs[ids[i] - 1];
-        if (f->nsleds == 0) {
-            f->addr = func;
-            f->first_sled = (uint32_t)i;
+        struct stp_func *f = &obj->funcs[id - 1];
+        if (id > obj->nfuncs) {
+            *f = (struct stp_func){.addr = func, .name_off = SIZE_MAX, .first_sled = (uint32_t)i};
+            obj->nfuncs = id;
         }
         f->nsleds++;
     }
-    free(ids);
+    if (obj->nfuncs && obj->nfuncs < n) {
+        struct stp_func *shrunk = realloc(obj->funcs, obj->nfuncs * sizeof *obj->funcs);
+        if (shrunk)
+            obj->funcs = shrunk;
+    }
 
     /* Names. */
-    for (size_t i = 0; i < obj->nfuncs; i++)
-        obj->funcs[i].name_off = SIZE_MAX;
     if (symtab)
         return name_functions(elf, symtab, &symtab_sh, obj);
     if (dynsym)

@@ -431,9 +431,11 @@ static void apply_cached(struct stp_object *obj, const struct stp_func *fn,
     }
 }
 
-/* Writes the cache file: this run's digests and statuses, and for the functions this run did
- * not prove (left out), what the old file knew of them. */
-static void save_cache(const struct stp_object *obj, const char *dir, uint64_t *digest,
+/* Writes the cache file. digest[f]: this run's digest of each function it proved, and the old
+ * file's for the others (0: none); a function whose digest is the old file's keeps the old
+ * file's statuses (the same as this run's when it was proven from the cache; what the old
+ * file knew when it was left out this time), any other gets this run's. */
+static void save_cache(const struct stp_object *obj, const char *dir, const uint64_t *digest,
                        const struct stp_cache *old)
 {
     uint8_t *status = malloc(obj->nsleds ? obj->nsleds : 1);
@@ -441,9 +443,7 @@ static void save_cache(const struct stp_object *obj, const char *dir, uint64_t *
         return;
     for (size_t f = 0; f < obj->nfuncs; f++) {
         const struct stp_func *fn = &obj->funcs[f];
-        int carry = !digest[f] && old->buf && stp_cache_digest_of(old, f);
-        if (carry)
-            digest[f] = stp_cache_digest_of(old, f);
+        int carry = digest[f] && old->buf && stp_cache_digest_of(old, f) == digest[f];
         for (uint32_t k = 0; k < fn->nsleds; k++) {
             size_t i = fn->first_sled + k;
             status[i] = carry ? old->status[i] : obj->sleds[i].status;
@@ -451,6 +451,17 @@ static void save_cache(const struct stp_object *obj, const char *dir, uint64_t *
     }
     stp_cache_save(obj, dir, obj->file_size, digest, status);
     free(status);
+}
+
+/* The digests to save, made at the first function the cache cannot prove (a run that finds
+ * every proof in the cache writes nothing, and needs none): the old file's to begin with. */
+static uint64_t *new_digests(const struct stp_object *obj, const struct stp_cache *old)
+{
+    uint64_t *d = calloc(obj->nfuncs ? obj->nfuncs : 1, sizeof *d);
+    if (d && old->buf)
+        for (size_t f = 0; f < obj->nfuncs; f++)
+            d[f] = stp_cache_digest_of(old, f);
+    return d;
 }
 
 int stp_object_verify(struct stp_object *obj)
@@ -463,13 +474,8 @@ int stp_object_verify_opts(struct stp_object *obj, const struct stp_verify_opts 
     struct stp_cache cache = {0};
     uint64_t *digest = NULL;
     const char *dir = o && o->cache_dir && obj->build_id_len ? o->cache_dir : NULL;
-    if (dir) {
-        digest = calloc(obj->nfuncs ? obj->nfuncs : 1, sizeof *digest);
-        if (!digest)
-            dir = NULL;
-        else
-            stp_cache_load(&cache, obj, dir, obj->file_size);
-    }
+    if (dir)
+        stp_cache_load(&cache, obj, dir, obj->file_size);
     struct job *jv = malloc((obj->nfuncs ? obj->nfuncs : 1) * sizeof *jv);
     if (!jv) {
         free(digest);
@@ -506,12 +512,16 @@ int stp_object_verify_opts(struct stp_object *obj, const struct stp_verify_opts 
             continue;
         }
         if (dir) {
-            digest[f] = function_digest(obj, fn, hi);
-            if (cache.buf && stp_cache_digest_of(&cache, f) == digest[f]) {
+            uint64_t d = function_digest(obj, fn, hi);
+            if (cache.buf && stp_cache_digest_of(&cache, f) == d) {
                 apply_cached(obj, fn, &cache);
                 obj->ncached++;
                 continue;
             }
+            if (!digest && !(digest = new_digests(obj, &cache)))
+                dir = NULL; /* no room to remember: prove without the cache */
+            else
+                digest[f] = d;
         }
         jv[njobs++] = (struct job){(uint32_t)f, hi};
         if (fn->nsleds > j.max_sleds)
@@ -541,7 +551,7 @@ int stp_object_verify_opts(struct stp_object *obj, const struct stp_verify_opts 
             pthread_join(tids[w], NULL);
         if (rc != 0 && started && atomic_load_explicit(&j.next, memory_order_relaxed) >= njobs)
             rc = 0; /* the caller could not sweep, but the workers swept every job */
-        if (rc == 0 && dir)
+        if (rc == 0 && dir && digest)
             save_cache(obj, dir, digest, &cache);
     }
     free(jv);

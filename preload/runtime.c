@@ -168,7 +168,7 @@ static void syms_object(FILE *f, unsigned objid)
     size_t n = o->obj ? stp_object_nfuncs(o->obj) : 0; /* an executable without sleds: none */
     /* "f\tOBJ\tID\t0xADDR\tNAME\n", formatted by hand: with 100,000 functions, fprintf took
      * most of the time it takes to write the sidecar. */
-    char line[80];
+    char line[256];
     int head = snprintf(line, sizeof line, "f\t%u\t", objid);
     for (size_t i = 0; i < n; i++) {
         uint32_t id;
@@ -192,9 +192,19 @@ static void syms_object(FILE *f, unsigned objid)
         while (k)
             *p++ = digits[--k];
         *p++ = '\t';
-        fwrite_unlocked(line, 1, (size_t)(p - line), f);
-        fputs_unlocked(one_line(name), f);
-        fputc_unlocked('\n', f);
+        size_t len = name ? strlen(name) : 0;
+        if (len && memchr(name, '\n', len))
+            len = 0; /* one_line's rule */
+        if (len < (size_t)(line + sizeof line - p) - 1) {
+            memcpy(p, name, len);
+            p += len;
+            *p++ = '\n';
+            fwrite_unlocked(line, 1, (size_t)(p - line), f);
+        } else {
+            fwrite_unlocked(line, 1, (size_t)(p - line), f);
+            fwrite_unlocked(name, 1, len, f);
+            fputc_unlocked('\n', f);
+        }
     }
 }
 
