@@ -33,7 +33,7 @@
  *    position, the block's warned offset and its largest TSC move as stf_cursor_next's would.
  *  - Single-threaded: one cursor, one caller at a time. For several threads, stf_cursor_clone
  *    gives each its own cursor: a copy of the index and a reader of its own over the same
- *    mapped file (stf_reader_dup), so nothing is shared after the copy.
+ *    file (stf_reader_dup: pread, no shared file offset), so nothing is shared after the copy.
  */
 #include "stf.h"
 

@@ -1,20 +1,18 @@
 /* Streaming reader for XRay FDR traces, versions 1 to 5.
  *
  * Design
- *  - Input is consumed through one window (`buf`): fill(n) guarantees n bytes at the cursor or
- *    reports end of file. A regular file read from its start is mapped whole (mmap): the window
- *    is the file as it was when opened, nothing is copied, and a second reader of the same file
- *    (stf_reader_dup, for decoding threads in parallel) needs no file offset of its own. So
- *    that the mapped pages do not add up to the trace's size in the process's resident memory,
- *    the pages read are dropped from the mapping (madvise MADV_DONTNEED; the page cache keeps
- *    them) each time the span read since the last drop passes RELEASE_BYTES, at the start of a
- *    call that moves the reader (the previous item's payload is invalid by then). LIMIT: a file
- *    shortened while mapped makes reading its lost tail fault (SIGBUS); the runtime only ever
- *    appends. Anything else (a pipe, a descriptor not at offset 0, an empty file, a failed
- *    mmap) is read with read(2) into a growable buffer, which only grows to the largest single
- *    record (16 bytes) or event payload seen, and a payload must first fit inside its block,
- *    whose extent was checked against the file size when that is known. Memory is independent
- *    of the trace length either way.
+ *  - Input is consumed through one growable window (`buf`): fill(n) guarantees n bytes at the
+ *    cursor or reports end of file. The window only grows to the largest single record (16 bytes)
+ *    or event payload seen, and a payload must first fit inside its block, whose extent was
+ *    checked against the file size when that is known. Memory is independent of the trace length.
+ *  - A regular file opened at its start is read with pread(2) at the window's offset, never
+ *    moving the descriptor's offset: seeking is only setting that offset, skipping a block
+ *    whose bytes the file holds reads nothing, and a second reader over the same file
+ *    (stf_reader_dup, for decoding threads in parallel) needs no offset of its own. Anything
+ *    else (a pipe, a descriptor not at offset 0) is read with read(2). (Mapping the file was
+ *    tried: the kernel maps a page-cache folio whole, up to 2 MiB per fault, so the resident
+ *    size grew by megabytes however often the pages read were dropped; pread's copy costs
+ *    about 6 ms per 100 MB.)
  *  - Framing: v1 has fixed buffers of header.buffer_size bytes, each NewBuffer ... EndOfBuffer
  *    followed by padding that is skipped unread. v2+ blocks are a BufferExtents record giving the
  *    byte count of the rest of the block; zero bytes between blocks are skipped.
@@ -36,11 +34,10 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-enum { WINDOW_MIN = 64 * 1024, RELEASE_BYTES = 1024 * 1024 };
+enum { WINDOW_MIN = 64 * 1024 };
 
 /* Grammar states inside a block. */
 enum bstate {
@@ -60,8 +57,7 @@ struct stf_reader {
     size_t cap, pos, len; /* window: buf[pos..len) is unread */
     uint64_t base;        /* file offset of buf[0] */
     bool eof;
-    bool mapped;             /* buf is the whole file, mapped (len bytes; base 0) */
-    uint64_t rel_lo, rel_hi; /* mapped: span read since the pages were last dropped */
+    bool positional; /* a regular file read with pread at base + len (see the top) */
     int flags;
 
     bool size_known;
@@ -203,8 +199,6 @@ static int fill(struct stf_reader *r, size_t n)
 {
     if (avail(r) >= n)
         return 1;
-    if (r->mapped)
-        return 0; /* the whole file is in the window */
     if (r->pos > 0) {
         memmove(r->buf, r->buf + r->pos, avail(r));
         r->base += r->pos;
@@ -222,7 +216,9 @@ static int fill(struct stf_reader *r, size_t n)
             r->buf = nb;
             r->cap = ncap;
         }
-        ssize_t k = read(r->fd, r->buf + r->len, r->cap - r->len);
+        ssize_t k = r->positional
+                        ? pread(r->fd, r->buf + r->len, r->cap - r->len, (off_t)(r->base + r->len))
+                        : read(r->fd, r->buf + r->len, r->cap - r->len);
         if (k < 0) {
             if (errno == EINTR)
                 continue;
@@ -239,6 +235,13 @@ static int fill(struct stf_reader *r, size_t n)
 /* Consume n bytes, reading past them if needed. Returns 1 when all were consumed, 0 at EOF. */
 static int skip(struct stf_reader *r, uint64_t n)
 {
+    uint64_t to = cur_off(r) + n;
+    if (r->positional && n > avail(r) && to >= cur_off(r) && to <= r->file_size) {
+        r->base = to; /* the file holds the bytes: nothing to read */
+        r->pos = r->len = 0;
+        r->eof = false;
+        return 1;
+    }
     while (n > 0) {
         if (avail(r) == 0) {
             int f = fill(r, 1);
@@ -250,28 +253,6 @@ static int skip(struct stf_reader *r, uint64_t n)
         n -= k;
     }
     return 1;
-}
-
-/* Mapped: drop the pages read since the last drop once they span RELEASE_BYTES (see the top).
- * Called where the reader is about to move, when no payload handed out is in use any more. */
-static void release(struct stf_reader *r)
-{
-    if (!r->mapped)
-        return;
-    uint64_t here = cur_off(r);
-    if (here < r->rel_lo)
-        r->rel_lo = here;
-    if (here > r->rel_hi)
-        r->rel_hi = here;
-    if (r->rel_hi - r->rel_lo < RELEASE_BYTES)
-        return;
-    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-    uint64_t lo = r->rel_lo / page * page, hi = (r->rel_hi + page - 1) / page * page;
-    uint64_t mapped_end = ((uint64_t)r->len + page - 1) / page * page;
-    if (hi > mapped_end)
-        hi = mapped_end;
-    (void)madvise(r->buf + lo, (size_t)(hi - lo), MADV_DONTNEED); /* a hint: failure is harmless */
-    r->rel_lo = r->rel_hi = here;
 }
 
 static uint16_t rd16(const uint8_t *p)
@@ -334,22 +315,6 @@ static int read_header(struct stf_reader *r)
     return STF_OK;
 }
 
-/* A regular file read from its start: map it whole (see the top); false to read it instead. */
-static bool map_file(struct stf_reader *r)
-{
-    if (!r->size_known || r->file_size == 0 || r->file_size > SIZE_MAX ||
-        lseek(r->fd, 0, SEEK_CUR) != 0)
-        return false;
-    void *m = mmap(NULL, (size_t)r->file_size, PROT_READ, MAP_PRIVATE, r->fd, 0);
-    if (m == MAP_FAILED)
-        return false;
-    r->buf = m;
-    r->cap = r->len = (size_t)r->file_size;
-    r->mapped = true;
-    r->eof = true;
-    return true;
-}
-
 static int setup(struct stf_reader *r, int fd, bool own, int flags)
 {
     r->fd = fd;
@@ -366,7 +331,7 @@ static int setup(struct stf_reader *r, int fd, bool own, int flags)
         r->file_size = (uint64_t)sb.st_size;
         r->st.file_size = r->file_size;
     }
-    map_file(r);
+    r->positional = S_ISREG(sb.st_mode) && lseek(fd, 0, SEEK_CUR) == 0;
     return read_header(r);
 }
 
@@ -407,32 +372,25 @@ int stf_reader_dup(struct stf_reader **out, const struct stf_reader *r)
     if (!out)
         return STF_ERR_ARG;
     *out = NULL;
-    if (!r || !r->mapped || r->err)
+    if (!r || !r->positional || r->err)
         return STF_ERR_ARG;
     struct stf_reader *d = calloc(1, sizeof *d);
     if (!d)
         return STF_ERR_NOMEM;
     d->fd = fcntl(r->fd, F_DUPFD_CLOEXEC, 0);
-    void *m = d->fd < 0 ? MAP_FAILED : mmap(NULL, r->len, PROT_READ, MAP_PRIVATE, d->fd, 0);
-    if (m == MAP_FAILED) {
-        int rc = d->fd < 0 && errno == EMFILE ? STF_ERR_IO : STF_ERR_NOMEM;
-        if (d->fd >= 0)
-            close(d->fd);
+    if (d->fd < 0) {
         free(d);
-        return rc;
+        return STF_ERR_IO;
     }
     d->own_fd = true;
+    d->positional = true;
     d->strict = r->strict;
     d->flags = r->flags;
-    d->buf = m;
-    d->cap = d->len = r->len;
-    d->mapped = true;
-    d->eof = true;
     d->size_known = r->size_known;
     d->file_size = r->file_size;
     d->st.file_size = r->st.file_size;
     d->hdr = r->hdr;
-    d->pos = STF_HEADER_SIZE;
+    d->base = STF_HEADER_SIZE; /* after the header, as a reader just opened */
     *out = d;
     return STF_OK;
 }
@@ -443,10 +401,7 @@ void stf_reader_close(struct stf_reader *r)
         return;
     if (r->own_fd && r->fd >= 0)
         close(r->fd);
-    if (r->mapped)
-        munmap(r->buf, r->len);
-    else
-        free(r->buf);
+    free(r->buf);
     free(r);
 }
 
@@ -942,8 +897,6 @@ static bool fast_function(struct stf_reader *r, struct stf_item *it)
 {
     if (!r->in_block || r->state != B_BODY || r->eob_seen || r->done || r->len - r->pos < 8)
         return false;
-    if (r->mapped && r->base + r->pos - r->rel_lo >= RELEASE_BYTES)
-        return false; /* the general path drops the pages read (release) */
     uint64_t off = r->base + r->pos;
     const uint8_t *p = r->buf + r->pos;
     if ((p[0] & 1) || r->block_end - off < STF_FUNC_SIZE || off >= r->block_end)
@@ -975,7 +928,6 @@ size_t stf_reader_funcs(struct stf_reader *r, struct stf_func *out, size_t max)
 {
     if (!r || !out || r->err || !r->in_block || r->state != B_BODY || r->eob_seen || r->done)
         return 0;
-    release(r);
     uint64_t off = cur_off(r);
     if (off >= r->block_end)
         return 0;
@@ -1023,7 +975,6 @@ int stf_reader_next(struct stf_reader *r, struct stf_item *item)
         return r->err;
     if (fast_function(r, item))
         return STF_OK;
-    release(r);
     for (;;) {
         if (r->err)
             return r->err;
@@ -1057,9 +1008,12 @@ int stf_reader_seek(struct stf_reader *r, uint64_t offset, uint64_t block)
         return STF_ERR_ARG;
     if (r->err)
         return r->err;
-    release(r);
     if (offset >= r->base && offset <= r->base + r->len) {
         r->pos = (size_t)(offset - r->base); /* already in the window: no system call */
+    } else if (r->positional) {
+        r->base = offset; /* pread reads from there */
+        r->pos = r->len = 0;
+        r->eof = false;
     } else {
         if (lseek(r->fd, (off_t)offset, SEEK_SET) < 0)
             return fail(r, STF_ERR_IO, offset, "seek failed: %s", strerror(errno));

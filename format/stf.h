@@ -373,9 +373,9 @@ struct stf_func {
 size_t stf_reader_funcs(struct stf_reader *r, struct stf_func *out, size_t max);
 /* Byte offset of the next record (the end of the last item read). */
 uint64_t stf_reader_offset(const struct stf_reader *r);
-/* A second reader of r's file, for another thread: its own descriptor (a dup) and mapping,
- * the same flags and header, positioned after the header (move it with stf_reader_seek); no
- * warning callback. Only for a reader that maps its file (a regular file opened at its start:
+/* A second reader of r's file, for another thread: its own descriptor (a dup) and window, the
+ * same flags and header, positioned after the header (move it with stf_reader_seek); no
+ * warning callback. Only for a reader of a regular file opened at its start (read with pread:
  * see reader.c); else STF_ERR_ARG. The two may be used at the same time, one thread each. */
 int stf_reader_dup(struct stf_reader **out, const struct stf_reader *r);
 
