@@ -481,6 +481,80 @@ static int tree_close(void *ctx, const struct cs_close *c)
     return 0;
 }
 
+/* cs_tree_load's walk of one unit (tool_trace_parallel): a callstack and a tree of its own. */
+struct tree_part {
+    struct callstack cs;
+    struct cs_tree tree;
+};
+
+struct tree_run {
+    struct tree_part **part;
+    struct cs_tree *tree;
+    struct callstack *cs;
+};
+
+enum { WALK_NOMEM = STF_END + 1 };
+
+static void part_free(struct tree_part *p)
+{
+    if (!p)
+        return;
+    cs_free(&p->cs);
+    cs_tree_free(&p->tree);
+    free(p);
+}
+
+static int tree_walk(void *arg, size_t k, struct tool_trace *sub)
+{
+    struct tree_run *run = arg;
+    struct tree_part *p = calloc(1, sizeof *p);
+    if (!p)
+        return WALK_NOMEM;
+    run->part[k] = p;
+    p->tree.per_thread = run->tree->per_thread;
+    if (tree_root(&p->tree) != 0)
+        return WALK_NOMEM;
+    static const struct cs_ops ops = {.enter = tree_enter, .close = tree_close, .loss = NULL};
+    struct stf_func fn[512];
+    struct stf_item it;
+    int rc;
+    for (;;) {
+        size_t n = tool_trace_funcs(sub, fn, sizeof fn / sizeof fn[0]);
+        if (n) {
+            if (cs_feed_funcs(&p->cs, sub->cur_pid, sub->cur_tid, fn, n, &ops, &p->tree) != 0)
+                return WALK_NOMEM;
+            continue;
+        }
+        if ((rc = tool_trace_next(sub, &it)) != STF_OK)
+            return rc;
+        if (cs_feed(&p->cs, &it, &ops, &p->tree) != 0)
+            return WALK_NOMEM;
+    }
+}
+
+static int tree_merge_part(void *arg, size_t k)
+{
+    struct tree_run *run = arg;
+    struct tree_part *p = run->part[k];
+    if (!p)
+        return 0;
+    run->part[k] = NULL;
+    int rc = 0;
+    if (run->cs->nt == 0 && run->tree->nn <= 1 && !run->cs->calls && !run->cs->unmatched &&
+        !run->cs->gaps) { /* the first: taken as it is */
+        cs_free(run->cs);
+        cs_tree_free(run->tree);
+        *run->cs = p->cs;
+        *run->tree = p->tree;
+        free(p);
+        return 0;
+    }
+    if (cs_merge(run->cs, &p->cs) != 0 || cs_tree_merge(run->tree, &p->tree) != 0)
+        rc = WALK_NOMEM;
+    part_free(p);
+    return rc;
+}
+
 int cs_tree_load(const char *path, const char *syms_opt, const int32_t *tid, struct cs_tree *tree,
                  struct callstack *cs, struct stf_syms **syms, uint64_t *freq)
 {
@@ -496,16 +570,18 @@ int cs_tree_load(const char *path, const char *syms_opt, const int32_t *tid, str
         tool_err("out of memory");
         return EXIT_BAD_TRACE;
     }
-    static const struct cs_ops ops = {.enter = tree_enter, .close = tree_close, .loss = NULL};
-    struct stf_item it;
-    int rc, status = EXIT_OK;
-    while ((rc = tool_trace_next(&tr, &it)) == STF_OK) {
-        if (cs_feed(cs, &it, &ops, tree) != 0) {
-            tool_err("out of memory");
-            status = EXIT_BAD_TRACE;
-            break;
-        }
+    size_t units = stf_cursor_threads(tr.c) ? stf_cursor_threads(tr.c) : 1;
+    struct tree_run run = {.part = calloc(units, sizeof *run.part), .tree = tree, .cs = cs};
+    int rc = run.part ? tool_trace_parallel(&tr, tree_walk, tree_merge_part, &run) : WALK_NOMEM;
+    int status = EXIT_OK;
+    if (rc == WALK_NOMEM) {
+        tool_err("out of memory");
+        status = EXIT_BAD_TRACE;
+        rc = STF_END;
     }
+    for (size_t k = 0; run.part && k < units; k++)
+        part_free(run.part[k]); /* not merged: after a failure */
+    free(run.part);
     if (tool_trace_end(&tr, rc) != EXIT_OK && status == EXIT_OK)
         status = EXIT_BAD_TRACE;
     *syms = tr.syms; /* the caller's now */

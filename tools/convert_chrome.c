@@ -352,8 +352,21 @@ int convert_chrome(const char *path, const char *out, const char *syms_opt)
     fputs("{\"traceEvents\":[", f);
 
     struct stf_item it;
+    struct stf_func fn[512];
     int rc, status = EXIT_OK;
-    while ((rc = tool_trace_next(&tr, &it)) == STF_OK) {
+    for (;;) {
+        size_t n = tool_trace_funcs(&tr, fn, sizeof fn / sizeof fn[0]);
+        if (n) {
+            if (cs_feed_funcs(&cs, tr.cur_pid, tr.cur_tid, fn, n, &ops, &c) != 0) {
+                tool_err("out of memory");
+                status = EXIT_BAD_TRACE;
+                rc = STF_END;
+                break;
+            }
+            continue;
+        }
+        if ((rc = tool_trace_next(&tr, &it)) != STF_OK)
+            break;
         if (cs_feed(&cs, &it, &ops, &c) != 0) {
             tool_err("out of memory");
             status = EXIT_BAD_TRACE;

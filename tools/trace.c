@@ -309,7 +309,17 @@ uint64_t tool_trace_extent(struct tool_trace *t, uint64_t *items)
         if (stf_cursor_select(t->c, i, NULL, NULL, NULL) != STF_OK)
             break;
         struct stf_item it;
-        while (stf_cursor_next(t->c, &it) == STF_OK) {
+        struct stf_func fn[512];
+        for (;;) {
+            size_t k = stf_cursor_funcs(t->c, fn, sizeof fn / sizeof fn[0]);
+            for (size_t j = 0; j < k; j++)
+                if (fn[j].tsc > last)
+                    last = fn[j].tsc;
+            n += k;
+            if (k)
+                continue;
+            if (stf_cursor_next(t->c, &it) != STF_OK)
+                break;
             n++;
             switch (it.kind) {
             case STF_K_FUNCTION:
