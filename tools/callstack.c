@@ -38,7 +38,7 @@ static struct cs_thread *tget(struct callstack *cs, const struct stf_item *it,
 
 /* The dense number of key in map (insertion order), through a direct-mapped cache of n slots;
  * -1 on allocation failure. */
-static long dense(struct u64map *map, uint64_t *ckey, uint32_t *cval, size_t n, uint64_t key)
+static inline long dense(struct u64map *map, uint64_t *ckey, uint32_t *cval, size_t n, uint64_t key)
 {
     size_t slot = (size_t)((key * 0x9e3779b97f4a7c15ull) >> 40) & (n - 1);
     if (ckey[slot] == key + 1)
@@ -52,20 +52,37 @@ static long dense(struct u64map *map, uint64_t *ckey, uint32_t *cval, size_t n, 
     return i;
 }
 
-static long fn_index(struct callstack *cs, uint32_t id)
+/* The dense numbers, with the last lookup of each remembered first (a recursion pushes the
+ * same function under the same caller again and again). */
+static inline long fn_index(struct callstack *cs, uint32_t id)
 {
-    return dense(&cs->fxmap, cs->fx_key, cs->fx_val, 256, id);
+    if (cs->fx_last == (uint64_t)id + 1)
+        return cs->fx_last_val;
+    long i = dense(&cs->fxmap, cs->fx_key, cs->fx_val, 256, id);
+    if (i >= 0) {
+        cs->fx_last = (uint64_t)id + 1;
+        cs->fx_last_val = (uint32_t)i;
+    }
+    return i;
 }
 
-static long edge_index(struct callstack *cs, uint32_t from_fx, uint32_t to_fx)
+static inline long edge_index(struct callstack *cs, uint32_t from_fx, uint32_t to_fx)
 {
-    return dense(&cs->exmap, cs->ex_key, cs->ex_val, 1024, (uint64_t)from_fx << 32 | to_fx);
+    uint64_t key = (uint64_t)from_fx << 32 | to_fx;
+    if (cs->ex_last == key + 1)
+        return cs->ex_last_val;
+    long i = dense(&cs->exmap, cs->ex_key, cs->ex_val, 1024, key);
+    if (i >= 0) {
+        cs->ex_last = key + 1;
+        cs->ex_last_val = (uint32_t)i;
+    }
+    return i;
 }
 
 /* Slot i of a top array, grown (zeroed) to hold it; NULL on allocation failure. */
-static size_t *top_slot(size_t **a, size_t *n, size_t i)
+static inline size_t *top_slot(size_t **a, size_t *n, size_t i)
 {
-    if (i >= *n) {
+    if (__builtin_expect(i >= *n, 0)) {
         size_t nn = *n ? *n : 16;
         while (nn <= i)
             nn *= 2;
@@ -82,7 +99,7 @@ static size_t *top_slot(size_t **a, size_t *n, size_t i)
 /* Frame t->st[t->depth - 1], just pushed, becomes the topmost open frame of its function and of
  * its caller -> callee pair; its same_below and edge_below get the ones it covers. -1 on
  * allocation failure. */
-static int nest_push(struct callstack *cs, struct cs_thread *t)
+static inline int nest_push(struct callstack *cs, struct cs_thread *t)
 {
     struct cs_frame *f = &t->st[t->depth - 1];
     long fx = fn_index(cs, f->id);
@@ -127,13 +144,14 @@ static void nest_clear(struct cs_thread *t)
 static int close_top(struct callstack *cs, struct cs_thread *t, uint64_t tsc, enum cs_why why,
                      const struct cs_ops *ops, void *ctx)
 {
-    struct cs_frame fr = t->st[--t->depth];
-    uint64_t dur = tsc >= fr.start ? tsc - fr.start : fr.start - tsc;
-    uint64_t self = dur > fr.child ? dur - fr.child : 0;
+    /* the popped slot stays as it is until the next push: no copy (the callbacks never push) */
+    const struct cs_frame *fr = &t->st[--t->depth];
+    uint64_t dur = tsc >= fr->start ? tsc - fr->start : fr->start - tsc;
+    uint64_t self = dur > fr->child ? dur - fr->child : 0;
     if (cs->nesting) {
-        nest_pop(t, &fr);
-        if (fr.same_below)
-            t->st[fr.same_below - 1].rec += dur;
+        nest_pop(t, fr);
+        if (fr->same_below)
+            t->st[fr->same_below - 1].rec += dur;
     }
     if (t->depth > 0)
         t->st[t->depth - 1].child += dur;
@@ -145,7 +163,7 @@ static int close_top(struct callstack *cs, struct cs_thread *t, uint64_t tsc, en
     if (!ops || !ops->close)
         return 0;
     struct cs_close c = {.t = t,
-                         .f = &fr,
+                         .f = fr,
                          .depth = t->depth,
                          .end = tsc,
                          .dur = dur,

@@ -105,6 +105,8 @@ struct callstack {
     struct u64map fxmap, exmap;
     uint64_t fx_key[256], ex_key[1024]; /* key + 1 (0: empty) */
     uint32_t fx_val[256], ex_val[1024];
+    uint64_t fx_last, ex_last; /* the last lookups' keys + 1 (0: none) and their numbers */
+    uint32_t fx_last_val, ex_last_val;
 };
 
 /* Feed one record: function records and loss markers change the stack; CPU changes, TSC wraps,

@@ -105,6 +105,8 @@ struct acct {
      * few and small. */
     uint64_t fcache_key[1024]; /* (thread index << 32) | function id */
     uint32_t fcache_ix[1024];  /* index + 1; 0 = empty */
+    uint64_t last_key;         /* the last lookup's key and index + 1 (0: none) */
+    uint32_t last_ix;
 };
 
 static int hist_add(struct fstat *f, uint64_t v)
@@ -207,9 +209,14 @@ static struct fstat *fget(struct acct *a, uint32_t tix, uint32_t id)
     if (!a->per_thread)
         tix = 0;
     uint64_t key = ((uint64_t)tix << 32) | id;
+    if (a->last_ix && a->last_key == key) /* the same function as the last lookup */
+        return &a->f[a->last_ix - 1];
     size_t slot = (id ^ (tix * 0x9e3779b1u)) & 1023;
-    if (a->fcache_ix[slot] && a->fcache_key[slot] == key)
+    if (a->fcache_ix[slot] && a->fcache_key[slot] == key) {
+        a->last_key = key;
+        a->last_ix = a->fcache_ix[slot];
         return &a->f[a->fcache_ix[slot] - 1];
+    }
     bool added;
     long i = u64map_get(&a->fmap, key, &added);
     if (i < 0)
@@ -228,6 +235,8 @@ static struct fstat *fget(struct acct *a, uint32_t tix, uint32_t id)
     }
     a->fcache_key[slot] = key;
     a->fcache_ix[slot] = (uint32_t)i + 1;
+    a->last_key = key;
+    a->last_ix = (uint32_t)i + 1;
     return &a->f[i];
 }
 
