@@ -405,12 +405,18 @@ static int tree_root(struct cs_tree *tr)
 
 static long tree_child(struct cs_tree *tr, uint32_t parent, uint32_t id)
 {
+    uint64_t key = ((uint64_t)parent << 32) | id;
+    size_t slot = (size_t)((key * 0x9e3779b97f4a7c15ull) >> 52);
+    if (tr->cval[slot] && tr->ckey[slot] == key)
+        return tr->cval[slot];
     if (tree_root(tr) != 0)
         return -1;
     bool added;
-    long i = u64map_get(&tr->map, ((uint64_t)parent << 32) | id, &added);
+    long i = u64map_get(&tr->map, key, &added);
     if (i < 0)
         return -1;
+    tr->ckey[slot] = key;
+    tr->cval[slot] = (uint32_t)i + 1;
     if (added) {
         if (tr->nn == tr->capn) {
             struct cs_node *n = tool_grow(tr->n, &tr->capn, sizeof *n, 64);

@@ -156,6 +156,9 @@ struct cs_tree {
         int32_t pid, tid;
     } * threads;
     size_t nthreads, capthreads;
+    /* (parent, function) -> node + 1, direct-mapped, in front of map (0: empty slot) */
+    uint64_t ckey[4096];
+    uint32_t cval[4096];
 };
 
 /* The --by weight of stack and flamegraph: "time" or "count" (sets *by_count). -1 with the
