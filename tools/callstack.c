@@ -543,9 +543,10 @@ static int tree_walk(void *arg, size_t k, struct tool_trace *sub)
     struct stf_item it;
     int rc;
     for (;;) {
-        size_t n = tool_trace_funcs(sub, fn, sizeof fn / sizeof fn[0]);
+        const struct stf_func *run;
+        size_t n = tool_trace_run(sub, fn, sizeof fn / sizeof fn[0], &run);
         if (n) {
-            if (cs_feed_funcs(&p->cs, sub->cur_pid, sub->cur_tid, fn, n, &ops, &p->tree) != 0)
+            if (cs_feed_funcs(&p->cs, sub->cur_pid, sub->cur_tid, run, n, &ops, &p->tree) != 0)
                 return WALK_NOMEM;
             continue;
         }

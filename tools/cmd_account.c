@@ -380,9 +380,10 @@ static int acct_walk(void *arg, size_t k, struct tool_trace *sub)
     struct stf_item it;
     int rc;
     for (;;) {
-        size_t n = tool_trace_funcs(sub, fn, sizeof fn / sizeof fn[0]);
+        const struct stf_func *run;
+        size_t n = tool_trace_run(sub, fn, sizeof fn / sizeof fn[0], &run);
         if (n) {
-            if (cs_feed_funcs(&a->cs, sub->cur_pid, sub->cur_tid, fn, n, &ops, a) != 0)
+            if (cs_feed_funcs(&a->cs, sub->cur_pid, sub->cur_tid, run, n, &ops, a) != 0)
                 return WALK_NOMEM;
             continue;
         }

@@ -121,6 +121,7 @@ struct tool_trace {
     uint64_t par_bytes;       /* its cursor's bytes already counted for progress */
     char err[256];            /* a parallel walk's error, for tool_trace_end ("" if none) */
     uint64_t err_off;
+    struct pf *pf; /* decoding ahead on a thread of its own (tool_trace_prefetch), else NULL */
 };
 /* The file to open again for a second look at the trace (replay's lookahead). */
 const char *tool_trace_source(const struct tool_trace *t);
@@ -135,6 +136,10 @@ int tool_trace_next(struct tool_trace *t, struct stf_item *it);
  * (t->cur_pid, t->cur_tid): up to max into out; 0 when the next item is anything else, or
  * before the first tool_trace_next of a thread: then ask tool_trace_next. */
 size_t tool_trace_funcs(struct tool_trace *t, struct stf_func *out, size_t max);
+/* The same, where *run gets the records: buf, or (prefetching) the decoded chunk itself,
+ * valid until the next call. */
+size_t tool_trace_run(struct tool_trace *t, struct stf_func *buf, size_t max,
+                      const struct stf_func **run);
 /* Walking the trace's threads in parallel (trace.c explains how). walk(arg, k, sub) walks unit k
  * with tool_trace_next / tool_trace_funcs on sub, until they return STF_END (return it) or an
  * error (return it); or returns a value > STF_END of its own (e.g. out of memory) to stop the
@@ -146,6 +151,13 @@ size_t tool_trace_funcs(struct tool_trace *t, struct stf_func *out, size_t max);
  * SLEDTRACE_JOBS=1, unit 0 is the whole trace walked on the calling thread with sub = t.
  * Returns STF_END, a negative error (pass it to tool_trace_end) or a walk's or merge's value.
  * Call it instead of tool_trace_next, before any. */
+/* Decode ahead on a thread of its own while the caller walks (trace.c, "prefetch"), when the
+ * machine has a second processor (SLEDTRACE_JOBS): tool_trace_next and tool_trace_funcs then
+ * give the same items and runs, and the same warnings at the same points, except that a
+ * function record taken with tool_trace_next instead of tool_trace_funcs carries only kind,
+ * pid, tid, tsc, func_id and action. Call it before the walk's first tool_trace_next (after
+ * tool_trace_base / tool_trace_extent); tool_trace_end and tool_trace_close end it. */
+void tool_trace_prefetch(struct tool_trace *t);
 typedef int (*tool_walk_fn)(void *arg, size_t k, struct tool_trace *sub);
 typedef int (*tool_merge_fn)(void *arg, size_t k);
 int tool_trace_parallel(struct tool_trace *t, tool_walk_fn walk, tool_merge_fn merge, void *arg);

@@ -438,14 +438,16 @@ int convert_chrome(const char *path, const char *out, const char *syms_opt)
     c.ob = malloc(OUT_BUF);
     c.ocap = c.ob ? OUT_BUF : 0;
     fputs("{\"traceEvents\":[", f);
+    tool_trace_prefetch(&tr);
 
     struct stf_item it;
     struct stf_func fn[512];
     int rc, status = EXIT_OK;
     for (;;) {
-        size_t n = tool_trace_funcs(&tr, fn, sizeof fn / sizeof fn[0]);
+        const struct stf_func *run;
+        size_t n = tool_trace_run(&tr, fn, sizeof fn / sizeof fn[0], &run);
         if (n) {
-            if (cs_feed_funcs(&cs, tr.cur_pid, tr.cur_tid, fn, n, &ops, &c) != 0) {
+            if (cs_feed_funcs(&cs, tr.cur_pid, tr.cur_tid, run, n, &ops, &c) != 0) {
                 tool_err("out of memory");
                 status = EXIT_BAD_TRACE;
                 rc = STF_END;

@@ -227,7 +227,12 @@ static int make_order(struct tool_trace *t)
 
 enum { PROGRESS_EVERY = 4096 };
 
-int tool_trace_next(struct tool_trace *t, struct stf_item *it)
+static int pf_next(struct tool_trace *t, struct stf_item *it);
+static size_t pf_funcs(struct tool_trace *t, struct stf_func *out, size_t max,
+                       const struct stf_func **run);
+
+/* The walk itself (tool_trace_next and tool_trace_funcs without prefetching). */
+static int walk_next(struct tool_trace *t, struct stf_item *it)
 {
     if (t->one && !t->tid_checked) {
         t->tid_checked = true;
@@ -265,7 +270,7 @@ int tool_trace_next(struct tool_trace *t, struct stf_item *it)
     }
 }
 
-size_t tool_trace_funcs(struct tool_trace *t, struct stf_func *out, size_t max)
+static size_t walk_funcs(struct tool_trace *t, struct stf_func *out, size_t max)
 {
     if (!t->started)
         return 0;
@@ -274,6 +279,23 @@ size_t tool_trace_funcs(struct tool_trace *t, struct stf_func *out, size_t max)
         progress(t);
     t->n += n;
     return n;
+}
+
+int tool_trace_next(struct tool_trace *t, struct stf_item *it)
+{
+    return t->pf ? pf_next(t, it) : walk_next(t, it);
+}
+
+size_t tool_trace_funcs(struct tool_trace *t, struct stf_func *out, size_t max)
+{
+    return t->pf ? pf_funcs(t, out, max, NULL) : walk_funcs(t, out, max);
+}
+
+size_t tool_trace_run(struct tool_trace *t, struct stf_func *buf, size_t max,
+                      const struct stf_func **run)
+{
+    *run = buf;
+    return t->pf ? pf_funcs(t, buf, max, run) : walk_funcs(t, buf, max);
 }
 
 const char *tool_trace_source(const struct tool_trace *t)
@@ -343,8 +365,11 @@ uint64_t tool_trace_extent(struct tool_trace *t, uint64_t *items)
     return last;
 }
 
+static void pf_stop(struct tool_trace *t);
+
 int tool_trace_end(struct tool_trace *t, int rc)
 {
+    pf_stop(t);
     tool_progress_done(&t->prog);
     int status = EXIT_OK;
     if (rc == NO_SUCH_TID) {
@@ -366,6 +391,7 @@ int tool_trace_end(struct tool_trace *t, int rc)
 
 void tool_trace_close(struct tool_trace *t)
 {
+    pf_stop(t);
     if (t->par) { /* a part of a parallel walk: its cursor only is its own */
         stf_cursor_close(t->c);
         t->c = NULL;
@@ -454,9 +480,11 @@ int tool_trace_parallel(struct tool_trace *t, tool_walk_fn walk, tool_merge_fn m
     if (rc != STF_OK)
         return rc;
     if (t->one || threads < 2 || jobs < 2) {
-        /* one unit: the whole walk, on this thread, as tool_trace_next gives it */
+        /* one unit: the whole walk, on this thread, as tool_trace_next gives it (decoded on
+         * another, when there is one: tool_trace_prefetch) */
         t->thread = 0;
         t->started = false;
+        tool_trace_prefetch(t);
         rc = walk(arg, 0, t);
         if (rc != STF_END)
             return rc;
@@ -516,4 +544,310 @@ int tool_trace_parallel(struct tool_trace *t, tool_walk_fn walk, tool_merge_fn m
     free(tids);
     free(running);
     return rc;
+}
+
+/* ---- prefetch: decoding on a thread of its own ---------------------------------------------- */
+/* A walk of one thread of the trace (or of --tid) keeps one processor busy; the decoding can
+ * run ahead on another. The decoding thread walks the cursor as walk_next and walk_funcs do
+ * and fills chunks: entries (a run of function records, an item with its payload copied, a
+ * warning, the end with its status) in the order the walk met them, runs of function records
+ * in an array. The calling thread takes the chunks in order and gives their entries out as
+ * tool_trace_next / tool_trace_funcs, printing each warning where the walk met it, so its
+ * output is what the walk without prefetching gives. PF_CHUNKS chunks of bounded size (an
+ * arena grows to the largest payload): memory does not grow with the trace. Handing a chunk
+ * over takes the mutex; a side that finds no chunk waits on the condition variable. */
+enum { PF_CHUNKS = 3, PF_FUNCS = 8192, PF_ENTRIES = 256, PF_ARENA = 16384 };
+enum { E_FUNCS, E_ITEM, E_WARN, E_END };
+
+struct pf_entry {
+    int type;
+    int rc;             /* E_END */
+    uint32_t n;         /* E_FUNCS: records */
+    int32_t pid, tid;   /* E_FUNCS */
+    size_t pay;         /* E_ITEM: payload, E_WARN: message, at this offset of the arena */
+    uint64_t off;       /* E_WARN */
+    struct stf_item it; /* E_ITEM */
+};
+
+struct pf_chunk {
+    struct pf_entry *e;
+    size_t ne, cape;
+    struct stf_func f[PF_FUNCS];
+    size_t nf;
+    char *arena;
+    size_t alen, capa;
+    uint64_t bytes; /* the cursor's bytes read when the chunk was handed over (progress) */
+    bool nomem;
+};
+
+struct pf {
+    struct tool_trace pt; /* the decoding thread's walk (the cursor is t's) */
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct pf_chunk ch[PF_CHUNKS];
+    size_t head, tail; /* chunks handed over, chunks given back (under mu) */
+    bool stop;         /* the calling thread wants no more (under mu) */
+    struct pf_chunk *fill;
+    /* the calling thread's position: chunk cur (NULL: none yet), entry ei, records taken of a
+     * run of function records, records taken of the chunk's array */
+    struct pf_chunk *cur;
+    size_t ei, taken, fi;
+};
+
+static struct pf_entry *pf_add(struct pf_chunk *c)
+{
+    if (c->ne == c->cape) {
+        size_t cap = c->cape;
+        struct pf_entry *n = tool_grow(c->e, &cap, sizeof *n, PF_ENTRIES);
+        if (!n) {
+            c->nomem = true;
+            return NULL;
+        }
+        c->e = n;
+        c->cape = cap;
+    }
+    memset(&c->e[c->ne], 0, sizeof c->e[c->ne]);
+    return &c->e[c->ne++];
+}
+
+/* n bytes of src into the arena; its offset, or SIZE_MAX when out of memory. */
+static size_t pf_keep(struct pf_chunk *c, const void *src, size_t n)
+{
+    if (c->alen + n > c->capa) {
+        size_t cap = c->capa ? c->capa : PF_ARENA;
+        while (cap < c->alen + n)
+            cap *= 2;
+        char *a = realloc(c->arena, cap);
+        if (!a) {
+            c->nomem = true;
+            return SIZE_MAX;
+        }
+        c->arena = a;
+        c->capa = cap;
+    }
+    if (n)
+        memcpy(c->arena + c->alen, src, n);
+    c->alen += n;
+    return c->alen - n;
+}
+
+static void pf_warn(void *ctx, uint64_t off, const char *msg)
+{
+    struct pf *p = ctx;
+    struct pf_entry *e = pf_add(p->fill);
+    size_t at = pf_keep(p->fill, msg, strlen(msg) + 1);
+    if (e && at != SIZE_MAX) {
+        e->type = E_WARN;
+        e->off = off;
+        e->pay = at;
+    } else if (e) {
+        p->fill->ne--;
+    }
+}
+
+static void *pf_produce(void *arg)
+{
+    struct pf *p = arg;
+    bool ended = false;
+    for (size_t k = 0; !ended; k++) {
+        pthread_mutex_lock(&p->mu);
+        while (!p->stop && k - p->tail >= PF_CHUNKS)
+            pthread_cond_wait(&p->cv, &p->mu);
+        bool stop = p->stop;
+        pthread_mutex_unlock(&p->mu);
+        if (stop)
+            break;
+        struct pf_chunk *c = &p->ch[k % PF_CHUNKS];
+        c->ne = c->nf = c->alen = 0;
+        c->nomem = false;
+        p->fill = c;
+        while (!ended && c->nf < PF_FUNCS && c->ne < PF_ENTRIES && c->alen < PF_ARENA) {
+            size_t n = walk_funcs(&p->pt, c->f + c->nf, PF_FUNCS - c->nf);
+            struct pf_entry *e = pf_add(c);
+            if (!e)
+                break;
+            if (n) {
+                *e = (struct pf_entry){
+                    .type = E_FUNCS, .n = (uint32_t)n, .pid = p->pt.cur_pid, .tid = p->pt.cur_tid};
+                c->nf += n;
+                continue;
+            }
+            c->ne--; /* not a run: the warnings the next call gives go before its item */
+            struct stf_item it;
+            int rc = walk_next(&p->pt, &it);
+            if (!(e = pf_add(c)))
+                break;
+            if (rc != STF_OK) {
+                *e = (struct pf_entry){.type = E_END, .rc = rc};
+                ended = true;
+                break;
+            }
+            size_t at = pf_keep(c, it.payload, it.payload_len);
+            if (at == SIZE_MAX)
+                break;
+            e->type = E_ITEM;
+            e->it = it;
+            e->pay = at;
+        }
+        if (c->nomem && !ended) { /* out of memory: the walk ends here, as a reading error */
+            c->ne = 0;
+            struct pf_entry *e = pf_add(c);
+            if (e)
+                *e = (struct pf_entry){.type = E_END, .rc = STF_ERR_NOMEM};
+            ended = true;
+        }
+        struct stf_reader_stats st;
+        stf_cursor_stats(p->pt.c, &st);
+        c->bytes = st.bytes;
+        pthread_mutex_lock(&p->mu);
+        p->head = k + 1;
+        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+    }
+    return NULL;
+}
+
+/* The calling thread's current entry (moving to the next chunk when one is used up). */
+static struct pf_entry *pf_entry(struct tool_trace *t)
+{
+    struct pf *p = t->pf;
+    if (p->cur && p->ei < p->cur->ne)
+        return &p->cur->e[p->ei];
+    pthread_mutex_lock(&p->mu);
+    if (p->cur) { /* used up: give it back */
+        p->tail++;
+        pthread_cond_broadcast(&p->cv);
+    }
+    while (p->head == p->tail)
+        pthread_cond_wait(&p->cv, &p->mu);
+    p->cur = &p->ch[p->tail % PF_CHUNKS];
+    pthread_mutex_unlock(&p->mu);
+    p->ei = p->taken = p->fi = 0;
+    tool_progress_set(&t->prog, t->items ? t->n : p->cur->bytes);
+    return p->cur->ne ? &p->cur->e[0] : pf_entry(t);
+}
+
+/* With run, the records are not copied: *run points at them in the chunk (valid until the
+ * next call). */
+static size_t pf_funcs(struct tool_trace *t, struct stf_func *out, size_t max,
+                       const struct stf_func **run)
+{
+    struct pf *p = t->pf;
+    for (;;) {
+        struct pf_entry *e = pf_entry(t);
+        if (e->type == E_WARN) {
+            tool_warn_cb((void *)t->path, e->off, p->cur->arena + e->pay);
+            p->ei++;
+            continue;
+        }
+        if (e->type != E_FUNCS)
+            return 0;
+        size_t n = e->n - p->taken < max ? e->n - p->taken : max;
+        if (run)
+            *run = p->cur->f + p->fi;
+        else
+            memcpy(out, p->cur->f + p->fi, n * sizeof *out);
+        p->fi += n;
+        p->taken += n;
+        if (p->taken == e->n) {
+            p->ei++;
+            p->taken = 0;
+        }
+        t->cur_pid = e->pid;
+        t->cur_tid = e->tid;
+        t->n += n;
+        return n;
+    }
+}
+
+static int pf_next(struct tool_trace *t, struct stf_item *it)
+{
+    struct pf *p = t->pf;
+    for (;;) {
+        struct pf_entry *e = pf_entry(t);
+        switch (e->type) {
+        case E_WARN:
+            tool_warn_cb((void *)t->path, e->off, p->cur->arena + e->pay);
+            p->ei++;
+            continue;
+        case E_END:
+            return e->rc;
+        case E_FUNCS: { /* asked for as an item: the fields a function record's walk uses */
+            const struct stf_func *f = &p->cur->f[p->fi++];
+            *it = (struct stf_item){.kind = STF_K_FUNCTION,
+                                    .pid = e->pid,
+                                    .tid = e->tid,
+                                    .tsc = f->tsc,
+                                    .func_id = f->id,
+                                    .action = f->action};
+            if (++p->taken == e->n) {
+                p->ei++;
+                p->taken = 0;
+            }
+            t->cur_pid = e->pid;
+            t->cur_tid = e->tid;
+            t->n++;
+            return STF_OK;
+        }
+        default:
+            *it = e->it;
+            it->payload = it->payload_len ? (const uint8_t *)p->cur->arena + e->pay : NULL;
+            p->ei++;
+            t->cur_pid = it->pid;
+            t->cur_tid = it->tid;
+            t->n++;
+            return STF_OK;
+        }
+    }
+}
+
+void tool_trace_prefetch(struct tool_trace *t)
+{
+    if (t->pf || t->par || jobs_wanted() < 2)
+        return;
+    struct pf *p = calloc(1, sizeof *p);
+    if (!p)
+        return; /* no prefetching: the walk is the same */
+    p->pt = *t;
+    p->pt.prog.on = false; /* the calling thread shows progress */
+    if (!t->order && make_order(t) != STF_OK) {
+        free(p);
+        return;
+    }
+    p->pt.order = t->order;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    stf_cursor_set_warn(t->c, pf_warn, p);
+    if (pthread_create(&p->th, NULL, pf_produce, p) != 0) {
+        stf_cursor_set_warn(t->c, tool_warn_cb, (void *)t->path);
+        pthread_mutex_destroy(&p->mu);
+        pthread_cond_destroy(&p->cv);
+        free(p);
+        return;
+    }
+    t->pf = p;
+}
+
+/* Ends the decoding thread (where it is) and takes back the cursor. */
+static void pf_stop(struct tool_trace *t)
+{
+    struct pf *p = t->pf;
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->mu);
+    p->stop = true;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    pthread_join(p->th, NULL); /* orders the thread's last writes (the cursor) before ours */
+    t->tid_checked = p->pt.tid_checked;
+    stf_cursor_set_warn(t->c, tool_warn_cb, (void *)t->path);
+    for (size_t i = 0; i < PF_CHUNKS; i++) {
+        free(p->ch[i].e);
+        free(p->ch[i].arena);
+    }
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv);
+    free(p);
+    t->pf = NULL;
 }

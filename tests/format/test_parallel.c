@@ -1,7 +1,9 @@
 /* The analysis commands that walk a trace's threads in parallel (account, stack, flamegraph,
  * through tool_trace_parallel) print exactly what they print walking them one after another:
  * the same stdout, stderr (warnings in the same order, the same count of those not shown) and
- * exit status with SLEDTRACE_JOBS=1 (the calling thread only) as with 2, 3 and 8 workers. The
+ * exit status with SLEDTRACE_JOBS=1 (the calling thread only) as with 2, 3 and 8 workers; so
+ * do a walk of one thread (--tid) and convert --format chrome, decoded ahead on a second
+ * thread (tool_trace_prefetch) unless SLEDTRACE_JOBS=1. The
  * trace has six threads, the main one not first in the file, whose blocks interleave; deep
  * recursion; loss markers; an elided-calls event; unmatched exits; frames left open; bad
  * records in several threads (more than the 10 warnings shown); one function with more than
@@ -15,14 +17,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *six_threads(void)
+/* nth threads (1 to 6), blocks rounds of blocks (8: the description above) */
+static char *threads_trace(int nth, int blocks)
 {
     struct tg g;
     tg_init(&g, 5, 1000000000, 4096);
     uint64_t tsc[6] = {1000, 2000, 3000, 4000, 5000, 6000};
     int32_t tid[6] = {501, 502, 500, 503, 504, 505}; /* pid 500: the main thread is third */
-    for (int b = 0; b < 8; b++) {
-        for (int th = 0; th < 6; th++) {
+    for (int b = 0; b < blocks; b++) {
+        for (int th = 0; th < nth; th++) {
             uint64_t *t = &tsc[th];
             tg_block_begin(&g, tid[th], 500, (uint16_t)th, *t);
             if (b == 0)
@@ -88,7 +91,7 @@ static struct tr_out run(const char *jobs, const char *p, const char *const *cmd
 
 Test(parallel, same_output_with_any_number_of_workers, .timeout = 120)
 {
-    char *p = six_threads();
+    char *p = threads_trace(6, 8);
     const char *cmds[][8] = {
         {"account", "TRACE", NULL},
         {"account", "TRACE", "--per-thread", NULL},
@@ -99,11 +102,14 @@ Test(parallel, same_output_with_any_number_of_workers, .timeout = 120)
         {"stack", "TRACE", "--by", "count", NULL},
         {"stack", "TRACE", "--diff", "TRACE", NULL},
         {"flamegraph", "TRACE", "-o", "-", NULL},
+        /* one unit, decoded ahead on a second thread (tool_trace_prefetch) unless JOBS=1 */
+        {"stack", "TRACE", "--tid", "501", "--format", "folded", NULL},
+        {"convert", "TRACE", "--format", "chrome", NULL},
     };
     for (size_t c = 0; c < sizeof cmds / sizeof cmds[0]; c++) {
         struct tr_out one = run("1", p, cmds[c]);
         cr_assert_eq(one.code, 0, "%s: %s", cmds[c][0], one.e);
-        cr_assert(strstr(one.e, "more warnings not shown"), "%s: %s", cmds[c][0], one.e);
+        cr_assert(strstr(one.e, "unknown function action"), "%s: %s", cmds[c][0], one.e);
         const char *jobs[] = {"2", "3", "8"};
         for (int j = 0; j < 3; j++) {
             struct tr_out par = run(jobs[j], p, cmds[c]);
@@ -121,5 +127,29 @@ Test(parallel, same_output_with_any_number_of_workers, .timeout = 120)
     struct tr_out r = run("3", p, acct);
     cr_assert(strstr(r.o, "#4,4,1473,"), "%s", r.o); /* 1440 + 33 elided */
     tr_out_free(&r);
+    tr_remove_trace(p);
+}
+
+/* A trace of one thread: one unit, decoded ahead (tool_trace_prefetch) unless JOBS=1; 300
+ * blocks of about 106 records, so the decoding thread goes round its chunks (3 of at most 8192
+ * function records) several times. */
+Test(parallel, one_thread_decoded_ahead, .timeout = 60)
+{
+    char *p = threads_trace(1, 300);
+    const char *cmds[][6] = {
+        {"account", "TRACE", "--format", "json", NULL},
+        {"stack", "TRACE", NULL},
+        {"convert", "TRACE", "--format", "chrome", NULL},
+    };
+    for (size_t c = 0; c < sizeof cmds / sizeof cmds[0]; c++) {
+        struct tr_out one = run("1", p, cmds[c]), two = run("2", p, cmds[c]);
+        cr_assert_eq(one.code, 0, "%s: %s", cmds[c][0], one.e);
+        cr_assert(strstr(one.e, "unknown function action"), "%s: %s", cmds[c][0], one.e);
+        cr_assert_eq(two.code, one.code);
+        cr_assert_str_eq(two.o, one.o, "%s", cmds[c][0]);
+        cr_assert_str_eq(two.e, one.e, "%s", cmds[c][0]);
+        tr_out_free(&one);
+        tr_out_free(&two);
+    }
     tr_remove_trace(p);
 }
