@@ -82,8 +82,8 @@ struct chrome {
     size_t nnamed;
     struct tool_names names; /* per function: the end of its events, see event_tail */
     uint32_t tail_id;        /* the last function looked up, its tail and the tail's length */
-    const char *tail;
-    size_t tail_len;
+    char *tail; /* the last function's tail, copied with SHORT bytes of room after it */
+    size_t tail_len, tail_cap;
     const struct cs_thread *head_t; /* the thread whose complete events' head is in head */
     char head[96];
     size_t head_len;
@@ -193,22 +193,38 @@ static char *put_dec(char *p, uint64_t v)
                                 "303132333435363738394041424344454647484950515253545556575859"
                                 "606162636465666768697071727374757677787980818283848586878889"
                                 "90919293949596979899";
-    char tmp[20], *e = tmp + sizeof tmp, *q = e;
+    size_t n = 1;
+    for (uint64_t x = v; x >= 10; x /= 10)
+        n++;
+    char *q = p + n;
     while (v >= 100) {
         unsigned d = (unsigned)(v % 100);
         v /= 100;
         q -= 2;
         memcpy(q, pairs + 2 * d, 2);
     }
-    if (v >= 10) {
-        q -= 2;
-        memcpy(q, pairs + 2 * v, 2);
-    } else {
-        *--q = (char)('0' + v);
-    }
-    memcpy(p, q, (size_t)(e - q));
-    return p + (e - q);
+    if (v >= 10)
+        memcpy(q - 2, pairs + 2 * v, 2);
+    else
+        q[-1] = (char)('0' + v);
+    return p + n;
 }
+
+/* Up to SHORT bytes of s at p, copied as a whole SHORT-byte block when it is that short (a
+ * fixed-size copy, inline): the bytes after the n wanted are scribbled on, and the caller
+ * leaves room for them. Returns p + n. */
+enum { SHORT = 64 };
+static inline char *put_short(char *p, const char *s, size_t n)
+{
+    if (n <= SHORT)
+        memcpy(p, s, SHORT);
+    else
+        memcpy(p, s, n);
+    return p + n;
+}
+
+/* A string literal at p; returns the end. */
+#define PUT_LIT(p, lit) (memcpy((p), (lit), sizeof(lit) - 1), (p) + sizeof(lit) - 1)
 
 /* k steps as an exact decimal number of microseconds at p (at most 34 bytes, and 16 more are
  * scribbled past the end); returns the end. */
@@ -334,13 +350,23 @@ static int on_close(void *ctx, const struct cs_close *cl)
     const struct cs_frame *fr = cl->f;
     uint64_t s = fr->mark, e = when(c, cl->t, cl->end, true);
     if (!c->tail || c->tail_id != fr->id) {
-        c->tail = tool_names_get(&c->names, fr->id, event_tail, c);
-        if (!c->tail) {
+        const char *tail = tool_names_get(&c->names, fr->id, event_tail, c);
+        size_t len = tail ? strlen(tail) : 0;
+        if (tail && len + SHORT > c->tail_cap) {
+            char *n = realloc(c->tail, len + SHORT);
+            if (n) {
+                c->tail = n;
+                c->tail_cap = len + SHORT;
+            }
+        }
+        if (!tail || len + SHORT > c->tail_cap) {
             c->nomem = true;
             return -1;
         }
+        memcpy(c->tail, tail, len + 1);
+        memset(c->tail + len + 1, 0, SHORT - 1); /* what put_short copies past it */
         c->tail_id = fr->id;
-        c->tail_len = strlen(c->tail);
+        c->tail_len = len;
     }
     if (c->first || c->head_t != cl->t) { /* the event's start up to "ts": (event_head) */
         bool first = c->first;
@@ -354,8 +380,9 @@ static int on_close(void *ctx, const struct cs_close *cl)
             c->head_t = cl->t;
         }
     }
-    /* the rest of the event: head, two times (34 bytes each), the tail, the args (80) */
-    size_t need = c->head_len + c->tail_len + 200;
+    /* the rest of the event: head, two times (34 bytes each, 16 scribbled past), the tail,
+     * the args (80), and what put_short scribbles past the head and the tail */
+    size_t need = c->head_len + c->tail_len + 200 + 2 * SHORT;
     if (c->olen + need > c->ocap) {
         out_flush(c);
         if (need > c->ocap) { /* a long name: room for it (memory grows with names only) */
@@ -370,14 +397,12 @@ static int on_close(void *ctx, const struct cs_close *cl)
     }
     char *p = c->ob + c->olen;
     if (c->head_t) {
-        memcpy(p, c->head, c->head_len);
-        p += c->head_len;
+        p = put_short(p, c->head, c->head_len);
     }
     p = put_us(c, p, s);
-    p = tool_put_str(p, ",\"dur\":");
+    p = PUT_LIT(p, ",\"dur\":");
     p = put_us(c, p, e - s);
-    memcpy(p, c->tail, c->tail_len);
-    p += c->tail_len;
+    p = put_short(p, c->tail, c->tail_len);
     if (fr->nargs) { /* the logged argument: a number while JSON keeps it exact, else hex */
         if (fr->arg < (1ull << 53)) {
             p = tool_put_str(p, ",\"arg\":");
@@ -390,7 +415,7 @@ static int on_close(void *ctx, const struct cs_close *cl)
                                          ",\"closed\":\"unfinished\""};
     if (closed[cl->why])
         p = tool_put_str(p, closed[cl->why]);
-    p = tool_put_str(p, "}}");
+    p = PUT_LIT(p, "}}");
     c->olen = (size_t)(p - c->ob);
     return 0;
 }
@@ -484,6 +509,7 @@ int convert_chrome(const char *path, const char *out, const char *syms_opt)
     free(c.last);
     free(c.frac);
     free(c.ob);
+    free(c.tail);
     tool_names_free(&c.names);
     tool_trace_close(&tr);
     return status;

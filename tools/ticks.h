@@ -9,7 +9,8 @@
  * most 2^-64 each), so it rounds down to the same integer unless the exact value plus 0.5 lies
  * within (q + 2) * 2^-62 of an integer, i.e. |2r - freq| <= freq * (q + 2) * 2^-61. In that
  * case, and for values near 2^64 (where it saturates), the answer is left to tool_ticks_to_ns:
- * tool_ticks_to_ns_int returns false. */
+ * tool_ticks_to_ns_int returns false. When ticks * 1e9 and the frequency fit 64 and 32 bits
+ * (ticks below 1.8e10), it all stays in 64-bit integers. */
 #ifndef SLEDTRACE_TOOLS_TICKS_H
 #define SLEDTRACE_TOOLS_TICKS_H
 
@@ -20,6 +21,17 @@ static inline bool tool_ticks_to_ns_int(uint64_t ticks, uint64_t freq, uint64_t 
 {
     if (freq == 0 || freq == 1000000000) {
         *ns = ticks;
+        return true;
+    }
+    if (freq <= UINT32_MAX && ticks <= UINT64_MAX / 1000000000u) {
+        /* the common case in 64 bits; the error bound taken generously:
+         * ((freq >> 30) + 1) * (((q + 2) >> 31) + 1) > freq * (q + 2) * 2^-61 */
+        uint64_t num = ticks * 1000000000u, q = num / freq, r2 = 2 * (num - q * freq);
+        uint64_t gap = r2 > freq ? r2 - freq : freq - r2;
+        uint64_t err = ((freq >> 30) + 1) * (((q + 2) >> 31) + 1) + 1;
+        if (gap <= err)
+            return false;
+        *ns = q + (r2 > freq);
         return true;
     }
     __extension__ typedef unsigned __int128 u128;

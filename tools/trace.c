@@ -556,7 +556,7 @@ int tool_trace_parallel(struct tool_trace *t, tool_walk_fn walk, tool_merge_fn m
  * output is what the walk without prefetching gives. PF_CHUNKS chunks of bounded size (an
  * arena grows to the largest payload): memory does not grow with the trace. Handing a chunk
  * over takes the mutex; a side that finds no chunk waits on the condition variable. */
-enum { PF_CHUNKS = 3, PF_FUNCS = 8192, PF_ENTRIES = 256, PF_ARENA = 16384 };
+enum { PF_CHUNKS = 3, PF_FUNCS = 32768, PF_ENTRIES = 1024, PF_ARENA = 16384 };
 enum { E_FUNCS, E_ITEM, E_WARN, E_END };
 
 struct pf_entry {
