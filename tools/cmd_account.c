@@ -240,15 +240,9 @@ static struct fstat *fget(struct acct *a, uint32_t tix, uint32_t id)
     return &a->f[i];
 }
 
-/* The walker's callbacks: an entered function gets its (zero) row at once, so that functions
- * never exited are still known; a closed frame adds to its function's statistics. */
-static int on_enter(void *ctx, const struct cs_thread *t, struct cs_frame *f, size_t depth)
-{
-    struct acct *a = ctx;
-    (void)depth;
-    return fget(a, (uint32_t)(t - a->cs.t), f->id) ? 0 : -1;
-}
-
+/* The walker's callback: a closed frame adds to its function's statistics. A function that
+ * never exits gets its row from unfinished() (a loss marker's frames, or those open at the
+ * end), so no row is made at entry: every entered function still appears. */
 static int on_close(void *ctx, const struct cs_close *c)
 {
     struct acct *a = ctx;
@@ -375,7 +369,7 @@ static int acct_walk(void *arg, size_t k, struct tool_trace *sub)
     run->part[k] = a;
     a->per_thread = run->per_thread;
     a->cs.nesting = true;
-    static const struct cs_ops ops = {.enter = on_enter, .close = on_close, .loss = on_loss};
+    static const struct cs_ops ops = {.enter = NULL, .close = on_close, .loss = on_loss};
     struct stf_func fn[512];
     struct stf_item it;
     int rc;
