@@ -27,7 +27,13 @@
  *  - Threads are found by (pid, tid) through a small open-addressing table, so opening a trace
  *    of many threads stays linear.
  *  - Errors (I/O; strict mode: grammar) are sticky; stf_cursor_error names offset and reason.
- *  - Single-threaded: one cursor, one caller at a time.
+ *  - Function records in bulk (stf_cursor_funcs): on a forward walk, the reader decodes the
+ *    run of function records at its position straight into the caller's array
+ *    (stf_reader_funcs); in a cached block they are copied from the cache. Either way the
+ *    position, the block's warned offset and its largest TSC move as stf_cursor_next's would.
+ *  - Single-threaded: one cursor, one caller at a time. For several threads, stf_cursor_clone
+ *    gives each its own cursor: a copy of the index and a reader of its own over the same
+ *    file (stf_reader_dup: pread, no shared file offset), so nothing is shared after the copy.
  */
 #include "stf.h"
 
@@ -549,6 +555,92 @@ int stf_cursor_next(struct stf_cursor *c, struct stf_item *out)
         c->bpos = 0;
         c->live = false;
     }
+}
+
+size_t stf_cursor_funcs(struct stf_cursor *c, struct stf_func *out, size_t max)
+{
+    if (!c || !out || c->err || c->nt == 0 || max == 0)
+        return 0;
+    struct cthread *t = &c->t[c->sel];
+    if (c->blk >= t->nb)
+        return 0;
+    struct cblock *b = &t->b[c->blk];
+    if (c->live) {
+        size_t n = stf_reader_funcs(c->r, out, max);
+        if (n == 0)
+            return 0;
+        uint64_t end = stf_reader_offset(c->r); /* what read_to would note for the last one */
+        if (end > b->warned)
+            b->warned = end;
+        c->bpos += n;
+        if (!b->seen)
+            for (size_t i = 0; i < n; i++)
+                if (out[i].tsc > b->max_tsc)
+                    b->max_tsc = out[i].tsc;
+        return n;
+    }
+    size_t n = 0;
+    if (c->cached && c->cblk == c->blk)
+        for (; n < max && c->bpos < c->nitems && c->items[c->bpos].kind == STF_K_FUNCTION; n++) {
+            const struct stf_item *it = &c->items[c->bpos++];
+            out[n] = (struct stf_func){.tsc = it->tsc, .id = it->func_id, .action = it->action};
+        }
+    return n;
+}
+
+int stf_cursor_clone(struct stf_cursor **out, const struct stf_cursor *c)
+{
+    if (!out)
+        return STF_ERR_ARG;
+    *out = NULL;
+    if (!c)
+        return STF_ERR_ARG;
+    struct stf_cursor *d = calloc(1, sizeof *d);
+    if (!d)
+        return STF_ERR_NOMEM;
+    int rc = stf_reader_dup(&d->r, c->r);
+    if (rc != STF_OK) {
+        free(d);
+        return rc;
+    }
+    stf_reader_set_warn(d->r, on_warn, d);
+    d->header = c->header;
+    d->t = calloc(c->nt ? c->nt : 1, sizeof *d->t);
+    d->tkeys = c->tcap ? calloc(c->tcap, sizeof *d->tkeys) : NULL;
+    d->tvals = c->tcap ? calloc(c->tcap, sizeof *d->tvals) : NULL;
+    if (!d->t || (c->tcap && (!d->tkeys || !d->tvals))) {
+        stf_cursor_close(d);
+        return STF_ERR_NOMEM;
+    }
+    d->capt = c->nt ? c->nt : 1;
+    d->tcap = c->tcap;
+    if (c->tcap) {
+        memcpy(d->tkeys, c->tkeys, c->tcap * sizeof *d->tkeys);
+        memcpy(d->tvals, c->tvals, c->tcap * sizeof *d->tvals);
+    }
+    for (size_t i = 0; i < c->nt; i++) {
+        const struct cthread *s = &c->t[i];
+        struct cthread *n = &d->t[d->nt];
+        *n = *s;
+        n->b = malloc((s->nb ? s->nb : 1) * sizeof *n->b);
+        if (!n->b) {
+            stf_cursor_close(d);
+            return STF_ERR_NOMEM;
+        }
+        n->capb = s->nb ? s->nb : 1;
+        memcpy(n->b, s->b, s->nb * sizeof *n->b);
+        d->nt++;
+    }
+    *out = d;
+    return STF_OK;
+}
+
+void stf_cursor_set_warn(struct stf_cursor *c, stf_warn_fn warn, void *warn_ctx)
+{
+    if (!c)
+        return;
+    c->warn = warn;
+    c->warn_ctx = warn_ctx;
 }
 
 int stf_cursor_prev(struct stf_cursor *c, struct stf_item *out)

@@ -357,6 +357,28 @@ int stf_reader_seek(struct stf_reader *r, uint64_t offset, uint64_t block);
 int stf_reader_skip_block(struct stf_reader *r);
 void stf_reader_block_span(const struct stf_reader *r, uint64_t *start, uint64_t *end);
 
+/* Function records in bulk, for the analysis tools' inner loops: a function record reduced to
+ * what a call-stack walk needs. tsc is absolute, as stf_item.tsc. */
+struct stf_func {
+    uint64_t tsc;
+    uint32_t id;    /* 28-bit function id */
+    uint8_t action; /* enum stf_action */
+};
+/* Decodes the function records that follow, up to max of them into out, and returns how many:
+ * exactly what as many stf_reader_next calls would return as items (same checks, counted in
+ * the stats alike), without the rest of struct stf_item. It stops before any other record,
+ * before a record stf_reader_next would warn about or fail on, and at the end of the block;
+ * 0 means the next item is not such a record (or there is none, or an error is pending): ask
+ * stf_reader_next. */
+size_t stf_reader_funcs(struct stf_reader *r, struct stf_func *out, size_t max);
+/* Byte offset of the next record (the end of the last item read). */
+uint64_t stf_reader_offset(const struct stf_reader *r);
+/* A second reader of r's file, for another thread: its own descriptor (a dup) and window, the
+ * same flags and header, positioned after the header (move it with stf_reader_seek); no
+ * warning callback. Only for a reader of a regular file opened at its start (read with pread:
+ * see reader.c); else STF_ERR_ARG. The two may be used at the same time, one thread each. */
+int stf_reader_dup(struct stf_reader **out, const struct stf_reader *r);
+
 /* ---- cursor (format/cursor.c) ------------------------------------------------------------ */
 /* Per-thread access for programs and the analysis tools. Opening reads only the blocks' headers
  * and keeps an index of each (pid, tid)'s blocks (about 64 bytes per block); records are decoded
@@ -399,6 +421,20 @@ int stf_cursor_sync(struct stf_cursor *dst, const struct stf_cursor *src);
  * its thread up to and including it (non-decreasing, so records without a TSC sort with the
  * record before them). Returns the new position (0 = before the first item). */
 uint64_t stf_cursor_seek(struct stf_cursor *c, uint64_t tsc);
+/* The function records after the position, in bulk (stf_reader_funcs): up to max of them into
+ * out, moving over them; returns how many. The same records, in the same order, as as many
+ * stf_cursor_next calls would give (warnings and statistics alike); it stops before any other
+ * item and at the end of a block. 0 means the next item is not a function record (or there is
+ * none, or an error is pending): ask stf_cursor_next, which also moves to the next block. */
+size_t stf_cursor_funcs(struct stf_cursor *c, struct stf_func *out, size_t max);
+/* A second cursor on c's trace, for walking another of its threads on another thread of the
+ * program: the same index (copied: nothing is read again) and flags, its own reader
+ * (stf_reader_dup), no selection and no warning callback until stf_cursor_set_warn. The
+ * clone and c are independent: each may be used by one thread at a time. Blocks c decoded
+ * before the clone was made do not warn again in it. STF_ERR_ARG when c's reader cannot be
+ * duplicated (see stf_reader_dup). */
+int stf_cursor_clone(struct stf_cursor **out, const struct stf_cursor *c);
+void stf_cursor_set_warn(struct stf_cursor *c, stf_warn_fn warn, void *warn_ctx);
 /* What has been read: records and bytes (file header included) of the blocks decoded so far
  * (each block counted once), all blocks indexed, warnings passed on, the file size. For
  * progress, bytes / file_size. */

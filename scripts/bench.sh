@@ -616,27 +616,14 @@ else
 fi
 
 # ---- analysis speed ----------------------------------------------------------
-# The complete 2-thread trace of the check run: `sledtrace account` on it beside
-# `llvm-xray account` on the same trace rewritten by `sledtrace convert --format fdr` (the form
-# llvm-xray 14 reads). Wall time of the whole command, medians of 3 runs.
+# account, stack and convert --format chrome on a 2-thread and a 1-thread trace of at least
+# BENCH_ANALYSIS_MB megabytes (default 500; 0 skips it): scripts/bench/analysis.sh builds the
+# traces and prints wall time, MB/s, records/s, CPU time and peak RSS (medians of 3 runs).
 now_ns() { date +%s%N; }
-if [[ -s "$tmp/account.fdr" && -x "$tool" ]]; then
-    "$tool" convert --format fdr -o "$tmp/account-llvm.fdr" "$tmp/account.fdr" >/dev/null 2>&1 || true
-    st_acc=() llvm_acc=()
-    for ((i = 0; i < 3; i++)); do
-        t0=$(now_ns)
-        "$tool" account "$tmp/account.fdr" >/dev/null 2>&1 && st_acc+=($((($(now_ns) - t0) / 1000000)))
-        if [[ -s "$tmp/account-llvm.fdr" ]]; then
-            t0=$(now_ns)
-            llvm-xray account -k -instr_map="$bench_dir/fib-mt-sleds" "$tmp/account-llvm.fdr" \
-                >/dev/null 2>&1 && llvm_acc+=($((($(now_ns) - t0) / 1000000)))
-        fi
-    done
-    size_mb=$(awk -v b="$(stat -c %s "$tmp/account.fdr")" 'BEGIN { printf "%.1f", b / 1e6 }')
+if [[ "${BENCH_ANALYSIS_MB:-500}" != 0 && -x "$tool" ]]; then
     echo
-    echo "analysis speed, account of the ${size_mb} MB 2-thread trace (wall time, medians of 3):"
-    printf '  %-52s %8s ms\n' "sledtrace account" "$(med "${st_acc[@]}")"
-    printf '  %-52s %8s ms\n' "llvm-xray account -k (after sledtrace convert)" "$(med "${llvm_acc[@]}")"
+    BENCH_ROUNDS=3 CLANG=${CLANG:-clang} scripts/bench/analysis.sh "${BENCH_ANALYSIS_MB:-500}" ||
+        echo "analysis speed: not measured (scripts/bench/analysis.sh failed)"
 fi
 
 # ---- many threads ------------------------------------------------------------

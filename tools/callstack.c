@@ -34,114 +34,124 @@ static struct cs_thread *tget(struct callstack *cs, const struct stf_item *it,
     return &cs->t[i];
 }
 
-/* ---- open frames by key (callstack.nesting) ------------------------------------------------ */
+/* ---- open frames by function and by caller -> callee pair (callstack.nesting) ------------- */
 
-/* Keys: a function id (28 bits) under a tag no caller -> callee pair can have, or the pair. */
-static uint64_t fn_key(uint32_t id)
+/* The dense number of key in map (insertion order), through a direct-mapped cache of n slots;
+ * -1 on allocation failure. */
+static inline long dense(struct u64map *map, uint64_t *ckey, uint32_t *cval, size_t n, uint64_t key)
 {
-    return 0xffffffff00000000ull | id;
+    size_t slot = (size_t)((key * 0x9e3779b97f4a7c15ull) >> 40) & (n - 1);
+    if (ckey[slot] == key + 1)
+        return cval[slot];
+    bool added;
+    long i = u64map_get(map, key, &added);
+    if (i < 0)
+        return -1;
+    ckey[slot] = key + 1;
+    cval[slot] = (uint32_t)i;
+    return i;
 }
 
-static uint64_t edge_key(uint32_t from, uint32_t to)
+/* The dense numbers, with the last lookup of each remembered first (a recursion pushes the
+ * same function under the same caller again and again). */
+static inline long fn_index(struct callstack *cs, uint32_t id)
 {
-    return (uint64_t)from << 32 | to;
-}
-
-static size_t nest_hash(uint64_t k, size_t cap)
-{
-    k ^= k >> 33;
-    k *= 0xff51afd7ed558ccdull;
-    k ^= k >> 33;
-    return (size_t)k & (cap - 1);
-}
-
-/* The slot of key, or the empty slot where it would go. */
-static size_t nest_slot(const struct cs_nest *m, uint64_t key)
-{
-    size_t j = nest_hash(key, m->cap);
-    while (m->top[j] && m->key[j] != key)
-        j = (j + 1) & (m->cap - 1);
-    return j;
-}
-
-/* The frame at index + 1 = top becomes the topmost open frame of key; returns the one it covers
- * (0: none). -1 (as SIZE_MAX) on allocation failure. */
-static size_t nest_push(struct cs_nest *m, uint64_t key, size_t top)
-{
-    if ((m->n + 1) * 2 > m->cap) {
-        size_t ncap = m->cap ? m->cap * 2 : 16;
-        uint64_t *nk = calloc(ncap, sizeof *nk);
-        size_t *nt = calloc(ncap, sizeof *nt);
-        if (!nk || !nt) {
-            free(nk);
-            free(nt);
-            return SIZE_MAX;
-        }
-        struct cs_nest g = {.key = nk, .top = nt, .cap = ncap, .n = m->n};
-        for (size_t i = 0; i < m->cap; i++)
-            if (m->top[i]) {
-                size_t j = nest_slot(&g, m->key[i]);
-                nk[j] = m->key[i];
-                nt[j] = m->top[i];
-            }
-        free(m->key);
-        free(m->top);
-        *m = g;
+    if (cs->fx_last == (uint64_t)id + 1)
+        return cs->fx_last_val;
+    long i = dense(&cs->fxmap, cs->fx_key, cs->fx_val, 256, id);
+    if (i >= 0) {
+        cs->fx_last = (uint64_t)id + 1;
+        cs->fx_last_val = (uint32_t)i;
     }
-    size_t j = nest_slot(m, key);
-    size_t below = m->top[j];
-    if (!below)
-        m->n++;
-    m->key[j] = key;
-    m->top[j] = top;
-    return below;
+    return i;
 }
 
-/* The topmost open frame of key closes: below (its same_below / edge_below) is the topmost one
- * again, or, when 0, key leaves the table (backward-shift deletion keeps probing intact). */
-static void nest_pop(struct cs_nest *m, uint64_t key, size_t below)
+static inline long edge_index(struct callstack *cs, uint32_t from_fx, uint32_t to_fx)
 {
-    size_t j = nest_slot(m, key);
-    if (!m->top[j])
-        return; /* not there: cannot happen */
-    if (below) {
-        m->top[j] = below;
-        return;
+    uint64_t key = (uint64_t)from_fx << 32 | to_fx;
+    if (cs->ex_last == key + 1)
+        return cs->ex_last_val;
+    long i = dense(&cs->exmap, cs->ex_key, cs->ex_val, 1024, key);
+    if (i >= 0) {
+        cs->ex_last = key + 1;
+        cs->ex_last_val = (uint32_t)i;
     }
-    m->top[j] = 0;
-    m->n--;
-    size_t mask = m->cap - 1;
-    for (size_t k = (j + 1) & mask; m->top[k]; k = (k + 1) & mask) {
-        size_t d = nest_hash(m->key[k], m->cap);
-        bool stays = j <= k ? (j < d && d <= k) : (j < d || d <= k);
-        if (stays)
-            continue;
-        m->key[j] = m->key[k];
-        m->top[j] = m->top[k];
-        m->top[k] = 0;
-        j = k;
-    }
+    return i;
 }
 
-static void nest_clear(struct cs_nest *m)
+/* Slot i of a top array, grown (zeroed) to hold it; NULL on allocation failure. */
+static inline size_t *top_slot(size_t **a, size_t *n, size_t i)
 {
-    if (m->cap)
-        memset(m->top, 0, m->cap * sizeof *m->top);
-    m->n = 0;
+    if (__builtin_expect(i >= *n, 0)) {
+        size_t nn = *n ? *n : 16;
+        while (nn <= i)
+            nn *= 2;
+        size_t *g = realloc(*a, nn * sizeof *g);
+        if (!g)
+            return NULL;
+        memset(g + *n, 0, (nn - *n) * sizeof *g);
+        *a = g;
+        *n = nn;
+    }
+    return &(*a)[i];
+}
+
+/* Frame t->st[t->depth - 1], just pushed, becomes the topmost open frame of its function and of
+ * its caller -> callee pair; its same_below and edge_below get the ones it covers. -1 on
+ * allocation failure. */
+static inline int nest_push(struct callstack *cs, struct cs_thread *t)
+{
+    struct cs_frame *f = &t->st[t->depth - 1];
+    long fx = fn_index(cs, f->id);
+    size_t *top = fx < 0 ? NULL : top_slot(&t->nest.fn_top, &t->nest.nfn, (size_t)fx);
+    if (!top)
+        return -1;
+    f->fx = (uint32_t)fx;
+    f->same_below = *top;
+    *top = t->depth;
+    f->ex = UINT32_MAX;
+    if (t->depth > 1) {
+        long ex = edge_index(cs, t->st[t->depth - 2].fx, f->fx);
+        top = ex < 0 ? NULL : top_slot(&t->nest.edge_top, &t->nest.nedge, (size_t)ex);
+        if (!top)
+            return -1;
+        f->ex = (uint32_t)ex;
+        f->edge_below = *top;
+        *top = t->depth;
+    }
+    return 0;
+}
+
+/* Frame fr, the top one, closed: the frames it covered are the topmost ones again. */
+static void nest_pop(struct cs_thread *t, const struct cs_frame *fr)
+{
+    t->nest.fn_top[fr->fx] = fr->same_below;
+    if (fr->ex != UINT32_MAX)
+        t->nest.edge_top[fr->ex] = fr->edge_below;
+}
+
+/* Every open frame dropped (a loss marker): no function or pair has one open any more. */
+static void nest_clear(struct cs_thread *t)
+{
+    for (size_t k = 0; k < t->depth; k++) {
+        if (t->st[k].fx < t->nest.nfn)
+            t->nest.fn_top[t->st[k].fx] = 0;
+        if (t->st[k].ex < t->nest.nedge)
+            t->nest.edge_top[t->st[k].ex] = 0;
+    }
 }
 
 static int close_top(struct callstack *cs, struct cs_thread *t, uint64_t tsc, enum cs_why why,
                      const struct cs_ops *ops, void *ctx)
 {
-    struct cs_frame fr = t->st[--t->depth];
-    uint64_t dur = tsc >= fr.start ? tsc - fr.start : fr.start - tsc;
-    uint64_t self = dur > fr.child ? dur - fr.child : 0;
+    /* the popped slot stays as it is until the next push: no copy (the callbacks never push) */
+    const struct cs_frame *fr = &t->st[--t->depth];
+    uint64_t dur = tsc >= fr->start ? tsc - fr->start : fr->start - tsc;
+    uint64_t self = dur > fr->child ? dur - fr->child : 0;
     if (cs->nesting) {
-        nest_pop(&t->nest, fn_key(fr.id), fr.same_below);
-        if (t->depth)
-            nest_pop(&t->nest, edge_key(t->st[t->depth - 1].id, fr.id), fr.edge_below);
-        if (fr.same_below)
-            t->st[fr.same_below - 1].rec += dur;
+        nest_pop(t, fr);
+        if (fr->same_below)
+            t->st[fr->same_below - 1].rec += dur;
     }
     if (t->depth > 0)
         t->st[t->depth - 1].child += dur;
@@ -153,7 +163,7 @@ static int close_top(struct callstack *cs, struct cs_thread *t, uint64_t tsc, en
     if (!ops || !ops->close)
         return 0;
     struct cs_close c = {.t = t,
-                         .f = &fr,
+                         .f = fr,
                          .depth = t->depth,
                          .end = tsc,
                          .dur = dur,
@@ -172,6 +182,40 @@ static int close_all(struct callstack *cs, struct cs_thread *t, enum cs_why why,
             return rc;
     }
     return 0;
+}
+
+/* A function record of thread t. */
+static inline int feed_func(struct callstack *cs, struct cs_thread *t, uint32_t id, uint8_t action,
+                            uint64_t tsc, const struct cs_ops *ops, void *ctx)
+{
+    t->last = tsc;
+    t->args_open = action == STF_ENTER_ARGS;
+    if (action == STF_ENTER || action == STF_ENTER_ARGS) {
+        if (t->depth == t->cap) {
+            struct cs_frame *n = tool_grow(t->st, &t->cap, sizeof *n, 8);
+            if (!n)
+                return -1;
+            t->st = n;
+        }
+        struct cs_frame *f = &t->st[t->depth++];
+        *f = (struct cs_frame){.id = id, .start = tsc};
+        if (cs->nesting && nest_push(cs, t) != 0)
+            return -1;
+        return ops && ops->enter ? ops->enter(ctx, t, f, t->depth - 1) : 0;
+    }
+    size_t i = t->depth;
+    while (i > 0 && t->st[i - 1].id != id)
+        i--;
+    if (i == 0) {
+        cs->unmatched++;
+        return 0;
+    }
+    while (t->depth > i) {
+        int rc = close_top(cs, t, tsc, CS_REPAIR, ops, ctx);
+        if (rc)
+            return rc;
+    }
+    return close_top(cs, t, tsc, CS_EXIT, ops, ctx);
 }
 
 int cs_feed(struct callstack *cs, const struct stf_item *it, const struct cs_ops *ops, void *ctx)
@@ -205,8 +249,9 @@ int cs_feed(struct callstack *cs, const struct stf_item *it, const struct cs_ops
             } else {
                 if (open)
                     cs->lost_ticks += t->st[0].child;
+                if (cs->nesting)
+                    nest_clear(t);
                 t->depth = 0;
-                nest_clear(&t->nest);
             }
             t->last = it->tsc;
             return ops && ops->loss ? ops->loss(ctx, t, it->tsc, lost, open) : 0;
@@ -220,44 +265,25 @@ int cs_feed(struct callstack *cs, const struct stf_item *it, const struct cs_ops
         }
         return 0;
     }
-    t->last = it->tsc;
-    t->args_open = it->action == STF_ENTER_ARGS;
-    if (it->action == STF_ENTER || it->action == STF_ENTER_ARGS) {
-        if (t->depth == t->cap) {
-            struct cs_frame *n = tool_grow(t->st, &t->cap, sizeof *n, 8);
-            if (!n)
-                return -1;
-            t->st = n;
-        }
-        struct cs_frame *f = &t->st[t->depth++];
-        *f = (struct cs_frame){.id = it->func_id, .start = it->tsc};
-        if (cs->nesting) {
-            size_t below = nest_push(&t->nest, fn_key(f->id), t->depth);
-            if (below == SIZE_MAX)
-                return -1;
-            f->same_below = below;
-            if (t->depth > 1) {
-                below = nest_push(&t->nest, edge_key(t->st[t->depth - 2].id, f->id), t->depth);
-                if (below == SIZE_MAX)
-                    return -1;
-                f->edge_below = below;
-            }
-        }
-        return ops && ops->enter ? ops->enter(ctx, t, f, t->depth - 1) : 0;
-    }
-    size_t i = t->depth;
-    while (i > 0 && t->st[i - 1].id != it->func_id)
-        i--;
-    if (i == 0) {
-        cs->unmatched++;
+    return feed_func(cs, t, it->func_id, it->action, it->tsc, ops, ctx);
+}
+
+int cs_feed_funcs(struct callstack *cs, int32_t pid, int32_t tid, const struct stf_func *fn,
+                  size_t n, const struct cs_ops *ops, void *ctx)
+{
+    if (n == 0)
         return 0;
-    }
-    while (t->depth > i) {
-        int rc = close_top(cs, t, it->tsc, CS_REPAIR, ops, ctx);
+    const struct stf_item first = {
+        .kind = STF_K_FUNCTION, .pid = pid, .tid = tid, .tsc = fn[0].tsc};
+    struct cs_thread *t = tget(cs, &first, ops, ctx);
+    if (!t)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        int rc = feed_func(cs, t, fn[i].id, fn[i].action, fn[i].tsc, ops, ctx);
         if (rc)
             return rc;
     }
-    return close_top(cs, t, it->tsc, CS_EXIT, ops, ctx);
+    return 0;
 }
 
 int cs_finish(struct callstack *cs, const struct cs_ops *ops, void *ctx)
@@ -300,15 +326,66 @@ uint64_t cs_orphan_ticks(const struct callstack *cs)
     return n;
 }
 
+int cs_merge(struct callstack *dst, struct callstack *src)
+{
+    if (src->nt && dst->nt + src->nt > dst->capt) {
+        size_t cap = dst->capt;
+        struct cs_thread *n = dst->t;
+        while (cap < dst->nt + src->nt)
+            if (!(n = tool_grow(n, &cap, sizeof *n, 16)))
+                return -1;
+            else
+                dst->t = n, dst->capt = cap;
+    }
+    for (size_t j = 0; j < src->nt; j++) {
+        struct cs_thread *t = &src->t[j];
+        bool added;
+        long i =
+            u64map_get(&dst->tmap, ((uint64_t)(uint32_t)t->pid << 32) | (uint32_t)t->tid, &added);
+        if (i < 0 || !added || (size_t)i != dst->nt)
+            return -1;
+        struct cs_thread *d = &dst->t[dst->nt++];
+        *d = *t;
+        *t = (struct cs_thread){0}; /* moved: src frees nothing of it */
+        if (!dst->nesting)
+            continue;
+        /* the frames' dense numbers were src's: number them again in dst */
+        memset(d->nest.fn_top, 0, d->nest.nfn * sizeof *d->nest.fn_top);
+        memset(d->nest.edge_top, 0, d->nest.nedge * sizeof *d->nest.edge_top);
+        size_t depth = d->depth;
+        for (d->depth = 1; d->depth <= depth; d->depth++) {
+            struct cs_frame f = d->st[d->depth - 1];
+            if (nest_push(dst, d) != 0)
+                return -1;
+            d->st[d->depth - 1].same_below = f.same_below; /* unchanged, but keep them as were */
+            d->st[d->depth - 1].edge_below = f.edge_below;
+        }
+        d->depth = depth;
+    }
+    dst->last_ti = 0;
+    dst->calls += src->calls;
+    dst->repairs += src->repairs;
+    dst->unmatched += src->unmatched;
+    dst->gaps += src->gaps;
+    dst->gap_events += src->gap_events;
+    dst->gap_frames += src->gap_frames;
+    dst->top_ticks += src->top_ticks;
+    dst->lost_ticks += src->lost_ticks;
+    src->nt = 0;
+    return 0;
+}
+
 void cs_free(struct callstack *cs)
 {
     for (size_t i = 0; i < cs->nt; i++) {
         free(cs->t[i].st);
-        free(cs->t[i].nest.key);
-        free(cs->t[i].nest.top);
+        free(cs->t[i].nest.fn_top);
+        free(cs->t[i].nest.edge_top);
     }
     free(cs->t);
     u64map_free(&cs->tmap);
+    u64map_free(&cs->fxmap);
+    u64map_free(&cs->exmap);
     memset(cs, 0, sizeof *cs);
 }
 
@@ -328,12 +405,18 @@ static int tree_root(struct cs_tree *tr)
 
 static long tree_child(struct cs_tree *tr, uint32_t parent, uint32_t id)
 {
+    uint64_t key = ((uint64_t)parent << 32) | id;
+    size_t slot = (size_t)((key * 0x9e3779b97f4a7c15ull) >> 52);
+    if (tr->cval[slot] && tr->ckey[slot] == key)
+        return tr->cval[slot];
     if (tree_root(tr) != 0)
         return -1;
     bool added;
-    long i = u64map_get(&tr->map, ((uint64_t)parent << 32) | id, &added);
+    long i = u64map_get(&tr->map, key, &added);
     if (i < 0)
         return -1;
+    tr->ckey[slot] = key;
+    tr->cval[slot] = (uint32_t)i + 1;
     if (added) {
         if (tr->nn == tr->capn) {
             struct cs_node *n = tool_grow(tr->n, &tr->capn, sizeof *n, 64);
@@ -347,11 +430,11 @@ static long tree_child(struct cs_tree *tr, uint32_t parent, uint32_t id)
     return i + 1; /* map index i is node i + 1 (node 0 is the root) */
 }
 
-/* The node of thread t under the root (per_thread). */
-static long thread_node(struct cs_tree *tr, const struct cs_thread *t)
+/* The node of thread (pid, tid) under the root (per_thread). */
+static long thread_node_of(struct cs_tree *tr, int32_t pid, int32_t tid)
 {
     size_t k = 0;
-    while (k < tr->nthreads && (tr->threads[k].pid != t->pid || tr->threads[k].tid != t->tid))
+    while (k < tr->nthreads && (tr->threads[k].pid != pid || tr->threads[k].tid != tid))
         k++;
     if (k == tr->nthreads) {
         if (k == tr->capthreads) {
@@ -360,11 +443,44 @@ static long thread_node(struct cs_tree *tr, const struct cs_thread *t)
                 return -1;
             tr->threads = nt;
         }
-        tr->threads[k].pid = t->pid;
-        tr->threads[k].tid = t->tid;
+        tr->threads[k].pid = pid;
+        tr->threads[k].tid = tid;
         tr->nthreads++;
     }
     return tree_child(tr, 0, CS_THREAD_NODE | (uint32_t)k);
+}
+
+static long thread_node(struct cs_tree *tr, const struct cs_thread *t)
+{
+    return thread_node_of(tr, t->pid, t->tid);
+}
+
+int cs_tree_merge(struct cs_tree *dst, const struct cs_tree *src)
+{
+    if (tree_root(dst) != 0)
+        return -1;
+    uint32_t *map = malloc((src->nn ? src->nn : 1) * sizeof *map);
+    if (!map)
+        return -1;
+    map[0] = 0;
+    for (size_t i = 1; i < src->nn; i++) { /* a parent is older than its children */
+        const struct cs_node *n = &src->n[i];
+        long d;
+        uint32_t k = n->id & ~CS_THREAD_NODE;
+        if (n->parent == 0 && (n->id & CS_THREAD_NODE) == CS_THREAD_NODE && k < src->nthreads)
+            d = thread_node_of(dst, src->threads[k].pid, src->threads[k].tid);
+        else
+            d = tree_child(dst, map[n->parent], n->id);
+        if (d < 0) {
+            free(map);
+            return -1;
+        }
+        dst->n[d].self += n->self;
+        dst->n[d].calls += n->calls;
+        map[i] = (uint32_t)d;
+    }
+    free(map);
+    return 0;
 }
 
 static int tree_enter(void *ctx, const struct cs_thread *t, struct cs_frame *f, size_t depth)
@@ -389,6 +505,81 @@ static int tree_close(void *ctx, const struct cs_close *c)
     return 0;
 }
 
+/* cs_tree_load's walk of one unit (tool_trace_parallel): a callstack and a tree of its own. */
+struct tree_part {
+    struct callstack cs;
+    struct cs_tree tree;
+};
+
+struct tree_run {
+    struct tree_part **part;
+    struct cs_tree *tree;
+    struct callstack *cs;
+};
+
+enum { WALK_NOMEM = STF_END + 1 };
+
+static void part_free(struct tree_part *p)
+{
+    if (!p)
+        return;
+    cs_free(&p->cs);
+    cs_tree_free(&p->tree);
+    free(p);
+}
+
+static int tree_walk(void *arg, size_t k, struct tool_trace *sub)
+{
+    struct tree_run *run = arg;
+    struct tree_part *p = calloc(1, sizeof *p);
+    if (!p)
+        return WALK_NOMEM;
+    run->part[k] = p;
+    p->tree.per_thread = run->tree->per_thread;
+    if (tree_root(&p->tree) != 0)
+        return WALK_NOMEM;
+    static const struct cs_ops ops = {.enter = tree_enter, .close = tree_close, .loss = NULL};
+    struct stf_func fn[512];
+    struct stf_item it;
+    int rc;
+    for (;;) {
+        const struct stf_func *run;
+        size_t n = tool_trace_run(sub, fn, sizeof fn / sizeof fn[0], &run);
+        if (n) {
+            if (cs_feed_funcs(&p->cs, sub->cur_pid, sub->cur_tid, run, n, &ops, &p->tree) != 0)
+                return WALK_NOMEM;
+            continue;
+        }
+        if ((rc = tool_trace_next(sub, &it)) != STF_OK)
+            return rc;
+        if (cs_feed(&p->cs, &it, &ops, &p->tree) != 0)
+            return WALK_NOMEM;
+    }
+}
+
+static int tree_merge_part(void *arg, size_t k)
+{
+    struct tree_run *run = arg;
+    struct tree_part *p = run->part[k];
+    if (!p)
+        return 0;
+    run->part[k] = NULL;
+    int rc = 0;
+    if (run->cs->nt == 0 && run->tree->nn <= 1 && !run->cs->calls && !run->cs->unmatched &&
+        !run->cs->gaps) { /* the first: taken as it is */
+        cs_free(run->cs);
+        cs_tree_free(run->tree);
+        *run->cs = p->cs;
+        *run->tree = p->tree;
+        free(p);
+        return 0;
+    }
+    if (cs_merge(run->cs, &p->cs) != 0 || cs_tree_merge(run->tree, &p->tree) != 0)
+        rc = WALK_NOMEM;
+    part_free(p);
+    return rc;
+}
+
 int cs_tree_load(const char *path, const char *syms_opt, const int32_t *tid, struct cs_tree *tree,
                  struct callstack *cs, struct stf_syms **syms, uint64_t *freq)
 {
@@ -404,16 +595,18 @@ int cs_tree_load(const char *path, const char *syms_opt, const int32_t *tid, str
         tool_err("out of memory");
         return EXIT_BAD_TRACE;
     }
-    static const struct cs_ops ops = {.enter = tree_enter, .close = tree_close, .loss = NULL};
-    struct stf_item it;
-    int rc, status = EXIT_OK;
-    while ((rc = tool_trace_next(&tr, &it)) == STF_OK) {
-        if (cs_feed(cs, &it, &ops, tree) != 0) {
-            tool_err("out of memory");
-            status = EXIT_BAD_TRACE;
-            break;
-        }
+    size_t units = stf_cursor_threads(tr.c) ? stf_cursor_threads(tr.c) : 1;
+    struct tree_run run = {.part = calloc(units, sizeof *run.part), .tree = tree, .cs = cs};
+    int rc = run.part ? tool_trace_parallel(&tr, tree_walk, tree_merge_part, &run) : WALK_NOMEM;
+    int status = EXIT_OK;
+    if (rc == WALK_NOMEM) {
+        tool_err("out of memory");
+        status = EXIT_BAD_TRACE;
+        rc = STF_END;
     }
+    for (size_t k = 0; run.part && k < units; k++)
+        part_free(run.part[k]); /* not merged: after a failure */
+    free(run.part);
     if (tool_trace_end(&tr, rc) != EXIT_OK && status == EXIT_OK)
         status = EXIT_BAD_TRACE;
     *syms = tr.syms; /* the caller's now */

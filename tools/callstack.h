@@ -13,9 +13,11 @@
  *         reported with why CS_GAP / CS_END, so a timeline shows them.
  * With nesting (account, graph), each frame also knows the nearest open frame below it of the
  * same function and of the same caller -> callee pair (cs_frame.same_below, edge_below), so that
- * a recursive function's time can be counted once: at its outermost frame. That costs a hash
- * lookup per push and pop.
- * Memory grows with threads and stack depth only. */
+ * a recursive function's time can be counted once: at its outermost frame. Functions and pairs
+ * get dense numbers (cs_frame.fx, ex) the first time they are seen (a small cache in front of a
+ * hash map), and each thread keeps the topmost open frame of each in arrays indexed by them: a
+ * push reads and writes one slot of each, a pop writes them back, no hashing.
+ * Memory grows with threads, functions (and caller -> callee pairs) and stack depth only. */
 #ifndef SLEDTRACE_TOOLS_CALLSTACK_H
 #define SLEDTRACE_TOOLS_CALLSTACK_H
 
@@ -38,14 +40,17 @@ struct cs_frame {
     size_t same_below, edge_below;
     uint64_t rec;
     uint64_t mark; /* free for the caller (convert --format chrome: its start as written) */
+    /* With callstack.nesting: the dense numbers of the frame's function and of its caller ->
+     * callee pair (ex: UINT32_MAX for a top-level frame), see the top of this file. */
+    uint32_t fx, ex;
 };
 
-/* Open frames by function (and by caller -> callee pair): key -> index + 1 of the topmost open
- * frame with that key (open addressing, 0 = empty slot). Its size follows the stack depth. */
+/* Open frames by function (and by caller -> callee pair): for dense number fx (ex), index + 1 of
+ * the topmost open frame of that function (pair), 0 when none is open; the arrays grow to the
+ * largest number the thread has used. */
 struct cs_nest {
-    uint64_t *key;
-    size_t *top;
-    size_t cap, n;
+    size_t *fn_top, *edge_top;
+    size_t nfn, nedge;
 };
 
 struct cs_thread {
@@ -95,12 +100,28 @@ struct callstack {
     uint64_t gaps, gap_events, gap_frames; /* loss markers, events they count, frames open */
     uint64_t top_ticks;                    /* sum of the durations of closed top-level frames */
     uint64_t lost_ticks; /* closed ticks under top-level frames dropped at a loss marker */
+    /* With nesting: dense numbers of functions and of caller -> callee pairs (see the top),
+     * each map's index, with a direct-mapped cache in front. */
+    struct u64map fxmap, exmap;
+    uint64_t fx_key[256], ex_key[1024]; /* key + 1 (0: empty) */
+    uint32_t fx_val[256], ex_val[1024];
+    uint64_t fx_last, ex_last; /* the last lookups' keys + 1 (0: none) and their numbers */
+    uint32_t fx_last_val, ex_last_val;
 };
 
 /* Feed one record: function records and loss markers change the stack; CPU changes, TSC wraps,
  * call arguments and events only make their thread known (and events move its last timestamp);
  * other records are ignored. 0, -1 on allocation failure, or a callback's non-zero value. */
 int cs_feed(struct callstack *cs, const struct stf_item *it, const struct cs_ops *ops, void *ctx);
+/* Feed n function records of thread (pid, tid) (stf_cursor_funcs): exactly what cs_feed of each
+ * as a function record item would do, in order; the same return values. */
+int cs_feed_funcs(struct callstack *cs, int32_t pid, int32_t tid, const struct stf_func *fn,
+                  size_t n, const struct cs_ops *ops, void *ctx);
+/* Moves src's threads after dst's (in src's order; none of them may be known to dst) and adds
+ * src's counters to dst's, as if dst had been fed src's records after its own: for walking
+ * threads apart (one callstack each) and putting the results together. src is left empty (free
+ * it with cs_free). 0, or -1 on allocation failure. */
+int cs_merge(struct callstack *dst, struct callstack *src);
 /* At the end, with close_open: closes every frame still open at its thread's last timestamp
  * (CS_END). Without close_open it does nothing (the frames stay open, see cs_open_frames). */
 int cs_finish(struct callstack *cs, const struct cs_ops *ops, void *ctx);
@@ -135,6 +156,9 @@ struct cs_tree {
         int32_t pid, tid;
     } * threads;
     size_t nthreads, capthreads;
+    /* (parent, function) -> node + 1, direct-mapped, in front of map (0: empty slot) */
+    uint64_t ckey[4096];
+    uint32_t cval[4096];
 };
 
 /* The --by weight of stack and flamegraph: "time" or "count" (sets *by_count). -1 with the
@@ -147,6 +171,10 @@ int cs_parse_by(const char *cmd, const char *v, bool *by_count);
 int cs_tree_load(const char *path, const char *syms_opt, const int32_t *tid, struct cs_tree *tree,
                  struct callstack *cs, struct stf_syms **syms, uint64_t *freq);
 void cs_tree_free(struct cs_tree *tree);
+/* Adds src's stacks to dst's (the same (parent, function) paths become the same nodes; thread
+ * nodes by pid and tid), as if dst had been built from src's records after its own. 0, or -1 on
+ * allocation failure. */
+int cs_tree_merge(struct cs_tree *dst, const struct cs_tree *src);
 /* Display name per node (node 0: "all"), ';' -> ':' and control characters -> ' ' so that
  * names fit the folded format. NULL on allocation failure. */
 char **cs_tree_names(const struct cs_tree *tree, const struct stf_syms *syms);

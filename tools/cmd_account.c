@@ -100,10 +100,13 @@ struct acct {
     struct fstat *f;
     size_t nf, capf;
     bool per_thread; /* statistics keyed by (thread, function) */
+    bool elided;     /* an elided-calls event was read */
     /* Lookup cache (indices, not pointers: the array moves when it grows); function ids are
      * few and small. */
     uint64_t fcache_key[1024]; /* (thread index << 32) | function id */
     uint32_t fcache_ix[1024];  /* index + 1; 0 = empty */
+    uint64_t last_key;         /* the last lookup's key and index + 1 (0: none) */
+    uint32_t last_ix;
 };
 
 static int hist_add(struct fstat *f, uint64_t v)
@@ -206,9 +209,14 @@ static struct fstat *fget(struct acct *a, uint32_t tix, uint32_t id)
     if (!a->per_thread)
         tix = 0;
     uint64_t key = ((uint64_t)tix << 32) | id;
+    if (a->last_ix && a->last_key == key) /* the same function as the last lookup */
+        return &a->f[a->last_ix - 1];
     size_t slot = (id ^ (tix * 0x9e3779b1u)) & 1023;
-    if (a->fcache_ix[slot] && a->fcache_key[slot] == key)
+    if (a->fcache_ix[slot] && a->fcache_key[slot] == key) {
+        a->last_key = key;
+        a->last_ix = a->fcache_ix[slot];
         return &a->f[a->fcache_ix[slot] - 1];
+    }
     bool added;
     long i = u64map_get(&a->fmap, key, &added);
     if (i < 0)
@@ -227,18 +235,14 @@ static struct fstat *fget(struct acct *a, uint32_t tix, uint32_t id)
     }
     a->fcache_key[slot] = key;
     a->fcache_ix[slot] = (uint32_t)i + 1;
+    a->last_key = key;
+    a->last_ix = (uint32_t)i + 1;
     return &a->f[i];
 }
 
-/* The walker's callbacks: an entered function gets its (zero) row at once, so that functions
- * never exited are still known; a closed frame adds to its function's statistics. */
-static int on_enter(void *ctx, const struct cs_thread *t, struct cs_frame *f, size_t depth)
-{
-    struct acct *a = ctx;
-    (void)depth;
-    return fget(a, (uint32_t)(t - a->cs.t), f->id) ? 0 : -1;
-}
-
+/* The walker's callback: a closed frame adds to its function's statistics. A function that
+ * never exits gets its row from unfinished() (a loss marker's frames, or those open at the
+ * end), so no row is made at entry: every entered function still appears. */
 static int on_close(void *ctx, const struct cs_close *c)
 {
     struct acct *a = ctx;
@@ -317,7 +321,7 @@ static int add_elided(struct acct *a, const struct stf_item *it)
             return -1;
         f->elided += calls;
         f->elided_ticks += ticks;
-        g_elided = true;
+        a->elided = true;
     }
     return 0;
 }
@@ -330,6 +334,139 @@ static int count_open(struct acct *a)
             if (unfinished(a, i, &a->cs.t[i].st[k]) != 0)
                 return -1;
     return 0;
+}
+
+/* ---- walking the threads apart (tool_trace_parallel), then merging ------------------------- */
+
+/* A walk's own failure (tool_trace_parallel: above STF_END). */
+enum { WALK_NOMEM = STF_END + 1 };
+
+/* The statistics of each unit (a thread, or the whole trace), merged in order into all. */
+struct run {
+    bool per_thread;
+    struct acct **part;
+    struct acct *all;
+};
+
+static void acct_free(struct acct *a)
+{
+    for (size_t i = 0; i < a->nf; i++) {
+        free(a->f[i].vals);
+        for (int k = 0; k < ROWS; k++)
+            free(a->f[i].rows[k]);
+    }
+    free(a->f);
+    cs_free(&a->cs);
+    u64map_free(&a->fmap);
+}
+
+static int acct_walk(void *arg, size_t k, struct tool_trace *sub)
+{
+    struct run *run = arg;
+    struct acct *a = calloc(1, sizeof *a);
+    if (!a)
+        return WALK_NOMEM;
+    run->part[k] = a;
+    a->per_thread = run->per_thread;
+    a->cs.nesting = true;
+    static const struct cs_ops ops = {.enter = NULL, .close = on_close, .loss = on_loss};
+    struct stf_func fn[512];
+    struct stf_item it;
+    int rc;
+    for (;;) {
+        const struct stf_func *run;
+        size_t n = tool_trace_run(sub, fn, sizeof fn / sizeof fn[0], &run);
+        if (n) {
+            if (cs_feed_funcs(&a->cs, sub->cur_pid, sub->cur_tid, run, n, &ops, a) != 0)
+                return WALK_NOMEM;
+            continue;
+        }
+        if ((rc = tool_trace_next(sub, &it)) != STF_OK)
+            return rc;
+        /* Function records and loss markers (a gap: no call is measured across it, the frames
+         * open before it are dropped); threads with neither are not counted. */
+        uint64_t lost;
+        if (it.kind == STF_M_TYPED_EVENT && it.event_type == STF_TYPED_ELIDED) {
+            if (add_elided(a, &it) != 0)
+                return WALK_NOMEM;
+            continue;
+        }
+        if (it.kind != STF_K_FUNCTION &&
+            !(it.kind == STF_M_CUSTOM_EVENT && stf_decode_loss(it.payload, it.payload_len, &lost)))
+            continue;
+        if (cs_feed(&a->cs, &it, &ops, a) != 0)
+            return WALK_NOMEM;
+    }
+}
+
+/* s's statistics added to d's, as if d had recorded s's calls after its own: the counters add
+ * up, and the durations stay exact while both have kept theirs and there are at most EXACT_MAX
+ * of them together (as record() keeps them), else all go to d's histogram. */
+static int fmerge(struct fstat *d, const struct fstat *s)
+{
+    if (s->count && (d->count == 0 || s->min < d->min))
+        d->min = s->min;
+    if (s->max > d->max)
+        d->max = s->max;
+    d->count += s->count;
+    d->total += s->total;
+    d->self += s->self;
+    d->unfinished += s->unfinished;
+    d->elided += s->elided;
+    d->elided_ticks += s->elided_ticks;
+    d->recursive |= s->recursive;
+    if (!d->sketch && !s->sketch && d->nvals + s->nvals <= EXACT_MAX) {
+        for (uint32_t i = 0; i < s->nvals; i++)
+            if (record(d, s->vals[i]) != 0)
+                return -1;
+        return 0;
+    }
+    if (!d->sketch) {
+        for (uint32_t i = 0; i < d->nvals; i++)
+            if (hist_add(d, d->vals[i]) != 0)
+                return -1;
+        free(d->vals);
+        d->vals = NULL;
+        d->nvals = d->capvals = 0;
+        d->sketch = true;
+    }
+    for (uint32_t i = 0; i < s->nvals; i++)
+        if (hist_add(d, s->vals[i]) != 0)
+            return -1;
+    for (unsigned row = 0; s->sketch && row < ROWS; row++) {
+        if (!s->rows[row])
+            continue;
+        if (!d->rows[row] && !(d->rows[row] = calloc(SUB, sizeof *d->rows[row])))
+            return -1;
+        for (unsigned slot = 0; slot < SUB; slot++)
+            d->rows[row][slot] += s->rows[row][slot];
+    }
+    return 0;
+}
+
+static int acct_merge(void *arg, size_t k)
+{
+    struct run *run = arg;
+    struct acct *s = run->part[k], *d = run->all;
+    if (!s)
+        return 0;
+    run->part[k] = NULL;
+    if (d->nf == 0 && d->cs.nt == 0 && !d->elided) { /* the first: taken as it is */
+        *d = *s;
+        free(s);
+        return 0;
+    }
+    size_t base = d->cs.nt; /* s's thread i becomes d's base + i (cs_merge) */
+    int rc = cs_merge(&d->cs, &s->cs) == 0 ? 0 : WALK_NOMEM;
+    for (size_t i = 0; rc == 0 && i < s->nf; i++) {
+        struct fstat *f = fget(d, (uint32_t)(base + s->f[i].tix), s->f[i].id);
+        if (!f || fmerge(f, &s->f[i]) != 0)
+            rc = WALK_NOMEM;
+    }
+    d->elided |= s->elided;
+    acct_free(s);
+    free(s);
+    return rc;
 }
 
 enum sort_key { S_TOTAL, S_SELF, S_COUNT, S_MAX, S_NAME, S_ID };
@@ -563,30 +700,23 @@ int cmd_account(int argc, char **argv)
     struct acct a = {0};
     a.per_thread = per_thread;
     a.cs.nesting = true;
-    static const struct cs_ops ops = {.enter = on_enter, .close = on_close, .loss = on_loss};
-    struct stf_item it;
-    int rc, status = EXIT_OK;
-    while ((rc = tool_trace_next(&tr, &it)) == STF_OK) {
-        /* Function records and loss markers (a gap: no call is measured across it, the frames
-         * open before it are dropped); threads with neither are not counted. */
-        uint64_t lost;
-        if (it.kind == STF_M_TYPED_EVENT && it.event_type == STF_TYPED_ELIDED) {
-            if (add_elided(&a, &it) != 0) {
-                tool_err("out of memory");
-                status = EXIT_BAD_TRACE;
-                break;
-            }
-            continue;
-        }
-        if (it.kind != STF_K_FUNCTION &&
-            !(it.kind == STF_M_CUSTOM_EVENT && stf_decode_loss(it.payload, it.payload_len, &lost)))
-            continue;
-        if (cs_feed(&a.cs, &it, &ops, &a) != 0) {
-            tool_err("out of memory");
-            status = EXIT_BAD_TRACE;
-            break;
-        }
+    size_t units = stf_cursor_threads(tr.c);
+    struct run run = {
+        .per_thread = per_thread, .part = calloc(units ? units : 1, sizeof *run.part), .all = &a};
+    int rc = run.part ? tool_trace_parallel(&tr, acct_walk, acct_merge, &run) : WALK_NOMEM;
+    int status = EXIT_OK;
+    if (rc == WALK_NOMEM) {
+        tool_err("out of memory");
+        status = EXIT_BAD_TRACE;
+        rc = STF_END;
     }
+    for (size_t k = 0; run.part && k < (units ? units : 1); k++)
+        if (run.part[k]) { /* not merged: after a failure */
+            acct_free(run.part[k]);
+            free(run.part[k]);
+        }
+    free(run.part);
+    g_elided = a.elided;
     if (tool_trace_end(&tr, rc) != EXIT_OK && status == EXIT_OK)
         status = EXIT_BAD_TRACE;
     if (status == EXIT_OK && count_open(&a) != 0) {
@@ -718,14 +848,7 @@ int cmd_account(int argc, char **argv)
                     a.cs.gaps, a.cs.gap_events, a.cs.gap_frames);
     }
     free(rows);
-    for (size_t i = 0; i < a.nf; i++) {
-        free(a.f[i].vals);
-        for (int k = 0; k < ROWS; k++)
-            free(a.f[i].rows[k]);
-    }
-    free(a.f);
-    cs_free(&a.cs);
-    u64map_free(&a.fmap);
+    acct_free(&a);
     tool_trace_close(&tr);
     if (fflush(stdout) != 0)
         status = EXIT_BAD_TRACE;

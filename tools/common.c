@@ -1,4 +1,4 @@
-/* Shared helpers for the sledtrace subcommands (see common.h). Errors are one line on stderr,
+/* Shared helpers for the sledtrace subcommands (see common.h); reading a trace is in trace.c. Errors are one line on stderr,
  * "sledtrace: FILE: offset N: reason", so that scripts can match them. */
 #include "common.h"
 
@@ -45,12 +45,17 @@ bool tool_wants_help(int argc, char **argv)
     return false;
 }
 
-static void warn_cb(void *ctx, uint64_t off, const char *msg)
+void tool_warn_cb(void *ctx, uint64_t off, const char *msg)
 {
     const char *path = ctx;
     warnings_seen++;
     if (warnings_seen <= MAX_WARNINGS_SHOWN)
         tool_err("%s: warning: offset %" PRIu64 ": %s", path, off, msg);
+}
+
+void tool_warn_more(uint64_t n)
+{
+    warnings_seen += n;
 }
 
 void tool_warn_summary(const char *path)
@@ -61,7 +66,7 @@ void tool_warn_summary(const char *path)
 }
 
 /* One line for a reader or cursor error: the byte offset unless the error is not about bytes. */
-static int report_error(const char *path, int rc, const char *msg, uint64_t off)
+int tool_report_error(const char *path, int rc, const char *msg, uint64_t off)
 {
     if (!msg || !*msg)
         tool_err("%s: %s", path, stf_strerror(rc));
@@ -76,7 +81,7 @@ int tool_reader_fail(struct stf_reader *r, const char *path, int rc)
 {
     uint64_t off = 0;
     const char *msg = r ? stf_reader_error(r, &off) : NULL;
-    return report_error(path, rc, msg, off);
+    return tool_report_error(path, rc, msg, off);
 }
 
 struct stf_reader *tool_open_trace_as(const char *path, const char *name, int flags)
@@ -88,7 +93,7 @@ struct stf_reader *tool_open_trace_as(const char *path, const char *name, int fl
         stf_reader_close(r);
         return NULL;
     }
-    stf_reader_set_warn(r, warn_cb, (void *)name);
+    stf_reader_set_warn(r, tool_warn_cb, (void *)name);
     return r;
 }
 
@@ -197,274 +202,6 @@ void *tool_grow(void *p, size_t *cap, size_t elem, size_t init)
     if (n)
         *cap = nc;
     return n;
-}
-
-const char *tool_seekable(const char *path, char *buf, size_t len, int *fd)
-{
-    *fd = -1;
-    const char *src = strcmp(path, "-") == 0 ? "/dev/stdin" : path;
-    struct stat st;
-    bool known = stat(src, &st) == 0;
-    if (known && S_ISREG(st.st_mode))
-        return src;
-    if (known && S_ISDIR(st.st_mode)) {
-        tool_err("%s: %s", path, strerror(EISDIR));
-        return NULL;
-    }
-    int in = open(src, O_RDONLY | O_CLOEXEC);
-    if (in < 0) {
-        tool_err("%s: %s", path, strerror(errno));
-        return NULL;
-    }
-    const char *dir = getenv("TMPDIR");
-    if (!dir || !*dir)
-        dir = "/tmp";
-    char tmpl[PATH_MAX];
-    snprintf(tmpl, sizeof tmpl, "%s/sledtrace-input.XXXXXX", dir);
-    int out = mkostemp(tmpl, O_CLOEXEC);
-    if (out < 0) {
-        tool_err("%s: cannot make a temporary copy in %s: %s", path, dir, strerror(errno));
-        close(in);
-        return NULL;
-    }
-    unlink(tmpl);
-    static char chunk[1 << 16];
-    bool ok = true;
-    for (;;) {
-        ssize_t k = read(in, chunk, sizeof chunk);
-        if (k == 0)
-            break;
-        if (k < 0) {
-            if (errno == EINTR)
-                continue;
-            tool_err("%s: %s", path, strerror(errno));
-            close(in);
-            close(out);
-            return NULL;
-        }
-        for (ssize_t done = 0; ok && done < k;) {
-            ssize_t w = write(out, chunk + done, (size_t)(k - done));
-            if (w > 0)
-                done += w;
-            else if (w == 0 || errno != EINTR)
-                ok = false;
-        }
-        if (!ok)
-            break;
-    }
-    int e = errno;
-    close(in);
-    if (!ok) {
-        tool_err("%s: cannot make a temporary copy in %s: %s", path, dir, strerror(e));
-        close(out);
-        return NULL;
-    }
-    *fd = out;
-    snprintf(buf, len, "/proc/self/fd/%d", out);
-    return buf;
-}
-
-int tool_trace_open(struct tool_trace *t, const char *path, const char *syms_opt, const char *what,
-                    bool streams_stdout)
-{
-    *t = (struct tool_trace){.path = path, .spool = -1};
-    char err[512];
-    const char *src = tool_seekable(path, t->src, sizeof t->src, &t->spool);
-    if (!src)
-        return EXIT_BAD_TRACE;
-    if (src != t->src) /* path itself, or "/dev/stdin" for "-" */
-        snprintf(t->src, sizeof t->src, "%s", src == path ? "" : src);
-    int rc =
-        stf_cursor_open_warn(&t->c, src, STF_READ_LENIENT, warn_cb, (void *)path, err, sizeof err);
-    if (rc != STF_OK) {
-        size_t n = strlen(src);
-        bool named = strncmp(err, src, n) == 0; /* name the file the user gave */
-        tool_err("%s%s", named ? path : "", named ? err + n : err);
-        tool_trace_close(t);
-        return EXIT_BAD_TRACE;
-    }
-    bool ok;
-    t->syms = tool_load_syms(path, syms_opt, &ok);
-    if (!ok) {
-        tool_trace_close(t);
-        return EXIT_BAD_TRACE;
-    }
-    t->freq = stf_cursor_header(t->c)->cycle_freq;
-    struct stf_reader_stats st;
-    stf_cursor_stats(t->c, &st);
-    tool_progress_init(&t->prog, st.file_size, what, streams_stdout);
-    return EXIT_OK;
-}
-
-/* --tid N naming no thread of the trace: an error, not an empty answer. */
-enum { NO_SUCH_TID = -100 };
-
-static bool has_tid(struct tool_trace *t)
-{
-    for (size_t i = 0; i < stf_cursor_threads(t->c); i++) {
-        int32_t tid;
-        if (stf_cursor_select(t->c, i, NULL, &tid, NULL) == STF_OK && tid == t->tid)
-            return true;
-    }
-    return false;
-}
-
-/* "1234, 1235, ... (N threads)" into buf: the trace's thread ids, for the --tid error. */
-static void list_tids(struct tool_trace *t, char *buf, size_t len)
-{
-    size_t n = stf_cursor_threads(t->c), used = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; i < n && used + 16 < len; i++) {
-        int32_t tid;
-        if (stf_cursor_select(t->c, i, NULL, &tid, NULL) != STF_OK)
-            break;
-        if (i == 8 && n > 9) {
-            used += (size_t)snprintf(buf + used, len - used, ", ... (%zu threads)", n);
-            break;
-        }
-        used += (size_t)snprintf(buf + used, len - used, "%s%" PRId32, i ? ", " : "", tid);
-    }
-}
-
-int tool_trace_next(struct tool_trace *t, struct stf_item *it)
-{
-    enum { PROGRESS_EVERY = 4096 };
-    if (t->one && !t->tid_checked) {
-        t->tid_checked = true;
-        if (!has_tid(t))
-            return NO_SUCH_TID;
-    }
-    if (!t->order && stf_cursor_threads(t->c) > 0) {
-        /* Main threads (tid == pid) first, then the order the trace gives (a stable split). */
-        size_t n = stf_cursor_threads(t->c), k = 0;
-        t->order = malloc(n * sizeof *t->order);
-        if (!t->order)
-            return STF_ERR_NOMEM;
-        for (int pass = 0; pass < 2; pass++)
-            for (size_t i = 0; i < n; i++) {
-                int32_t pid = 0, tid = 0;
-                stf_cursor_select(t->c, i, &pid, &tid, NULL);
-                if ((tid == pid) == (pass == 0))
-                    t->order[k++] = i;
-            }
-    }
-    for (;;) {
-        if (!t->started) {
-            if (t->thread >= stf_cursor_threads(t->c))
-                return STF_END;
-            int32_t tid;
-            int rc = stf_cursor_select(t->c, t->order[t->thread], NULL, &tid, NULL);
-            if (rc != STF_OK)
-                return rc;
-            if (t->one && tid != t->tid) {
-                t->thread++; /* another thread's: not even decoded */
-                continue;
-            }
-            t->started = true;
-        }
-        int rc = stf_cursor_next(t->c, it);
-        if (rc == STF_OK) {
-            if (t->prog.on && ++t->n % PROGRESS_EVERY == 0) {
-                struct stf_reader_stats st;
-                stf_cursor_stats(t->c, &st);
-                tool_progress_set(&t->prog, t->items ? t->n : st.bytes);
-            }
-            return STF_OK;
-        }
-        if (rc != STF_END)
-            return rc;
-        t->started = false;
-        t->thread++;
-    }
-}
-
-const char *tool_trace_source(const struct tool_trace *t)
-{
-    return t->src[0] ? t->src : t->path;
-}
-
-uint64_t tool_trace_base(struct tool_trace *t)
-{
-    uint64_t base = UINT64_MAX;
-    for (size_t i = 0; i < stf_cursor_threads(t->c); i++) {
-        if (stf_cursor_select(t->c, i, NULL, NULL, NULL) != STF_OK)
-            break;
-        struct stf_item it;
-        while (stf_cursor_next(t->c, &it) == STF_OK) {
-            if (it.kind == STF_M_NEW_CPU || it.kind == STF_M_TSC_WRAP ||
-                it.kind == STF_K_FUNCTION) {
-                if (it.tsc < base)
-                    base = it.tsc;
-                break;
-            }
-        }
-    }
-    t->started = false;
-    t->thread = 0;
-    return base == UINT64_MAX ? 0 : base;
-}
-
-uint64_t tool_trace_extent(struct tool_trace *t, uint64_t *items)
-{
-    uint64_t last = 0, n = 0;
-    for (size_t i = 0; i < stf_cursor_threads(t->c); i++) {
-        if (stf_cursor_select(t->c, i, NULL, NULL, NULL) != STF_OK)
-            break;
-        struct stf_item it;
-        while (stf_cursor_next(t->c, &it) == STF_OK) {
-            n++;
-            switch (it.kind) {
-            case STF_K_FUNCTION:
-            case STF_M_NEW_CPU:
-            case STF_M_TSC_WRAP:
-            case STF_M_CUSTOM_EVENT:
-            case STF_M_TYPED_EVENT:
-                if (it.tsc > last)
-                    last = it.tsc;
-                break;
-            default:
-                break;
-            }
-        }
-    }
-    t->started = false;
-    t->thread = 0;
-    t->items = n;
-    t->prog.total = n;
-    *items = n;
-    return last;
-}
-
-int tool_trace_end(struct tool_trace *t, int rc)
-{
-    tool_progress_done(&t->prog);
-    int status = EXIT_OK;
-    if (rc == NO_SUCH_TID) {
-        char tids[256];
-        list_tids(t, tids, sizeof tids);
-        tool_err("%s: no thread %" PRId32 " in this trace (its threads: %s)", t->path, t->tid,
-                 tids[0] ? tids : "none");
-        status = EXIT_BAD_TRACE;
-    } else if (rc < 0) {
-        uint64_t off = 0;
-        const char *msg = stf_cursor_error(t->c, &off);
-        status = report_error(t->path, rc, msg, off);
-    }
-    tool_warn_summary(t->path);
-    return status;
-}
-
-void tool_trace_close(struct tool_trace *t)
-{
-    free(t->order);
-    t->order = NULL;
-    stf_cursor_close(t->c);
-    stf_syms_free(t->syms);
-    if (t->spool >= 0)
-        close(t->spool);
-    t->c = NULL;
-    t->syms = NULL;
-    t->spool = -1;
 }
 
 static size_t utf8_len(const uint8_t *s, size_t n);

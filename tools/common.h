@@ -114,6 +114,14 @@ struct tool_trace {
     bool tid_checked;
     size_t *order; /* the cursor's threads, main threads (tid == pid) first */
     char src[64];  /* what was opened when not path itself (a piped trace's copy, /dev/stdin) */
+    int32_t cur_pid, cur_tid; /* the thread being walked */
+    size_t end;               /* walk the threads before order index end only (SIZE_MAX: all) */
+    struct par *par;          /* a part of a parallel walk (trace.c), else NULL */
+    bool par_main;            /* that part runs on the calling thread: it shows progress */
+    uint64_t par_bytes;       /* its cursor's bytes already counted for progress */
+    char err[256];            /* a parallel walk's error, for tool_trace_end ("" if none) */
+    uint64_t err_off;
+    struct pf *pf; /* decoding ahead on a thread of its own (tool_trace_prefetch), else NULL */
 };
 /* The file to open again for a second look at the trace (replay's lookahead). */
 const char *tool_trace_source(const struct tool_trace *t);
@@ -124,6 +132,35 @@ int tool_trace_open(struct tool_trace *t, const char *path, const char *syms_opt
                     bool streams_stdout);
 /* The next item: STF_OK, STF_END, or a negative error (pass it to tool_trace_end). */
 int tool_trace_next(struct tool_trace *t, struct stf_item *it);
+/* The function records that follow, in bulk (stf_cursor_funcs), of the thread being walked
+ * (t->cur_pid, t->cur_tid): up to max into out; 0 when the next item is anything else, or
+ * before the first tool_trace_next of a thread: then ask tool_trace_next. */
+size_t tool_trace_funcs(struct tool_trace *t, struct stf_func *out, size_t max);
+/* The same, where *run gets the records: buf, or (prefetching) the decoded chunk itself,
+ * valid until the next call. */
+size_t tool_trace_run(struct tool_trace *t, struct stf_func *buf, size_t max,
+                      const struct stf_func **run);
+/* Walking the trace's threads in parallel (trace.c explains how). walk(arg, k, sub) walks unit k
+ * with tool_trace_next / tool_trace_funcs on sub, until they return STF_END (return it) or an
+ * error (return it); or returns a value > STF_END of its own (e.g. out of memory) to stop the
+ * walk. Walks of different units run at the same time and must keep their results apart, by
+ * k. Then, on the calling thread, for k = 0, 1, ... in order: the warnings of unit k are
+ * printed, and if its walk ended with STF_END, merge(arg, k) is called (0, or a value > STF_END
+ * to stop), else its value is returned. A unit is a thread of the trace (k in the order
+ * tool_trace_next walks them); with --tid, one thread in the trace, one processor or
+ * SLEDTRACE_JOBS=1, unit 0 is the whole trace walked on the calling thread with sub = t.
+ * Returns STF_END, a negative error (pass it to tool_trace_end) or a walk's or merge's value.
+ * Call it instead of tool_trace_next, before any. */
+/* Decode ahead on a thread of its own while the caller walks (trace.c, "prefetch"), when the
+ * machine has a second processor (SLEDTRACE_JOBS): tool_trace_next and tool_trace_funcs then
+ * give the same items and runs, and the same warnings at the same points, except that a
+ * function record taken with tool_trace_next instead of tool_trace_funcs carries only kind,
+ * pid, tid, tsc, func_id and action. Call it before the walk's first tool_trace_next (after
+ * tool_trace_base / tool_trace_extent); tool_trace_end and tool_trace_close end it. */
+void tool_trace_prefetch(struct tool_trace *t);
+typedef int (*tool_walk_fn)(void *arg, size_t k, struct tool_trace *sub);
+typedef int (*tool_merge_fn)(void *arg, size_t k);
+int tool_trace_parallel(struct tool_trace *t, tool_walk_fn walk, tool_merge_fn merge, void *arg);
 /* After the last tool_trace_next: ends the progress line, prints the error for rc < 0 (file and
  * offset) and the warning summary. Returns EXIT_OK, or EXIT_BAD_TRACE when rc < 0. */
 int tool_trace_end(struct tool_trace *t, int rc);
@@ -136,6 +173,12 @@ uint64_t tool_trace_base(struct tool_trace *t);
  * tool_trace_next. */
 uint64_t tool_trace_extent(struct tool_trace *t, uint64_t *items);
 void tool_trace_close(struct tool_trace *t);
+/* The lenient-mode warning callback of the tools (ctx: the path to name): prints the first 10
+ * warnings, counts the rest (tool_warn_summary); tool_warn_more counts n more, unprinted. */
+void tool_warn_cb(void *ctx, uint64_t off, const char *msg);
+void tool_warn_more(uint64_t n);
+/* One line for a reader or cursor error (message msg at offset off); returns EXIT_BAD_TRACE. */
+int tool_report_error(const char *path, int rc, const char *msg, uint64_t off);
 /* Print the reader's error for path. Always returns EXIT_BAD_TRACE. */
 int tool_reader_fail(struct stf_reader *r, const char *path, int rc);
 void tool_warn_summary(const char *path);

@@ -60,15 +60,16 @@
  * no pairing, and each event is still written when its frame closes. */
 #include "callstack.h"
 #include "convert.h"
+#include "ticks.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { OFFSET_NS = 1000, FINEST = 12 };
+enum { OFFSET_NS = 1000, FINEST = 12, OUT_BUF = 1 << 16 };
 
-struct frac { /* a fraction of a step: "." and its decimals */
-    char s[FINEST + 1];
+struct frac { /* a fraction of a step: "." and its decimals (NUL-padded: copied whole) */
+    char s[16];
     uint8_t n;
 };
 
@@ -79,7 +80,15 @@ struct chrome {
     bool first;
     int32_t named[8]; /* pids given a process_name (a trace has one, or a few after exec) */
     size_t nnamed;
-    struct tool_names names; /* JSON-escaped function names */
+    struct tool_names names; /* per function: the end of its events, see event_tail */
+    uint32_t tail_id;        /* the last function looked up, its tail and the tail's length */
+    char *tail; /* the last function's tail, copied with SHORT bytes of room after it */
+    size_t tail_len, tail_cap;
+    const struct cs_thread *head_t; /* the thread whose complete events' head is in head */
+    char head[96];
+    size_t head_len;
+    char *ob; /* complete events are put together here, written out when it fills */
+    size_t olen, ocap;
     bool nomem;
     const struct callstack *cs;
     int step;       /* times are whole multiples of 2^-step us (see the top) */
@@ -88,11 +97,18 @@ struct chrome {
     struct frac *frac; /* see frac_table */
 };
 
+/* tool_ticks_to_ns, mostly without its long double arithmetic (ticks.h). */
+static uint64_t ticks_ns(uint64_t ticks, uint64_t freq)
+{
+    uint64_t ns;
+    return tool_ticks_to_ns_int(ticks, freq, &ns) ? ns : tool_ticks_to_ns(ticks, freq);
+}
+
 /* Nanoseconds from 1 us before the base (none before the base: a counter stepped back below it
  * is clamped), saturating. */
 static uint64_t at_ns(const struct chrome *c, uint64_t tsc)
 {
-    uint64_t ns = tsc > c->base ? tool_ticks_to_ns(tsc - c->base, c->freq) : 0;
+    uint64_t ns = tsc > c->base ? ticks_ns(tsc - c->base, c->freq) : 0;
     return ns > UINT64_MAX - OFFSET_NS ? UINT64_MAX : ns + OFFSET_NS;
 }
 
@@ -163,24 +179,66 @@ static struct frac *frac_table(int step)
     if (step <= 0)
         return NULL;
     size_t n = (size_t)1 << step;
-    struct frac *t = malloc(n * sizeof *t);
+    struct frac *t = calloc(n, sizeof *t);
     for (size_t i = 1; t && i < n; i++)
         t[i].n = (uint8_t)(put_frac(t[i].s, step, i) - t[i].s);
     return t;
 }
 
-/* k steps as an exact decimal number of microseconds at p (at most 34 bytes); returns the end. */
+/* v in decimal at p (no terminator), two digits at a time; returns the end. What
+ * tool_put_u64 writes, in a third of the time (every event has two times). */
+static char *put_dec(char *p, uint64_t v)
+{
+    static const char pairs[] = "000102030405060708091011121314151617181920212223242526272829"
+                                "303132333435363738394041424344454647484950515253545556575859"
+                                "606162636465666768697071727374757677787980818283848586878889"
+                                "90919293949596979899";
+    size_t n = 1;
+    for (uint64_t x = v; x >= 10; x /= 10)
+        n++;
+    char *q = p + n;
+    while (v >= 100) {
+        unsigned d = (unsigned)(v % 100);
+        v /= 100;
+        q -= 2;
+        memcpy(q, pairs + 2 * d, 2);
+    }
+    if (v >= 10)
+        memcpy(q - 2, pairs + 2 * v, 2);
+    else
+        q[-1] = (char)('0' + v);
+    return p + n;
+}
+
+/* Up to SHORT bytes of s at p, copied as a whole SHORT-byte block when it is that short (a
+ * fixed-size copy, inline): the bytes after the n wanted are scribbled on, and the caller
+ * leaves room for them. Returns p + n. */
+enum { SHORT = 64 };
+static inline char *put_short(char *p, const char *s, size_t n)
+{
+    if (n <= SHORT)
+        memcpy(p, s, SHORT);
+    else
+        memcpy(p, s, n);
+    return p + n;
+}
+
+/* A string literal at p; returns the end. */
+#define PUT_LIT(p, lit) (memcpy((p), (lit), sizeof(lit) - 1), (p) + sizeof(lit) - 1)
+
+/* k steps as an exact decimal number of microseconds at p (at most 34 bytes, and 16 more are
+ * scribbled past the end); returns the end. */
 static char *put_us(const struct chrome *c, char *p, uint64_t k)
 {
     if (c->step <= 0)
-        return tool_put_u64(p, k << -c->step);
-    p = tool_put_u64(p, k >> c->step);
+        return put_dec(p, k << -c->step);
+    p = put_dec(p, k >> c->step);
     uint64_t frac = k & (((uint64_t)1 << c->step) - 1);
     if (!frac)
         return p;
     if (!c->frac)
         return put_frac(p, c->step, frac);
-    memcpy(p, c->frac[frac].s, c->frac[frac].n);
+    memcpy(p, c->frac[frac].s, sizeof c->frac[frac].s);
     return p + c->frac[frac].n;
 }
 
@@ -200,8 +258,17 @@ static char *event_head(struct chrome *c, char *p, const char *ph, int32_t pid, 
     return put_us(c, p, ts);
 }
 
+/* The complete events put together so far, written out (before anything else is written). */
+static void out_flush(struct chrome *c)
+{
+    if (c->olen)
+        fwrite(c->ob, 1, c->olen, c->f);
+    c->olen = 0;
+}
+
 static void begin_event(struct chrome *c, const char *ph, int32_t pid, int32_t tid, uint64_t ts)
 {
+    out_flush(c);
     char buf[128];
     fwrite(buf, 1, (size_t)(event_head(c, buf, ph, pid, tid, ts) - buf), c->f);
 }
@@ -213,12 +280,16 @@ static uint64_t base_steps(const struct chrome *c)
     return k ? k : 1;
 }
 
-static void make_name(FILE *f, uint32_t id, void *ctx)
+/* A function's complete events end alike: ',"cat":"function","name":"NAME","args":{"id":ID'
+ * (then the call's own args and "}}"), made once per function. */
+static void event_tail(FILE *f, uint32_t id, void *ctx)
 {
     const struct chrome *c = ctx;
     char buf[24];
     const char *name = stf_syms_name(c->syms, id, buf, sizeof buf);
+    fputs(",\"cat\":\"function\",\"name\":\"", f);
     tool_json_escape(f, (const uint8_t *)name, strlen(name));
+    fprintf(f, "\",\"args\":{\"id\":%" PRId64, (int64_t)id);
 }
 
 /* The process's name: the executable's base name from the sidecar, else "pid N". */
@@ -278,20 +349,60 @@ static int on_close(void *ctx, const struct cs_close *cl)
     struct chrome *c = ctx;
     const struct cs_frame *fr = cl->f;
     uint64_t s = fr->mark, e = when(c, cl->t, cl->end, true);
-    const char *name = tool_names_get(&c->names, fr->id, make_name, c);
-    if (!name) {
-        c->nomem = true;
-        return -1;
+    if (!c->tail || c->tail_id != fr->id) {
+        const char *tail = tool_names_get(&c->names, fr->id, event_tail, c);
+        size_t len = tail ? strlen(tail) : 0;
+        if (tail && len + SHORT > c->tail_cap) {
+            char *n = realloc(c->tail, len + SHORT);
+            if (n) {
+                c->tail = n;
+                c->tail_cap = len + SHORT;
+            }
+        }
+        if (!tail || len + SHORT > c->tail_cap) {
+            c->nomem = true;
+            return -1;
+        }
+        memcpy(c->tail, tail, len + 1);
+        memset(c->tail + len + 1, 0, SHORT - 1); /* what put_short copies past it */
+        c->tail_id = fr->id;
+        c->tail_len = len;
     }
-    char buf[256];
-    char *p = event_head(c, buf, "X", cl->t->pid, cl->t->tid, s);
-    p = tool_put_str(p, ",\"dur\":");
+    if (c->first || c->head_t != cl->t) { /* the event's start up to "ts": (event_head) */
+        bool first = c->first;
+        c->head_len = (size_t)(event_head(c, c->head, "X", cl->t->pid, cl->t->tid, 0) - c->head);
+        c->head_len -= 1; /* the 0 */
+        if (first) {      /* not the one for every later event: written as it is, made again */
+            out_flush(c);
+            fwrite(c->head, 1, c->head_len, c->f);
+            c->head_t = NULL;
+        } else {
+            c->head_t = cl->t;
+        }
+    }
+    /* the rest of the event: head, two times (34 bytes each, 16 scribbled past), the tail,
+     * the args (80), and what put_short scribbles past the head and the tail */
+    size_t need = c->head_len + c->tail_len + 200 + 2 * SHORT;
+    if (c->olen + need > c->ocap) {
+        out_flush(c);
+        if (need > c->ocap) { /* a long name: room for it (memory grows with names only) */
+            char *nb = realloc(c->ob, need);
+            if (!nb) {
+                c->nomem = true;
+                return -1;
+            }
+            c->ob = nb;
+            c->ocap = need;
+        }
+    }
+    char *p = c->ob + c->olen;
+    if (c->head_t) {
+        p = put_short(p, c->head, c->head_len);
+    }
+    p = put_us(c, p, s);
+    p = PUT_LIT(p, ",\"dur\":");
     p = put_us(c, p, e - s);
-    p = tool_put_str(p, ",\"cat\":\"function\",\"name\":\"");
-    fwrite(buf, 1, (size_t)(p - buf), c->f);
-    fputs(name, c->f);
-    p = tool_put_str(buf, "\",\"args\":{\"id\":");
-    p = tool_put_i64(p, fr->id);
+    p = put_short(p, c->tail, c->tail_len);
     if (fr->nargs) { /* the logged argument: a number while JSON keeps it exact, else hex */
         if (fr->arg < (1ull << 53)) {
             p = tool_put_str(p, ",\"arg\":");
@@ -304,8 +415,8 @@ static int on_close(void *ctx, const struct cs_close *cl)
                                          ",\"closed\":\"unfinished\""};
     if (closed[cl->why])
         p = tool_put_str(p, closed[cl->why]);
-    p = tool_put_str(p, "}}");
-    fwrite(buf, 1, (size_t)(p - buf), c->f);
+    p = PUT_LIT(p, "}}");
+    c->olen = (size_t)(p - c->ob);
     return 0;
 }
 
@@ -349,11 +460,28 @@ int convert_chrome(const char *path, const char *out, const char *syms_opt)
     c.cs = &cs;
     c.step = pick_step(at_ns(&c, end), 2 * items); /* a start and an end per item at most */
     c.frac = frac_table(c.step);
+    c.ob = malloc(OUT_BUF);
+    c.ocap = c.ob ? OUT_BUF : 0;
     fputs("{\"traceEvents\":[", f);
+    tool_trace_prefetch(&tr);
 
     struct stf_item it;
+    struct stf_func fn[512];
     int rc, status = EXIT_OK;
-    while ((rc = tool_trace_next(&tr, &it)) == STF_OK) {
+    for (;;) {
+        const struct stf_func *run;
+        size_t n = tool_trace_run(&tr, fn, sizeof fn / sizeof fn[0], &run);
+        if (n) {
+            if (cs_feed_funcs(&cs, tr.cur_pid, tr.cur_tid, run, n, &ops, &c) != 0) {
+                tool_err("out of memory");
+                status = EXIT_BAD_TRACE;
+                rc = STF_END;
+                break;
+            }
+            continue;
+        }
+        if ((rc = tool_trace_next(&tr, &it)) != STF_OK)
+            break;
         if (cs_feed(&cs, &it, &ops, &c) != 0) {
             tool_err("out of memory");
             status = EXIT_BAD_TRACE;
@@ -368,6 +496,7 @@ int convert_chrome(const char *path, const char *out, const char *syms_opt)
         tool_err("out of memory");
         status = EXIT_BAD_TRACE;
     }
+    out_flush(&c);
     fprintf(f,
             "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"calls\":%" PRIu64
             ",\"stack_repairs\":%" PRIu64 ",\"unmatched_exits\":%" PRIu64 ",\"gaps\":%" PRIu64
@@ -379,6 +508,8 @@ int convert_chrome(const char *path, const char *out, const char *syms_opt)
     cs_free(&cs);
     free(c.last);
     free(c.frac);
+    free(c.ob);
+    free(c.tail);
     tool_names_free(&c.names);
     tool_trace_close(&tr);
     return status;
