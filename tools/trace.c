@@ -24,6 +24,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -468,7 +469,10 @@ static size_t jobs_wanted(void)
     uint64_t n;
     if (e && tool_parse_u64(e, &n) && n >= 1)
         return n > 256 ? 256 : (size_t)n;
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    /* the processors this process may run on (taskset, cgroup cpusets), not all online */
+    cpu_set_t set;
+    long cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set)
+                                                            : sysconf(_SC_NPROCESSORS_ONLN);
     return cpus > 1 ? (size_t)cpus : 1;
 }
 
