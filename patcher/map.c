@@ -501,47 +501,69 @@ const char *stp_kind_name(enum stp_kind k)
  * read as a 64-bit ELF file. Reads the section headers of a private read-only mapping of the file
  * directly, without libelf: this runs in every process LD_PRELOAD reaches, and most have nothing
  * to trace. */
+/* Reads n bytes at off, all of them, or fails. */
+static int pread_all(int fd, void *buf, size_t n, uint64_t off)
+{
+    uint8_t *p = buf;
+    while (n) {
+        ssize_t r = pread(fd, p, n, (off_t)off);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        p += r;
+        n -= (size_t)r;
+        off += (uint64_t)r;
+    }
+    return 0;
+}
+
+/* Three reads (the header, the section headers, their names), no mapping: every process a
+ * traced one starts asks this of its executable and each of its libraries, and mapping each
+ * whole file, faulting in its ends and unmapping it cost several times more. */
 int stp_file_has_map(const char *path)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -1;
-    struct stat st;
-    void *m = MAP_FAILED;
-    if (fstat(fd, &st) == 0 && st.st_size >= (off_t)sizeof(Elf64_Ehdr))
-        m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (m == MAP_FAILED)
-        return -1;
-    const uint8_t *base = m;
-    size_t size = (size_t)st.st_size;
     int found = -1;
+    struct stat st;
     Elf64_Ehdr eh;
-    memcpy(&eh, base, sizeof eh);
+    Elf64_Shdr *sh = NULL;
+    char *names = NULL;
+    if (fstat(fd, &st) != 0 || st.st_size < (off_t)sizeof eh || pread_all(fd, &eh, sizeof eh, 0))
+        goto out;
+    uint64_t size = (uint64_t)st.st_size;
     if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
         eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff == 0 || eh.e_shoff > size ||
         size - eh.e_shoff < sizeof(Elf64_Shdr))
         goto out;
     Elf64_Shdr sh0;
-    memcpy(&sh0, base + eh.e_shoff, sizeof sh0);
+    if (pread_all(fd, &sh0, sizeof sh0, eh.e_shoff))
+        goto out;
     uint64_t nsec = eh.e_shnum ? eh.e_shnum : sh0.sh_size;
     uint64_t strndx = eh.e_shstrndx == SHN_XINDEX ? sh0.sh_link : eh.e_shstrndx;
-    if (nsec > (size - eh.e_shoff) / sizeof(Elf64_Shdr) || strndx >= nsec)
+    if (nsec > (size - eh.e_shoff) / sizeof(Elf64_Shdr) || strndx >= nsec || nsec > (1u << 20))
         goto out;
-    Elf64_Shdr strsec;
-    memcpy(&strsec, base + eh.e_shoff + strndx * sizeof(Elf64_Shdr), sizeof strsec);
-    if (strsec.sh_offset > size || strsec.sh_size > size - strsec.sh_offset)
+    sh = malloc(nsec * sizeof *sh);
+    if (!sh || pread_all(fd, sh, nsec * sizeof *sh, eh.e_shoff))
+        goto out;
+    const Elf64_Shdr *strsec = &sh[strndx];
+    if (strsec->sh_offset > size || strsec->sh_size > size - strsec->sh_offset ||
+        strsec->sh_size > (64u << 20))
+        goto out;
+    names = malloc(strsec->sh_size ? strsec->sh_size : 1);
+    if (!names || pread_all(fd, names, strsec->sh_size, strsec->sh_offset))
         goto out;
     static const char want[] = "xray_instr_map";
     found = 0;
-    for (uint64_t i = 0; i < nsec && !found; i++) {
-        Elf64_Shdr sh;
-        memcpy(&sh, base + eh.e_shoff + i * sizeof(Elf64_Shdr), sizeof sh);
-        if (sh.sh_name < strsec.sh_size && strsec.sh_size - sh.sh_name >= sizeof want &&
-            memcmp(base + strsec.sh_offset + sh.sh_name, want, sizeof want) == 0)
+    for (uint64_t i = 0; i < nsec && !found; i++)
+        if (sh[i].sh_name < strsec->sh_size && strsec->sh_size - sh[i].sh_name >= sizeof want &&
+            memcmp(names + sh[i].sh_name, want, sizeof want) == 0)
             found = 1;
-    }
 out:
-    munmap(m, size);
+    free(sh);
+    free(names);
+    close(fd);
     return found;
 }

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "stp.h"
 
@@ -607,4 +608,52 @@ Test(object, no_build_id)
     cr_assert_null(id);
     cr_assert_eq(stp_object_nfuncs(obj), 4); /* the map is read all the same */
     stp_object_close(obj);
+}
+
+/* ---- stp_file_has_map ----------------------------------------------------------------------- */
+
+/* Writes the first n bytes of from (all of it: n = SIZE_MAX) to a temporary file; returns its
+ * path (static). */
+static const char *copy_prefix(const char *from, size_t n)
+{
+    static char path[64];
+    snprintf(path, sizeof path, "/tmp/stp-hasmap-XXXXXX");
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    FILE *in = fopen(from, "rb");
+    cr_assert_not_null(in);
+    char buf[4096];
+    size_t got, total = 0;
+    while (total < n && (got = fread(buf, 1, sizeof buf, in)) > 0) {
+        size_t w = got < n - total ? got : n - total;
+        cr_assert_eq(write(fd, buf, w), (ssize_t)w);
+        total += w;
+    }
+    fclose(in);
+    close(fd);
+    return path;
+}
+
+Test(has_map, instrumented_plain_and_broken_files)
+{
+    cr_assert_eq(stp_file_has_map(PATCHER_SAMPLE), 1);
+    cr_assert_eq(stp_file_has_map("/bin/true"), 0); /* an ELF file without the section */
+    cr_assert_eq(stp_file_has_map("/nonexistent/file"), -1);
+    char text[] = "/tmp/stp-text-XXXXXX";
+    int fd = mkstemp(text);
+    cr_assert_geq(fd, 0);
+    static const char words[] = "not an ELF file, but long enough to hold an ELF header's 64 bytes";
+    cr_assert_eq(write(fd, words, sizeof words), (ssize_t)sizeof words);
+    close(fd);
+    cr_assert_eq(stp_file_has_map(text), -1);
+    unlink(text);
+    const char *p = copy_prefix(PATCHER_SAMPLE, SIZE_MAX);
+    cr_assert_eq(stp_file_has_map(p), 1, "a whole copy");
+    unlink(p);
+    p = copy_prefix(PATCHER_SAMPLE, 100); /* the section headers are cut off */
+    cr_assert_eq(stp_file_has_map(p), -1);
+    unlink(p);
+    p = copy_prefix(PATCHER_SAMPLE, 32); /* not even a whole ELF header */
+    cr_assert_eq(stp_file_has_map(p), -1);
+    unlink(p);
 }
