@@ -73,25 +73,37 @@ void stp_number_functions(const uint8_t *entries, size_t n, uintptr_t map_addr, 
     }
 }
 
-/* Names, in one pass over a symbol table and no sort: the functions' link-time addresses go
- * into an open-addressing table (two functions may share an address: both get its name), and
- * each STT_FUNC symbol with a name is looked up there. Among the symbols at one address a
- * global one wins over a local one, and otherwise the first in the table. A slot holds the
- * address itself (as an offset from the lowest function's, 32 bits: one object's text spans
- * less than 4 GiB, else the function is read to compare), so that a lookup touches one cache
- * line: the symbol table is in no useful order, and a lookup that read the function array
- * missed the cache each time. 8 bytes a slot, 2 slots a function at most. */
-struct name_slot {
-    uint32_t off; /* link-time address - base */
-    uint32_t f1;  /* function index + 1, 0 = empty */
+/* Names: the STT_FUNC symbols with a name whose address lies in the functions' range are
+ * collected in table order with their address as an offset from the lowest function's, sorted
+ * by it (a stable radix sort: equal addresses keep table order), and merged with the functions
+ * in address order. Among the symbols at one address a global one wins over a local one, and
+ * otherwise the first in the table; two functions at one address both get its name. Every
+ * step reads and writes memory in order: a hash table looked up in symbol-table order (which
+ * is in no useful order) missed the cache at every step and took most of a warm start-up's
+ * map-and-names time with 100,000 functions. An object whose functions span 4 GiB or more
+ * (offsets do not fit 32 bits) has its names looked up one by one. */
+struct name_ent {
+    uint32_t off;  /* address - lowest function address */
+    uint32_t pick; /* (symbol index + 1) << 1 | global */
 };
 
-static uint32_t addr_hash(uint64_t a, size_t mask)
+/* Sorts v[0..n) by off, stably, through tmp (the same size): three passes of 11 bits. */
+static void radix_sort(struct name_ent *v, struct name_ent *tmp, size_t n)
 {
-    a ^= a >> 29;
-    a *= 0xbf58476d1ce4e5b9ull;
-    a ^= a >> 32;
-    return (uint32_t)(a & mask);
+    for (int shift = 0; shift < 33; shift += 11) {
+        uint32_t count[2049] = {0};
+        for (size_t i = 0; i < n; i++)
+            count[((v[i].off >> shift) & 2047) + 1]++;
+        for (size_t k = 1; k < 2049; k++)
+            count[k] += count[k - 1];
+        for (size_t i = 0; i < n; i++)
+            tmp[count[(v[i].off >> shift) & 2047]++] = v[i];
+        struct name_ent *t = v;
+        v = tmp;
+        tmp = t;
+    }
+    /* after an odd number of passes the sorted run is in the caller's tmp: copy it back */
+    memcpy(tmp, v, n * sizeof *v);
 }
 
 /* Symbol i of the table (direct: the section's Elf64_Sym array, else through gelf into g). */
@@ -100,6 +112,22 @@ static const Elf64_Sym *sym_at(Elf_Data *d, const Elf64_Sym *direct, size_t i, G
     if (direct)
         return &direct[i];
     return gelf_getsym(d, (int)i, g) ? (const Elf64_Sym *)g : NULL; /* GElf_Sym is Elf64_Sym */
+}
+
+/* Whether symbol s names a function (a named STT_FUNC or IFUNC with an address). */
+static int is_named_func(const Elf64_Sym *s, const char *strtab, size_t strsz)
+{
+    int type = GELF_ST_TYPE(s->st_info);
+    return (type == STT_FUNC || type == STT_GNU_IFUNC) && s->st_value != 0 && s->st_shndx != 0 &&
+           s->st_name < strsz && strtab[s->st_name] != '\0' &&
+           memchr(strtab + s->st_name, '\0', strsz - s->st_name) != NULL;
+}
+
+/* The rule between two named symbols at one address: does `pick` (the choice so far, 0 for
+ * none) give way to a symbol of this binding? */
+static int takes_over(uint32_t pick, uint32_t global)
+{
+    return !pick || (global && !(pick & 1));
 }
 
 static int name_functions(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct stp_object *obj)
@@ -117,58 +145,77 @@ static int name_functions(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct st
                                       sh->sh_entsize == sizeof(Elf64_Sym)
                                   ? d->d_buf
                                   : NULL;
-    uint64_t lo = UINT64_MAX, hi = 0;
+    /* The range of the functions that lie in an executable segment (no symbol names another:
+     * they could not be proven either). */
+    uint64_t lo = UINT64_MAX, hi = 0, prev = 0;
+    int sorted = 1;
     for (size_t f = 0; f < obj->nfuncs; f++) {
+        if (!stp_find_seg(obj, obj->funcs[f].addr, 1))
+            continue;
         uint64_t a = obj->funcs[f].addr - obj->bias;
+        sorted &= a >= prev;
+        prev = a;
         lo = a < lo ? a : lo;
         hi = a > hi ? a : hi;
     }
-    int exact = hi - lo <= UINT32_MAX; /* a 32-bit offset names the address */
-    size_t cap = 16;
-    while (cap < 2 * obj->nfuncs)
-        cap *= 2;
-    uint32_t mask = (uint32_t)(cap - 1);
-    struct name_slot *slot = calloc(cap, sizeof *slot);
+    /* Nothing to name, or text spanning 4 GiB or more: no offset fits 32 bits, and no such
+     * object can be patched anyway (a sled's stub must lie within 2 GiB of it). The symbols
+     * are still read for __xray_init. */
+    int usable = lo <= hi && hi - lo <= UINT32_MAX;
     uint32_t *pick = calloc(obj->nfuncs, sizeof *pick); /* (symbol + 1) << 1 | global */
-    if (!slot || !pick) {
-        free(slot);
+    struct name_ent *e = malloc(2 * (nsyms ? nsyms : 1) * sizeof *e);
+    struct name_ent *fe = sorted ? NULL : malloc(2 * obj->nfuncs * sizeof *fe);
+    if (!pick || !e || (!sorted && !fe)) {
         free(pick);
+        free(e);
+        free(fe);
         return STP_E_NOMEM;
     }
-    for (size_t f = 0; f < obj->nfuncs; f++) {
-        uint64_t a = obj->funcs[f].addr - obj->bias;
-        uint32_t j = addr_hash(a, mask);
-        while (slot[j].f1)
-            j = (j + 1) & mask;
-        slot[j] = (struct name_slot){(uint32_t)(a - lo), (uint32_t)f + 1};
-    }
+    /* The named function symbols in range, sorted by address, merged with the functions in
+     * address order (the map's order nearly always, else sorted here too). */
+    size_t ne = 0;
     for (size_t i = 0; i < nsyms; i++) {
         GElf_Sym g;
         const Elf64_Sym *s = sym_at(d, direct, i, &g);
-        if (!s)
-            continue;
-        int type = GELF_ST_TYPE(s->st_info);
-        if ((type != STT_FUNC && type != STT_GNU_IFUNC) || s->st_value == 0 || s->st_shndx == 0 ||
-            s->st_name >= strsz || strtab[s->st_name] == '\0' ||
-            !memchr(strtab + s->st_name, '\0', strsz - s->st_name))
+        if (!s || !is_named_func(s, strtab, strsz))
             continue;
         const char *name = strtab + s->st_name;
         if (name[0] == '_' && strcmp(name, "__xray_init") == 0)
             obj->has_xray_runtime = 1;
-        if (s->st_value < lo || s->st_value > hi)
+        if (!usable || s->st_value < lo || s->st_value > hi)
             continue;
-        uint32_t global = GELF_ST_BIND(s->st_info) != STB_LOCAL, off = (uint32_t)(s->st_value - lo);
-        for (uint32_t j = addr_hash(s->st_value, mask); slot[j].f1; j = (j + 1) & mask) {
-            if (slot[j].off != off)
-                continue;
-            uint32_t f = slot[j].f1 - 1;
-            if (!exact && obj->funcs[f].addr - obj->bias != s->st_value)
-                continue;
-            if (!pick[f] || (global && !(pick[f] & 1)))
-                pick[f] = (uint32_t)(i + 1) << 1 | global;
-        }
+        uint32_t global = GELF_ST_BIND(s->st_info) != STB_LOCAL;
+        e[ne++] = (struct name_ent){(uint32_t)(s->st_value - lo), (uint32_t)(i + 1) << 1 | global};
     }
-    free(slot);
+    radix_sort(e, e + ne, ne);
+    size_t nf = 0;
+    if (!usable) {
+        nf = 0;
+    } else if (!sorted) {
+        for (size_t f = 0; f < obj->nfuncs; f++)
+            if (stp_find_seg(obj, obj->funcs[f].addr, 1))
+                fe[nf++] =
+                    (struct name_ent){(uint32_t)(obj->funcs[f].addr - obj->bias - lo), (uint32_t)f};
+        radix_sort(fe, fe + nf, nf);
+    } else {
+        nf = obj->nfuncs;
+    }
+    size_t k = 0;
+    for (size_t x = 0; x < nf; x++) {
+        size_t f = sorted ? x : fe[x].pick;
+        if (sorted && !stp_find_seg(obj, obj->funcs[f].addr, 1))
+            continue;
+        uint32_t off = (uint32_t)(obj->funcs[f].addr - obj->bias - lo);
+        while (k < ne && e[k].off < off)
+            k++;
+        uint32_t p = 0;
+        for (size_t m = k; m < ne && e[m].off == off; m++)
+            if (takes_over(p, e[m].pick & 1))
+                p = e[m].pick;
+        pick[f] = p;
+    }
+    free(e);
+    free(fe);
     /* The chosen names, into the object's pool (names are pieces of the string table: its size
      * is nearly always room enough), and the sizes. */
     size_t pool = 0;

@@ -73,7 +73,7 @@ enum { STP_PROOF_RULES = 1 };
 /* One object's cache file, loaded: digest[8 * f] (u64, 0 = none) per function, status[i] per
  * sled; buf NULL when nothing was loaded. */
 struct stp_cache {
-    uint8_t *buf; /* the file, mapped (len bytes) */
+    uint8_t *buf; /* the file's bytes (len) */
     size_t len;
     const uint8_t *digest;
     const uint8_t *status;
