@@ -110,7 +110,7 @@ static inline int nest_push(struct callstack *cs, struct cs_thread *t)
     f->same_below = *top;
     *top = t->depth;
     f->ex = UINT32_MAX;
-    if (t->depth > 1) {
+    if (cs->edges && t->depth > 1) {
         long ex = edge_index(cs, t->st[t->depth - 2].fx, f->fx);
         top = ex < 0 ? NULL : top_slot(&t->nest.edge_top, &t->nest.nedge, (size_t)ex);
         if (!top)

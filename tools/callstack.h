@@ -32,7 +32,8 @@ struct cs_frame {
     uint64_t arg;   /* first logged argument (CallArgument after an enter-with-args) */
     uint32_t nargs; /* arguments logged for this call */
     /* With callstack.nesting (else 0): the frame's nearest open frame below it of the same
-     * function (same_below) and of the same caller -> callee pair (edge_below), as index + 1 in
+     * function (same_below) and, with callstack.edges too, of the same caller -> callee pair
+     * (edge_below), as index + 1 in
      * t->st; 0 when there is none: the frame is the outermost open one of its function (of its
      * edge). rec: the summed durations of the closed frames of the same function whose nearest
      * enclosing frame of that function is this one - the time this frame's function spent
@@ -90,7 +91,8 @@ struct cs_ops {
 
 struct callstack {
     bool close_open; /* set before the first cs_feed (see the top of this file) */
-    bool nesting;    /* set before the first cs_feed: keep same_below, edge_below and rec */
+    bool nesting;    /* set before the first cs_feed: keep same_below and rec */
+    bool edges;      /* with nesting, set before the first cs_feed: keep edge_below too (graph) */
     struct u64map tmap;
     struct cs_thread *t;
     size_t nt, capt;

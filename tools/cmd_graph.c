@@ -191,7 +191,7 @@ int cmd_graph(int argc, char **argv)
     tr.tid = tid;
     struct graph g = {0};
     static const struct cs_ops ops = {.enter = on_enter, .close = on_close};
-    struct callstack cs = {.close_open = true, .nesting = true};
+    struct callstack cs = {.close_open = true, .nesting = true, .edges = true};
     struct stf_item it;
     int rc, status = EXIT_OK;
     while ((rc = tool_trace_next(&tr, &it)) == STF_OK) {
