@@ -286,6 +286,18 @@ int cs_feed_funcs(struct callstack *cs, int32_t pid, int32_t tid, const struct s
     return 0;
 }
 
+int cs_next_item(struct callstack *cs, struct tool_trace *t, const struct cs_ops *ops, void *ctx,
+                 struct stf_item *it)
+{
+    struct stf_func buf[512];
+    const struct stf_func *run;
+    size_t n;
+    while ((n = tool_trace_run(t, buf, sizeof buf / sizeof buf[0], &run)) != 0)
+        if (cs_feed_funcs(cs, t->cur_pid, t->cur_tid, run, n, ops, ctx) != 0)
+            return CS_NOMEM;
+    return tool_trace_next(t, it);
+}
+
 int cs_finish(struct callstack *cs, const struct cs_ops *ops, void *ctx)
 {
     if (!cs->close_open)
@@ -517,8 +529,6 @@ struct tree_run {
     struct callstack *cs;
 };
 
-enum { WALK_NOMEM = STF_END + 1 };
-
 static void part_free(struct tree_part *p)
 {
     if (!p)
@@ -533,28 +543,18 @@ static int tree_walk(void *arg, size_t k, struct tool_trace *sub)
     struct tree_run *run = arg;
     struct tree_part *p = calloc(1, sizeof *p);
     if (!p)
-        return WALK_NOMEM;
+        return CS_NOMEM;
     run->part[k] = p;
     p->tree.per_thread = run->tree->per_thread;
     if (tree_root(&p->tree) != 0)
-        return WALK_NOMEM;
+        return CS_NOMEM;
     static const struct cs_ops ops = {.enter = tree_enter, .close = tree_close, .loss = NULL};
-    struct stf_func fn[512];
     struct stf_item it;
     int rc;
-    for (;;) {
-        const struct stf_func *run;
-        size_t n = tool_trace_run(sub, fn, sizeof fn / sizeof fn[0], &run);
-        if (n) {
-            if (cs_feed_funcs(&p->cs, sub->cur_pid, sub->cur_tid, run, n, &ops, &p->tree) != 0)
-                return WALK_NOMEM;
-            continue;
-        }
-        if ((rc = tool_trace_next(sub, &it)) != STF_OK)
-            return rc;
+    while ((rc = cs_next_item(&p->cs, sub, &ops, &p->tree, &it)) == STF_OK)
         if (cs_feed(&p->cs, &it, &ops, &p->tree) != 0)
-            return WALK_NOMEM;
-    }
+            return CS_NOMEM;
+    return rc;
 }
 
 static int tree_merge_part(void *arg, size_t k)
@@ -575,7 +575,7 @@ static int tree_merge_part(void *arg, size_t k)
         return 0;
     }
     if (cs_merge(run->cs, &p->cs) != 0 || cs_tree_merge(run->tree, &p->tree) != 0)
-        rc = WALK_NOMEM;
+        rc = CS_NOMEM;
     part_free(p);
     return rc;
 }
@@ -597,9 +597,9 @@ int cs_tree_load(const char *path, const char *syms_opt, const int32_t *tid, str
     }
     size_t units = stf_cursor_threads(tr.c) ? stf_cursor_threads(tr.c) : 1;
     struct tree_run run = {.part = calloc(units, sizeof *run.part), .tree = tree, .cs = cs};
-    int rc = run.part ? tool_trace_parallel(&tr, tree_walk, tree_merge_part, &run) : WALK_NOMEM;
+    int rc = run.part ? tool_trace_parallel(&tr, tree_walk, tree_merge_part, &run) : CS_NOMEM;
     int status = EXIT_OK;
-    if (rc == WALK_NOMEM) {
+    if (rc == CS_NOMEM) {
         tool_err("out of memory");
         status = EXIT_BAD_TRACE;
         rc = STF_END;

@@ -119,6 +119,13 @@ int cs_feed(struct callstack *cs, const struct stf_item *it, const struct cs_ops
  * as a function record item would do, in order; the same return values. */
 int cs_feed_funcs(struct callstack *cs, int32_t pid, int32_t tid, const struct stf_func *fn,
                   size_t n, const struct cs_ops *ops, void *ctx);
+/* Walking a trace: feeds t's function records to cs in bulk (tool_trace_run, cs_feed_funcs) up
+ * to its next other record, which goes into *it for the caller to feed (cs_feed) or not.
+ * STF_OK with *it, STF_END, a negative reader error (for tool_trace_end), or CS_NOMEM when
+ * feeding failed (out of memory, or a callback's non-zero value). */
+enum { CS_NOMEM = STF_END + 1 };
+int cs_next_item(struct callstack *cs, struct tool_trace *t, const struct cs_ops *ops, void *ctx,
+                 struct stf_item *it);
 /* Moves src's threads after dst's (in src's order; none of them may be known to dst) and adds
  * src's counters to dst's, as if dst had been fed src's records after its own: for walking
  * threads apart (one callstack each) and putting the results together. src is left empty (free

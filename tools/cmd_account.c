@@ -339,7 +339,6 @@ static int count_open(struct acct *a)
 /* ---- walking the threads apart (tool_trace_parallel), then merging ------------------------- */
 
 /* A walk's own failure (tool_trace_parallel: above STF_END). */
-enum { WALK_NOMEM = STF_END + 1 };
 
 /* The statistics of each unit (a thread, or the whole trace), merged in order into all. */
 struct run {
@@ -365,38 +364,29 @@ static int acct_walk(void *arg, size_t k, struct tool_trace *sub)
     struct run *run = arg;
     struct acct *a = calloc(1, sizeof *a);
     if (!a)
-        return WALK_NOMEM;
+        return CS_NOMEM;
     run->part[k] = a;
     a->per_thread = run->per_thread;
     a->cs.nesting = true;
     static const struct cs_ops ops = {.enter = NULL, .close = on_close, .loss = on_loss};
-    struct stf_func fn[512];
     struct stf_item it;
     int rc;
-    for (;;) {
-        const struct stf_func *run;
-        size_t n = tool_trace_run(sub, fn, sizeof fn / sizeof fn[0], &run);
-        if (n) {
-            if (cs_feed_funcs(&a->cs, sub->cur_pid, sub->cur_tid, run, n, &ops, a) != 0)
-                return WALK_NOMEM;
-            continue;
-        }
-        if ((rc = tool_trace_next(sub, &it)) != STF_OK)
-            return rc;
+    while ((rc = cs_next_item(&a->cs, sub, &ops, a, &it)) == STF_OK) {
         /* Function records and loss markers (a gap: no call is measured across it, the frames
          * open before it are dropped); threads with neither are not counted. */
         uint64_t lost;
         if (it.kind == STF_M_TYPED_EVENT && it.event_type == STF_TYPED_ELIDED) {
             if (add_elided(a, &it) != 0)
-                return WALK_NOMEM;
+                return CS_NOMEM;
             continue;
         }
         if (it.kind != STF_K_FUNCTION &&
             !(it.kind == STF_M_CUSTOM_EVENT && stf_decode_loss(it.payload, it.payload_len, &lost)))
             continue;
         if (cs_feed(&a->cs, &it, &ops, a) != 0)
-            return WALK_NOMEM;
+            return CS_NOMEM;
     }
+    return rc;
 }
 
 /* s's statistics added to d's, as if d had recorded s's calls after its own: the counters add
@@ -457,11 +447,11 @@ static int acct_merge(void *arg, size_t k)
         return 0;
     }
     size_t base = d->cs.nt; /* s's thread i becomes d's base + i (cs_merge) */
-    int rc = cs_merge(&d->cs, &s->cs) == 0 ? 0 : WALK_NOMEM;
+    int rc = cs_merge(&d->cs, &s->cs) == 0 ? 0 : CS_NOMEM;
     for (size_t i = 0; rc == 0 && i < s->nf; i++) {
         struct fstat *f = fget(d, (uint32_t)(base + s->f[i].tix), s->f[i].id);
         if (!f || fmerge(f, &s->f[i]) != 0)
-            rc = WALK_NOMEM;
+            rc = CS_NOMEM;
     }
     d->elided |= s->elided;
     acct_free(s);
@@ -703,9 +693,9 @@ int cmd_account(int argc, char **argv)
     size_t units = stf_cursor_threads(tr.c);
     struct run run = {
         .per_thread = per_thread, .part = calloc(units ? units : 1, sizeof *run.part), .all = &a};
-    int rc = run.part ? tool_trace_parallel(&tr, acct_walk, acct_merge, &run) : WALK_NOMEM;
+    int rc = run.part ? tool_trace_parallel(&tr, acct_walk, acct_merge, &run) : CS_NOMEM;
     int status = EXIT_OK;
-    if (rc == WALK_NOMEM) {
+    if (rc == CS_NOMEM) {
         tool_err("out of memory");
         status = EXIT_BAD_TRACE;
         rc = STF_END;

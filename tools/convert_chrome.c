@@ -466,22 +466,8 @@ int convert_chrome(const char *path, const char *out, const char *syms_opt)
     tool_trace_prefetch(&tr);
 
     struct stf_item it;
-    struct stf_func fn[512];
     int rc, status = EXIT_OK;
-    for (;;) {
-        const struct stf_func *run;
-        size_t n = tool_trace_run(&tr, fn, sizeof fn / sizeof fn[0], &run);
-        if (n) {
-            if (cs_feed_funcs(&cs, tr.cur_pid, tr.cur_tid, run, n, &ops, &c) != 0) {
-                tool_err("out of memory");
-                status = EXIT_BAD_TRACE;
-                rc = STF_END;
-                break;
-            }
-            continue;
-        }
-        if ((rc = tool_trace_next(&tr, &it)) != STF_OK)
-            break;
+    while ((rc = cs_next_item(&cs, &tr, &ops, &c, &it)) == STF_OK) {
         if (cs_feed(&cs, &it, &ops, &c) != 0) {
             tool_err("out of memory");
             status = EXIT_BAD_TRACE;
@@ -489,6 +475,11 @@ int convert_chrome(const char *path, const char *out, const char *syms_opt)
         }
         if (it.kind == STF_M_CUSTOM_EVENT || it.kind == STF_M_TYPED_EVENT)
             instant(&c, &it);
+    }
+    if (rc == CS_NOMEM) {
+        tool_err("out of memory");
+        status = EXIT_BAD_TRACE;
+        rc = STF_END;
     }
     if (tool_trace_end(&tr, rc) != EXIT_OK && status == EXIT_OK)
         status = EXIT_BAD_TRACE;
