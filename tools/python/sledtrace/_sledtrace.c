@@ -479,6 +479,23 @@ static PyStructSequence_Field item_fields[] = {
 static PyStructSequence_Desc item_desc = {
     "sledtrace.Item", "One record of a thread (a cursor's item).", item_fields, 14};
 
+/* Fills the struct sequence o with the n values v (each a new reference, or NULL where making
+ * it failed: an exception is set); o, or NULL (o released) when any of them is missing. */
+static PyObject *fill_seq(PyObject *o, PyObject **v, int n)
+{
+    bool ok = true;
+    for (int i = 0; i < n; i++) {
+        if (!v[i])
+            ok = false;
+        PyStructSequence_SET_ITEM(o, i, v[i] ? v[i] : Py_NewRef(Py_None));
+    }
+    if (!ok) {
+        Py_DECREF(o);
+        return NULL;
+    }
+    return o;
+}
+
 static PyObject *make_item(TraceObject *t, const struct stf_item *it)
 {
     uint64_t lost = 0;
@@ -507,17 +524,7 @@ static PyObject *make_item(TraceObject *t, const struct stf_item *it)
                 ? Py_BuildValue("(LI)", (long long)it->wall_sec, (unsigned)it->wall_usec)
                 : Py_NewRef(Py_None);
     v[13] = PyLong_FromUnsignedLongLong(it->offset);
-    bool ok = true;
-    for (int i = 0; i < 14; i++) {
-        if (!v[i])
-            ok = false;
-        PyStructSequence_SET_ITEM(o, i, v[i] ? v[i] : Py_NewRef(Py_None));
-    }
-    if (!ok) {
-        Py_DECREF(o);
-        return NULL;
-    }
-    return o;
+    return fill_seq(o, v, 14);
 }
 
 /* ---- Cursor ------------------------------------------------------------------------------ */
@@ -836,17 +843,7 @@ static PyObject *Calls_iternext(CallsObject *self)
         PyBool_FromLong(c.nested),
         PyBool_FromLong(c.repaired),
     };
-    bool ok = true;
-    for (int i = 0; i < 13; i++) {
-        if (!v[i])
-            ok = false;
-        PyStructSequence_SET_ITEM(o, i, v[i] ? v[i] : Py_NewRef(Py_None));
-    }
-    if (!ok) {
-        Py_DECREF(o);
-        return NULL;
-    }
-    return o;
+    return fill_seq(o, v, 13);
 }
 
 static PyObject *Calls_get_stats(CallsObject *self, void *c)
