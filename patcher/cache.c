@@ -173,20 +173,6 @@ static void encode_head(uint8_t *h, const struct stp_object *obj, uint64_t size)
     put64(h + 36 + STP_BUILD_ID_MAX, obj->nsleds);
 }
 
-static int read_all(int fd, uint8_t *p, size_t n)
-{
-    while (n) {
-        ssize_t r = read(fd, p, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        p += r;
-        n -= (size_t)r;
-    }
-    return 0;
-}
-
 static int write_all(int fd, const uint8_t *p, size_t n)
 {
     while (n) {
@@ -218,7 +204,7 @@ int stp_cache_load(struct stp_cache *c, const struct stp_object *obj, const char
      * the program (about 0.5 ms more at 100,000 functions). */
     int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
              !(st.st_mode & 022) && (uint64_t)st.st_size == want && (buf = malloc(want)) != NULL &&
-             read_all(fd, buf, want) == 0;
+             stp_pread_all(fd, buf, want, 0) == 0;
     if (ok) {
         uint8_t head[CACHE_HEAD];
         encode_head(head, obj, size);

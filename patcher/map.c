@@ -475,14 +475,6 @@ void stp_object_leave_out(struct stp_object *obj, size_t i)
             obj->sleds[f->first_sled + k].status = STP_FILTERED;
 }
 
-size_t stp_object_count(const struct stp_object *obj, enum stp_status st)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < obj->nsleds; i++)
-        n += obj->sleds[i].status == st;
-    return n;
-}
-
 void stp_object_counts(const struct stp_object *obj, size_t n[STP_NSTATUS])
 {
     memset(n, 0, STP_NSTATUS * sizeof *n);
@@ -548,8 +540,7 @@ const char *stp_kind_name(enum stp_kind k)
  * read as a 64-bit ELF file. Reads the section headers of a private read-only mapping of the file
  * directly, without libelf: this runs in every process LD_PRELOAD reaches, and most have nothing
  * to trace. */
-/* Reads n bytes at off, all of them, or fails. */
-static int pread_all(int fd, void *buf, size_t n, uint64_t off)
+int stp_pread_all(int fd, void *buf, size_t n, uint64_t off)
 {
     uint8_t *p = buf;
     while (n) {
@@ -578,7 +569,8 @@ int stp_file_has_map(const char *path)
     Elf64_Ehdr eh;
     Elf64_Shdr *sh = NULL;
     char *names = NULL;
-    if (fstat(fd, &st) != 0 || st.st_size < (off_t)sizeof eh || pread_all(fd, &eh, sizeof eh, 0))
+    if (fstat(fd, &st) != 0 || st.st_size < (off_t)sizeof eh ||
+        stp_pread_all(fd, &eh, sizeof eh, 0))
         goto out;
     uint64_t size = (uint64_t)st.st_size;
     if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
@@ -586,21 +578,21 @@ int stp_file_has_map(const char *path)
         size - eh.e_shoff < sizeof(Elf64_Shdr))
         goto out;
     Elf64_Shdr sh0;
-    if (pread_all(fd, &sh0, sizeof sh0, eh.e_shoff))
+    if (stp_pread_all(fd, &sh0, sizeof sh0, eh.e_shoff))
         goto out;
     uint64_t nsec = eh.e_shnum ? eh.e_shnum : sh0.sh_size;
     uint64_t strndx = eh.e_shstrndx == SHN_XINDEX ? sh0.sh_link : eh.e_shstrndx;
     if (nsec > (size - eh.e_shoff) / sizeof(Elf64_Shdr) || strndx >= nsec || nsec > (1u << 20))
         goto out;
     sh = malloc(nsec * sizeof *sh);
-    if (!sh || pread_all(fd, sh, nsec * sizeof *sh, eh.e_shoff))
+    if (!sh || stp_pread_all(fd, sh, nsec * sizeof *sh, eh.e_shoff))
         goto out;
     const Elf64_Shdr *strsec = &sh[strndx];
     if (strsec->sh_offset > size || strsec->sh_size > size - strsec->sh_offset ||
         strsec->sh_size > (64u << 20))
         goto out;
     names = malloc(strsec->sh_size ? strsec->sh_size : 1);
-    if (!names || pread_all(fd, names, strsec->sh_size, strsec->sh_offset))
+    if (!names || stp_pread_all(fd, names, strsec->sh_size, strsec->sh_offset))
         goto out;
     static const char want[] = "xray_instr_map";
     found = 0;

@@ -90,9 +90,7 @@ void stp_object_func(const struct stp_object *obj, size_t i, uint32_t *id, uintp
 /* Sled i: its run-time address, kind, function id and status (after verify/patch). */
 void stp_object_sled(const struct stp_object *obj, size_t i, uintptr_t *addr, enum stp_kind *kind,
                      uint32_t *fid, enum stp_status *status);
-/* Number of sleds with the given status. */
-size_t stp_object_count(const struct stp_object *obj, enum stp_status s);
-/* The same for every status at once: n[s] sleds have status s. */
+/* Sleds by status: n[s] sleds have status s. */
 void stp_object_counts(const struct stp_object *obj, size_t n[STP_NSTATUS]);
 /* True if the object defines compiler-rt's XRay runtime (__xray_init). */
 int stp_object_has_xray_runtime(const struct stp_object *obj);

@@ -62,6 +62,9 @@ struct stp_object {
     uint64_t file_size;                 /* of the ELF file when it was opened */
 };
 
+/* Reads n bytes of fd at off, all of them (EINTR retried): 0, or -1. */
+int stp_pread_all(int fd, void *buf, size_t n, uint64_t off);
+
 /* The executable segment holding [addr, addr + len), or NULL. */
 const struct stp_seg *stp_find_seg(const struct stp_object *obj, uint64_t addr, size_t len);
 
