@@ -153,6 +153,14 @@ int stp_cache_prepare(const char *dir);
 int stp_capstone_load(void);
 int stp_capstone_loaded(void);
 void stp_capstone_release(void);
+/* 1 when sweeps run on a handle with Capstone's printer turned off (verify.c), 0 when they use
+ * an ordinary handle, -1 when Capstone cannot be opened. Loads Capstone. For tests and logs. */
+int stp_capstone_quiet(void);
+/* Splits code[0..len) (mapped at addr) into instructions with the sweep's handle and with an
+ * ordinary one side by side, stepping one byte where neither decodes: the number of
+ * instructions when they agree on every length and byte, -1 - offset at the first place they
+ * differ, LONG_MIN when Capstone cannot be opened. For tests. */
+long stp_capstone_compare(const uint8_t *code, size_t len, uint64_t addr);
 
 /* Patches every proven sled whose kind has a target, through stubs mapped within rel32 reach.
  * Page protections are restored to the segment's own flags afterwards; no page is ever writable

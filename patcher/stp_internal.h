@@ -4,6 +4,8 @@
 
 #include "stp.h"
 
+#include <capstone/capstone.h>
+
 enum { STP_MAX_SEGS = 16, STP_SLED_SIZE = 11, STP_CUSTOM_SIZE = 17, STP_TYPED_SIZE = 22 };
 
 /* Bytes a sled of this kind spans. */
@@ -94,5 +96,24 @@ void stp_cache_free(struct stp_cache *c);
 /* Writes obj's file: a digest per function (0: none) and a status per sled. 0 or -1. */
 int stp_cache_save(const struct stp_object *obj, const char *dir, uint64_t size,
                    const uint64_t *digest, const uint8_t *status);
+
+/* ---- decode.c: Capstone for the sweeps (see its top comment) ---- */
+struct stp_memo;
+/* One sweeping thread's decoder: `full` is an ordinary handle; `sweep` the quiet one (or full);
+ * memo: instructions already split (NULL when there was no room). */
+struct stp_dec {
+    csh full, sweep;
+    cs_insn *ifull, *isweep;
+    struct stp_memo *memo;
+};
+/* Loads Capstone when needed and opens d: 0 or STP_E_CAPSTONE. */
+int stp_dec_open(struct stp_dec *d);
+void stp_dec_close(struct stp_dec *d);
+/* Decodes one instruction at *p with the full handle (moving *p, *left and *addr past it): the
+ * instruction (ids and sizes as Capstone gives them), or NULL when Capstone cannot decode it. */
+const cs_insn *stp_dec_full(struct stp_dec *d, const uint8_t **p, size_t *left, uint64_t *addr);
+/* The length of the instruction at *p, as Capstone splits it (moving past it), or 0 when
+ * Capstone cannot decode it. */
+unsigned stp_dec_step(struct stp_dec *d, const uint8_t **p, size_t *left, uint64_t *addr);
 
 #endif

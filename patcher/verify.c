@@ -5,88 +5,46 @@
  * left by compiler-rt's patch_premain or an earlier sledtrace), (3) Capstone decodes the sled as
  * the expected instruction pair, and (4) a linear disassembly from the function's first byte
  * lands exactly on the sled's first byte. Each function is swept once, its sleds visited in
- * address order, so the cost is linear in the instrumented code size.
+ * address order, so the cost is linear in the instrumented code size. For (3), Capstone's
+ * decoding is a function of the bytes alone: each sweeper decodes the two templates once when
+ * it opens Capstone, and a sled equal to a template is known to decode the same way; the
+ * patched forms (whose bytes carry the function id) are decoded sled by sled.
  *
- * Capstone is loaded by the first proof (dlopen of its SONAME, through the dynamic linker's own
- * dlopen and dlclose, never through interposed ones), not linked: LD_PRELOAD reaches every process a traced
- * program starts, and loading Capstone cost each of them about 0.6 ms even when it had nothing
- * to prove. stp_capstone_release() unloads it (about 5 MiB resident) until a later proof needs
- * it again. Loading and releasing are not thread-safe with proofs; the runtime serialises them.
+ * Capstone is loaded, and the sweep between sleds is made cheap, in decode.c: the sweep asks
+ * only for instruction lengths there, the sleds' own instructions go to an ordinary handle.
  */
 #include "stp_internal.h"
 
 #include <capstone/capstone.h>
 #include <cpuid.h>
 #include <dlfcn.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* The Capstone functions this file calls, resolved from the library once it is loaded. */
-static struct {
-    void *handle;
-    int (*dlclose)(void *);
-    cs_err (*open)(cs_arch, cs_mode, csh *);
-    cs_err (*option)(csh, cs_opt_type, size_t);
-    cs_insn *(*malloc)(csh);
-    void (*free)(cs_insn *, size_t);
-    cs_err (*close)(csh *);
-    bool (*disasm_iter)(csh, const uint8_t **, size_t *, uint64_t *, cs_insn *);
-} cs_api;
-
-int stp_capstone_loaded(void)
-{
-    return cs_api.handle != NULL;
-}
-
-int stp_capstone_load(void)
-{
-    if (cs_api.handle)
-        return 0;
-    /* The dynamic linker's own dlopen and dlclose: a program's interposed ones (the runtime's
-     * rescan loaded objects under a lock its caller may hold) must not see Capstone come and go. */
-    void *(*real_dlopen)(const char *, int);
-    int (*real_dlclose)(void *);
-    *(void **)&real_dlopen = dlsym(RTLD_NEXT, "dlopen");
-    *(void **)&real_dlclose = dlsym(RTLD_NEXT, "dlclose");
-    void *h =
-        real_dlopen && real_dlclose ? real_dlopen(STP_CAPSTONE_NAME, RTLD_NOW | RTLD_LOCAL) : NULL;
-    if (!h)
-        return STP_E_CAPSTONE;
-    static const char *const names[] = {"cs_open", "cs_option", "cs_malloc",
-                                        "cs_free", "cs_close",  "cs_disasm_iter"};
-    void **slots[] = {(void **)&cs_api.open, (void **)&cs_api.option, (void **)&cs_api.malloc,
-                      (void **)&cs_api.free, (void **)&cs_api.close,  (void **)&cs_api.disasm_iter};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (!(*slots[i] = dlsym(h, names[i]))) {
-            real_dlclose(h);
-            return STP_E_CAPSTONE;
-        }
-    cs_api.dlclose = real_dlclose;
-    cs_api.handle = h;
-    return 0;
-}
-
-void stp_capstone_release(void)
-{
-    if (!cs_api.handle)
-        return;
-    void *h = cs_api.handle;
-    int (*real_dlclose)(void *) = cs_api.dlclose;
-    memset(&cs_api, 0, sizeof cs_api);
-    real_dlclose(h);
-}
+/* A sweeping thread's decoder, and whether its full handle decodes both sled templates as
+ * entry_shape and exit_shape. */
+struct sweeper {
+    struct stp_dec d;
+    int templates_proven;
+};
 
 static const uint8_t entry_template[STP_SLED_SIZE] = {0xeb, 0x09, 0x66, 0x0f, 0x1f, 0x84,
                                                       0x00, 0x00, 0x02, 0x00, 0x00};
 static const uint8_t exit_template[STP_SLED_SIZE] = {0xc3, 0x2e, 0x66, 0x0f, 0x1f, 0x84,
                                                      0x00, 0x00, 0x02, 0x00, 0x00};
 
-/* Expected Capstone instruction ids and sizes for the two instructions of a sled. */
+/* Expected Capstone instruction ids and sizes for the two instructions of a sled; tmpl: the
+ * bytes are a template's. */
 struct shape {
     unsigned id0, size0, id1, size1;
+    int tmpl;
 };
+
+static const struct shape entry_shape = {X86_INS_JMP, 2, X86_INS_NOP, 9, 1};
+static const struct shape exit_shape = {X86_INS_RET, 1, X86_INS_NOP, 10, 1};
 
 /* Byte check: template, or our own patched form for this function id. Sets *shape. */
 static enum stp_status check_bytes(const uint8_t *b, unsigned kind, uint32_t expect_id,
@@ -94,27 +52,37 @@ static enum stp_status check_bytes(const uint8_t *b, unsigned kind, uint32_t exp
 {
     const uint8_t *tmpl = kind == STP_EXIT ? exit_template : entry_template;
     if (memcmp(b, tmpl, STP_SLED_SIZE) == 0) {
-        if (kind == STP_EXIT)
-            *shape = (struct shape){X86_INS_RET, 1, X86_INS_NOP, 10};
-        else
-            *shape = (struct shape){X86_INS_JMP, 2, X86_INS_NOP, 9};
+        *shape = kind == STP_EXIT ? exit_shape : entry_shape;
         return STP_OK;
     }
     uint32_t id;
     memcpy(&id, b + 2, 4);
     uint8_t op = kind == STP_EXIT ? 0xe9 : 0xe8;
     if (b[0] == 0x41 && b[1] == 0xba && id == expect_id && b[6] == op) {
-        *shape = (struct shape){X86_INS_MOV, 6, kind == STP_EXIT ? X86_INS_JMP : X86_INS_CALL, 5};
+        *shape =
+            (struct shape){X86_INS_MOV, 6, kind == STP_EXIT ? X86_INS_JMP : X86_INS_CALL, 5, 0};
         return STP_OK;
     }
     return STP_BAD_BYTES;
+}
+
+/* Decodes two instructions at *p with d's full handle (moving *p, *left, *addr past them): 1
+ * when they have the ids and sizes of `want`. */
+static int decode_pair(struct stp_dec *d, const uint8_t **p, size_t *left, uint64_t *addr,
+                       const struct shape *want)
+{
+    const cs_insn *in = stp_dec_full(d, p, left, addr);
+    if (!in || in->id != want->id0 || in->size != want->size0)
+        return 0;
+    in = stp_dec_full(d, p, left, addr);
+    return in && in->id == want->id1 && in->size == want->size1;
 }
 
 /* Proves an event sled (the sweep stands on its first byte) and moves the sweep past it: the
  * exact instruction sequence clang emits, `jmp` over the rest (or the 2-byte nop that enables
  * it), pushes of the argument registers, one mov per argument, the call at its fixed offset,
  * the pops. Returns STP_OK or STP_BAD_BYTES. */
-static enum stp_status check_event(csh cs, cs_insn *insn, const uint8_t **p, size_t *left,
+static enum stp_status check_event(struct stp_dec *d, const uint8_t **p, size_t *left,
                                    uint64_t *addr, const struct stp_sled *s)
 {
     static const unsigned custom[] = {X86_INS_JMP, X86_INS_PUSH, X86_INS_PUSH, X86_INS_MOV,
@@ -132,7 +100,8 @@ static enum stp_status check_event(csh cs, cs_insn *insn, const uint8_t **p, siz
         return STP_BAD_BYTES;
     for (size_t i = 0; i < n; i++) {
         uint64_t at = *addr;
-        if (!cs_api.disasm_iter(cs, p, left, addr, insn))
+        const cs_insn *insn = stp_dec_full(d, p, left, addr);
+        if (!insn)
             return STP_BAD_BYTES;
         unsigned id = i == 0 && enabled ? X86_INS_JMP : insn->id;
         if (i == 0 && enabled && insn->id != X86_INS_NOP)
@@ -146,19 +115,19 @@ static enum stp_status check_event(csh cs, cs_insn *insn, const uint8_t **p, siz
     return *addr - s->addr == size ? STP_OK : STP_BAD_BYTES;
 }
 
-/* Target of a relative jump, call, conditional jump or loop, or 0 for anything else. The
- * opcode follows any legacy or REX prefixes; rel8 and rel32 are the instruction's last bytes. */
-static uint64_t branch_target(const cs_insn *insn)
+/* Target of a relative jump, call, conditional jump or loop (the n bytes at b, mapped at
+ * `address`), or 0 for anything else. The opcode follows any legacy or REX prefixes; rel8 and
+ * rel32 are the instruction's last bytes. */
+static uint64_t branch_target(const uint8_t *b, size_t n, uint64_t address)
 {
-    const uint8_t *b = insn->bytes;
-    size_t i = 0, n = insn->size;
+    size_t i = 0;
     while (i < n && (b[i] == 0x66 || b[i] == 0x67 || b[i] == 0xf2 || b[i] == 0xf3 || b[i] == 0x2e ||
                      b[i] == 0x3e || b[i] == 0x26 || b[i] == 0x64 || b[i] == 0x65 || b[i] == 0x36 ||
                      (b[i] & 0xf0) == 0x40))
         i++;
     if (i >= n)
         return 0;
-    uint64_t next = insn->address + n;
+    uint64_t next = address + n;
     uint8_t op = b[i];
     if (op == 0xeb || (op >= 0x70 && op <= 0x7f) || (op >= 0xe0 && op <= 0xe3))
         return next + (uint64_t)(int64_t)(int8_t)b[n - 1];
@@ -176,9 +145,10 @@ struct targets {
     int lost; /* a target could not be kept: the function's sleds are refused */
 };
 
-static void note_target(struct targets *t, const cs_insn *insn, uint64_t lo, uint64_t hi)
+static void note_target(struct targets *t, const uint8_t *b, size_t n, uint64_t address,
+                        uint64_t lo, uint64_t hi)
 {
-    uint64_t to = branch_target(insn);
+    uint64_t to = branch_target(b, n, address);
     if (to <= lo || to >= hi)
         return; /* outside the function (or its first byte): cannot split a sled of it */
     if (t->n == t->cap) {
@@ -194,12 +164,28 @@ static void note_target(struct targets *t, const cs_insn *insn, uint64_t lo, uin
     t->v[t->n++] = to;
 }
 
+/* Moves the sweep (*p, *left, *addr) instruction by instruction until it reaches `to` or
+ * Capstone cannot decode, noting each instruction's branch target (lo, hi: the function). */
+static void sweep_to(struct stp_dec *d, struct targets *tg, const uint8_t **p, size_t *left,
+                     uint64_t *addr, uint64_t to, uint64_t lo, uint64_t hi)
+{
+    while (*addr < to) {
+        const uint8_t *at = *p;
+        uint64_t a = *addr;
+        unsigned n = stp_dec_step(d, p, left, addr);
+        if (!n)
+            return;
+        note_target(tg, at, n, a, lo, hi);
+    }
+}
+
 /* Sweeps code[0..len) (mapped at func_addr) once, sleds[] sorted by address: proves each sled,
  * and notes every relative branch target; then refuses any proven sled a branch lands inside
  * (after its first byte: patching rewrites the instructions there). */
-static void check_function(csh cs, cs_insn *insn, struct targets *tgp, const uint8_t *code,
-                           size_t len, uint64_t func_addr, struct stp_sled **sleds, size_t n)
+static void check_function(struct sweeper *w, struct targets *tgp, const uint8_t *code, size_t len,
+                           uint64_t func_addr, struct stp_sled **sleds, size_t n)
 {
+    struct stp_dec *d = &w->d;
     const uint8_t *p = code;
     size_t left = len;
     uint64_t addr = func_addr, end = func_addr + len;
@@ -221,15 +207,11 @@ static void check_function(csh cs, cs_insn *insn, struct targets *tgp, const uin
             continue;
         }
         if (s->kind == STP_CUSTOM_EVENT || s->kind == STP_TYPED_EVENT) {
-            while (addr < s->addr) {
-                if (!cs_api.disasm_iter(cs, &p, &left, &addr, insn))
-                    break;
-                note_target(tg, insn, func_addr, end);
-            }
+            sweep_to(d, tg, &p, &left, &addr, s->addr, func_addr, end);
             if (addr != s->addr)
                 s->status = addr < s->addr ? STP_UNDECODABLE : STP_NOT_ON_BOUNDARY;
             else
-                s->status = check_event(cs, insn, &p, &left, &addr, s);
+                s->status = check_event(d, &p, &left, &addr, s);
             continue;
         }
         struct shape shape;
@@ -237,24 +219,24 @@ static void check_function(csh cs, cs_insn *insn, struct targets *tgp, const uin
         if (s->status != STP_OK)
             continue;
         /* Sweep forward to the sled (the sweep position never moves backwards). */
-        while (addr < s->addr) {
-            if (!cs_api.disasm_iter(cs, &p, &left, &addr, insn))
-                break;
-            note_target(tg, insn, func_addr, end);
-        }
+        sweep_to(d, tg, &p, &left, &addr, s->addr, func_addr, end);
         if (addr != s->addr) {
             s->status = addr < s->addr ? STP_UNDECODABLE : STP_NOT_ON_BOUNDARY;
             continue;
         }
-        /* Decode the sled's own two instructions; leave the sweep after them. */
-        if (!cs_api.disasm_iter(cs, &p, &left, &addr, insn) || insn->id != shape.id0 ||
-            insn->size != shape.size0 || !cs_api.disasm_iter(cs, &p, &left, &addr, insn) ||
-            insn->id != shape.id1 || insn->size != shape.size1)
+        /* The sled's own two instructions; leave the sweep after them. Capstone's decoding is
+         * a function of the bytes, so a sled whose bytes equal a template (check_bytes) decodes
+         * as the template did when open_sweeper decoded it; any other form is decoded here. */
+        if (shape.tmpl && w->templates_proven) {
+            p += STP_SLED_SIZE;
+            left -= STP_SLED_SIZE;
+            addr += STP_SLED_SIZE;
+        } else if (!decode_pair(d, &p, &left, &addr, &shape)) {
             s->status = STP_BAD_BYTES;
+        }
     }
     /* The rest of the function: its branches may go back into a sled. */
-    while (left > 0 && cs_api.disasm_iter(cs, &p, &left, &addr, insn))
-        note_target(tg, insn, func_addr, end);
+    sweep_to(d, tg, &p, &left, &addr, end, func_addr, end);
     for (size_t i = 0; i < n; i++) {
         struct stp_sled *s = sleds[i];
         if (tg->lost && s->status == STP_OK)
@@ -287,16 +269,18 @@ static void sort_sleds(struct stp_sled **v, size_t n)
     }
 }
 
-static int open_capstone(csh *cs, cs_insn **insn)
+/* Opens a sweeper and proves the templates' decoding: 0 or STP_E_CAPSTONE. */
+static int open_sweeper(struct sweeper *w)
 {
-    if (stp_capstone_load() != 0 || cs_api.open(CS_ARCH_X86, CS_MODE_64, cs) != CS_ERR_OK)
+    if (stp_dec_open(&w->d) != 0)
         return STP_E_CAPSTONE;
-    cs_api.option(*cs, CS_OPT_DETAIL, CS_OPT_OFF);
-    *insn = cs_api.malloc(*cs);
-    if (!*insn) {
-        cs_api.close(cs);
-        return STP_E_CAPSTONE;
-    }
+    const uint8_t *p = entry_template;
+    size_t left = STP_SLED_SIZE;
+    uint64_t addr = 0x1000;
+    int entry_ok = decode_pair(&w->d, &p, &left, &addr, &entry_shape);
+    p = exit_template;
+    left = STP_SLED_SIZE;
+    w->templates_proven = entry_ok && decode_pair(&w->d, &p, &left, &addr, &exit_shape);
     return 0;
 }
 
@@ -304,9 +288,8 @@ enum stp_status stp_check_sled(const uint8_t *code, size_t len, uint64_t func_ad
                                uint64_t sled_addr, enum stp_kind kind, unsigned version,
                                uint32_t expect_id)
 {
-    csh cs;
-    cs_insn *insn;
-    if (open_capstone(&cs, &insn) != 0)
+    struct sweeper w;
+    if (open_sweeper(&w) != 0)
         return STP_UNDECODABLE;
     struct stp_sled s = {.addr = sled_addr,
                          .fid = expect_id,
@@ -315,10 +298,9 @@ enum stp_status stp_check_sled(const uint8_t *code, size_t len, uint64_t func_ad
                          .status = STP_OK};
     struct stp_sled *ps = &s;
     struct targets tg = {NULL, 0, 0, 0};
-    check_function(cs, insn, &tg, code, len, func_addr, &ps, 1);
+    check_function(&w, &tg, code, len, func_addr, &ps, 1);
     free(tg.v);
-    cs_api.free(insn, 1);
-    cs_api.close(&cs);
+    stp_dec_close(&w.d);
     return (enum stp_status)s.status;
 }
 
@@ -358,17 +340,15 @@ struct jobs {
 /* Sweeps jobs until none is left. 0, or STP_E_CAPSTONE / STP_E_NOMEM before taking any. */
 static int sweep_jobs(struct jobs *j)
 {
-    csh cs;
-    cs_insn *insn;
-    if (open_capstone(&cs, &insn) != 0)
+    struct sweeper w;
+    if (open_sweeper(&w) != 0)
         return STP_E_CAPSTONE;
     struct stp_sled **order = malloc((j->max_sleds ? j->max_sleds : 1) * sizeof *order);
     struct targets tg = {malloc(64 * sizeof(uint64_t)), 0, 64, 0};
     if (!order || !tg.v) {
         free(order);
         free(tg.v);
-        cs_api.free(insn, 1);
-        cs_api.close(&cs);
+        stp_dec_close(&w.d);
         return STP_E_NOMEM;
     }
     struct stp_object *obj = j->obj;
@@ -384,14 +364,13 @@ static int sweep_jobs(struct jobs *j)
             sort_sleds(order, fn->nsleds);
             tg.n = 0;
             tg.lost = 0;
-            check_function(cs, insn, &tg, (const uint8_t *)(uintptr_t)fn->addr,
-                           j->v[i].hi - fn->addr, fn->addr, order, fn->nsleds);
+            check_function(&w, &tg, (const uint8_t *)(uintptr_t)fn->addr, j->v[i].hi - fn->addr,
+                           fn->addr, order, fn->nsleds);
         }
     }
     free(order);
     free(tg.v);
-    cs_api.free(insn, 1);
-    cs_api.close(&cs);
+    stp_dec_close(&w.d);
     return 0;
 }
 

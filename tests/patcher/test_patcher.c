@@ -8,6 +8,7 @@
 #include <criterion/criterion.h>
 
 #include <errno.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -304,6 +305,52 @@ Test(check_sled, unknown_version)
     cr_assert_eq(check(&c, entry, STP_ENTRY, 3, 1), STP_UNSUPPORTED_VERSION);
     cr_assert_eq(check(&c, exit, STP_EXIT, 3, 1), STP_UNSUPPORTED_VERSION);
     cr_assert_eq(check(&c, exit, STP_EXIT, 255, 1), STP_UNSUPPORTED_VERSION);
+}
+
+/* The sweep decodes with Capstone's printer turned off (verify.c): on Debian 12's Capstone 4.0.2
+ * that mode must be on, and it must split real code exactly as an ordinary handle does. */
+struct text {
+    const char *want; /* a substring of the object's name ("" for the executable) */
+    const uint8_t *code;
+    size_t len;
+    uint64_t addr;
+};
+
+static int find_text(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    struct text *t = arg;
+    const char *name = info->dlpi_name ? info->dlpi_name : "";
+    if (t->want[0] ? !strstr(name, t->want) : name[0] != '\0')
+        return 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+            t->addr = info->dlpi_addr + ph->p_vaddr;
+            t->code = (const uint8_t *)(uintptr_t)t->addr;
+            t->len = ph->p_filesz;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+Test(quiet_sweep, is_on_with_debian_capstone)
+{
+    cr_assert_eq(stp_capstone_quiet(), 1);
+}
+
+Test(quiet_sweep, splits_libc_and_this_program_like_an_ordinary_handle)
+{
+    const char *names[] = {"libc.so.6", ""};
+    for (size_t i = 0; i < 2; i++) {
+        struct text t = {names[i], NULL, 0, 0};
+        cr_assert(dl_iterate_phdr(find_text, &t), "no text found for '%s'", names[i]);
+        long n = stp_capstone_compare(t.code, t.len, t.addr);
+        cr_assert_geq(n, 0, "'%s': the handles differ at byte %ld", names[i], -1 - n);
+        /* libc's text is well over 100,000 instructions; this program's over 1,000 */
+        cr_assert_gt(n, i == 0 ? 100000 : 1000, "'%s': %ld instructions", names[i], n);
+    }
 }
 
 /* ---- stp_number_functions ---------------------------------------------------------------- */
