@@ -12,18 +12,85 @@
  * ld and lld put it (.note.gnu.build-id); `readelf -n` shows the same bytes.
  * Executable PT_LOAD segments are kept (with their flags) for verification and for restoring page
  * protections after patching.
+ *
+ * libelf is loaded by the first stp_object_open (dlopen of libelf.so.1 through the dynamic
+ * linker's own dlopen), not linked: LD_PRELOAD reaches every process a traced program starts,
+ * and most have no map (told by stp_file_has_map with a few preads); linking libelf (and its
+ * libz) cost each of them about 80 us of loading. Once loaded it stays. Not from inside
+ * dl_iterate_phdr (dlopen would deadlock): callers there check stp_elf_loaded() first.
  */
 #include "stp_internal.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* The libelf functions this file calls, resolved when libelf is loaded (stp_elf_load). */
+static struct {
+    unsigned (*version)(unsigned);
+    Elf *(*begin)(int, Elf_Cmd, Elf *);
+    int (*end)(Elf *);
+    Elf_Kind (*kind)(Elf *);
+    int (*getshdrstrndx)(Elf *, size_t *);
+    int (*getphdrnum)(Elf *, size_t *);
+    GElf_Phdr *(*getphdr)(Elf *, int, GElf_Phdr *);
+    Elf_Scn *(*nextscn)(Elf *, Elf_Scn *);
+    Elf_Scn *(*getscn)(Elf *, size_t);
+    GElf_Shdr *(*getshdr)(Elf_Scn *, GElf_Shdr *);
+    char *(*strptr)(Elf *, size_t, size_t);
+    Elf_Data *(*getdata)(Elf_Scn *, Elf_Data *);
+    Elf_Data *(*rawdata)(Elf_Scn *, Elf_Data *);
+    int (*getclass)(Elf *);
+    GElf_Sym *(*getsym)(Elf_Data *, int, GElf_Sym *);
+    size_t (*getnote)(Elf_Data *, size_t, GElf_Nhdr *, size_t *, size_t *);
+} elf_api;
+/* Set (release) once every slot of elf_api is filled; stp_elf_loaded's acquire pairs with it. */
+static atomic_int elf_ready;
+
+int stp_elf_loaded(void)
+{
+    return atomic_load_explicit(&elf_ready, memory_order_acquire);
+}
+
+int stp_elf_load(void)
+{
+    if (stp_elf_loaded())
+        return 0;
+    /* The dynamic linker's own dlopen: a program's interposed one (the runtime's) must not see
+     * libelf come. Never closed: later objects need it again, and it is small. */
+    void *(*real_dlopen)(const char *, int);
+    *(void **)&real_dlopen = dlsym(RTLD_NEXT, "dlopen");
+    void *h = real_dlopen ? real_dlopen(STP_LIBELF_NAME, RTLD_NOW | RTLD_LOCAL) : NULL;
+    if (!h)
+        return STP_E_LIBELF;
+    static const char *const names[] = {
+        "elf_version",       "elf_begin",      "elf_end",      "elf_kind",
+        "elf_getshdrstrndx", "elf_getphdrnum", "gelf_getphdr", "elf_nextscn",
+        "elf_getscn",        "gelf_getshdr",   "elf_strptr",   "elf_getdata",
+        "elf_rawdata",       "gelf_getclass",  "gelf_getsym",  "gelf_getnote"};
+    void **slots[] = {
+        (void **)&elf_api.version, (void **)&elf_api.begin,         (void **)&elf_api.end,
+        (void **)&elf_api.kind,    (void **)&elf_api.getshdrstrndx, (void **)&elf_api.getphdrnum,
+        (void **)&elf_api.getphdr, (void **)&elf_api.nextscn,       (void **)&elf_api.getscn,
+        (void **)&elf_api.getshdr, (void **)&elf_api.strptr,        (void **)&elf_api.getdata,
+        (void **)&elf_api.rawdata, (void **)&elf_api.getclass,      (void **)&elf_api.getsym,
+        (void **)&elf_api.getnote};
+    _Static_assert(sizeof names / sizeof names[0] == sizeof slots / sizeof slots[0], "elf_api");
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!(*slots[i] = dlsym(h, names[i])))
+            return STP_E_LIBELF; /* a broken libelf: left loaded, never used */
+    elf_api.version(EV_CURRENT);
+    atomic_store_explicit(&elf_ready, 1, memory_order_release); /* pairs: stp_elf_loaded */
+    return 0;
+}
 
 static int64_t get_i64(const uint8_t *p)
 {
@@ -111,7 +178,7 @@ static const Elf64_Sym *sym_at(Elf_Data *d, const Elf64_Sym *direct, size_t i, G
 {
     if (direct)
         return &direct[i];
-    return gelf_getsym(d, (int)i, g) ? (const Elf64_Sym *)g : NULL; /* GElf_Sym is Elf64_Sym */
+    return elf_api.getsym(d, (int)i, g) ? (const Elf64_Sym *)g : NULL; /* GElf_Sym is Elf64_Sym */
 }
 
 /* Whether symbol s names a function (a named STT_FUNC or IFUNC with an address). */
@@ -132,16 +199,16 @@ static int takes_over(uint32_t pick, uint32_t global)
 
 static int name_functions(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct stp_object *obj)
 {
-    Elf_Data *d = elf_getdata(scn, NULL);
-    Elf_Scn *strscn = elf_getscn(elf, sh->sh_link);
-    Elf_Data *sd = strscn ? elf_getdata(strscn, NULL) : NULL;
+    Elf_Data *d = elf_api.getdata(scn, NULL);
+    Elf_Scn *strscn = elf_api.getscn(elf, sh->sh_link);
+    Elf_Data *sd = strscn ? elf_api.getdata(strscn, NULL) : NULL;
     if (!d || sh->sh_entsize == 0 || !sd || !sd->d_buf || obj->nfuncs == 0)
         return 0;
     const char *strtab = sd->d_buf;
     size_t strsz = sd->d_size, nsyms = d->d_size / sh->sh_entsize;
     if (nsyms >= UINT32_MAX / 2)
         nsyms = UINT32_MAX / 2 - 1;
-    const Elf64_Sym *direct = gelf_getclass(elf) == ELFCLASS64 && d->d_type == ELF_T_SYM &&
+    const Elf64_Sym *direct = elf_api.getclass(elf) == ELFCLASS64 && d->d_type == ELF_T_SYM &&
                                       sh->sh_entsize == sizeof(Elf64_Sym)
                                   ? d->d_buf
                                   : NULL;
@@ -253,12 +320,12 @@ static int name_functions(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct st
  * A descriptor longer than STP_BUILD_ID_MAX is left out: no id rather than part of one. */
 static void read_build_id(Elf_Scn *scn, struct stp_object *obj)
 {
-    Elf_Data *d = elf_getdata(scn, NULL);
+    Elf_Data *d = elf_api.getdata(scn, NULL);
     if (!d)
         return;
     GElf_Nhdr nh;
     size_t off = 0, name_off, desc_off, next;
-    while (off < d->d_size && (next = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
+    while (off < d->d_size && (next = elf_api.getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
         const char *name = (const char *)d->d_buf + name_off;
         if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == sizeof "GNU" &&
             memcmp(name, "GNU", sizeof "GNU") == 0) {
@@ -275,16 +342,16 @@ static void read_build_id(Elf_Scn *scn, struct stp_object *obj)
 static int load(struct stp_object *obj, Elf *elf)
 {
     size_t shstrndx;
-    if (elf_kind(elf) != ELF_K_ELF || elf_getshdrstrndx(elf, &shstrndx) != 0)
+    if (elf_api.kind(elf) != ELF_K_ELF || elf_api.getshdrstrndx(elf, &shstrndx) != 0)
         return STP_E_ELF;
 
     /* Executable segments. */
     size_t nph;
-    if (elf_getphdrnum(elf, &nph) != 0)
+    if (elf_api.getphdrnum(elf, &nph) != 0)
         return STP_E_ELF;
     for (size_t i = 0; i < nph && obj->nsegs < STP_MAX_SEGS; i++) {
         GElf_Phdr ph;
-        if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
+        if (!elf_api.getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
             continue;
         obj->segs[obj->nsegs].start = ph.p_vaddr + obj->bias;
         obj->segs[obj->nsegs].end = ph.p_vaddr + ph.p_memsz + obj->bias;
@@ -294,10 +361,10 @@ static int load(struct stp_object *obj, Elf *elf)
 
     Elf_Scn *scn = NULL, *map = NULL, *symtab = NULL, *dynsym = NULL;
     GElf_Shdr map_sh = {0}, symtab_sh = {0}, dynsym_sh = {0}, sh;
-    while ((scn = elf_nextscn(elf, scn)) != NULL) {
-        if (!gelf_getshdr(scn, &sh))
+    while ((scn = elf_api.nextscn(elf, scn)) != NULL) {
+        if (!elf_api.getshdr(scn, &sh))
             continue;
-        const char *name = elf_strptr(elf, shstrndx, sh.sh_name);
+        const char *name = elf_api.strptr(elf, shstrndx, sh.sh_name);
         if (name && strcmp(name, "xray_instr_map") == 0) {
             map = scn;
             map_sh = sh;
@@ -315,7 +382,7 @@ static int load(struct stp_object *obj, Elf *elf)
         return STP_E_NO_MAP;
     if (map_sh.sh_size % 32 != 0 || map_sh.sh_type == SHT_NOBITS)
         return STP_E_BAD_MAP;
-    Elf_Data *d = elf_rawdata(map, NULL);
+    Elf_Data *d = elf_api.rawdata(map, NULL);
     if (!d || d->d_size != map_sh.sh_size)
         return STP_E_BAD_MAP;
 
@@ -368,6 +435,9 @@ static int load(struct stp_object *obj, Elf *elf)
 int stp_object_open(const char *path, uintptr_t bias, struct stp_object **out)
 {
     *out = NULL;
+    int loaded = stp_elf_load();
+    if (loaded != 0)
+        return loaded;
     struct stp_object *obj = calloc(1, sizeof *obj);
     if (!obj)
         return STP_E_NOMEM;
@@ -387,11 +457,10 @@ int stp_object_open(const char *path, uintptr_t bias, struct stp_object **out)
     struct stat st;
     if (fstat(fd, &st) == 0)
         obj->file_size = (uint64_t)st.st_size;
-    elf_version(EV_CURRENT);
-    Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+    Elf *elf = elf_api.begin(fd, ELF_C_READ_MMAP, NULL);
     int rc = elf ? load(obj, elf) : STP_E_ELF;
     if (elf)
-        elf_end(elf);
+        elf_api.end(elf);
     close(fd);
     if (rc != 0) {
         stp_object_close(obj);
@@ -504,6 +573,8 @@ const char *stp_strerror(int err)
         return "no stub page could be mapped within +-2 GiB of the text";
     case STP_E_UNPROVEN:
         return "the proof cache lacks some of the object's proofs";
+    case STP_E_LIBELF:
+        return "libelf could not be loaded (" STP_LIBELF_NAME ")";
     case STP_E_PROTECT:
         return "mprotect refused to make the text writable";
     default:

@@ -60,6 +60,7 @@ enum stp_error {
     STP_E_STUB = -7,     /* no stub page within reach */
     STP_E_PROTECT = -8,  /* mprotect failed */
     STP_E_UNPROVEN = -9, /* stp_object_verify_opts with cache_only: the cache lacks a proof */
+    STP_E_LIBELF = -10,  /* libelf could not be loaded */
 };
 
 struct stp_object;
@@ -143,6 +144,14 @@ int stp_object_verify_opts(struct stp_object *obj, const struct stp_verify_opts 
  * effective user and closed to group and others. 0, or a negative errno (EPERM: someone
  * else's, or open to others). */
 int stp_cache_prepare(const char *dir);
+/* libelf is dlopen'd (STP_LIBELF_NAME), by the first stp_object_open or here: 0 or STP_E_LIBELF.
+ * Never from inside dl_iterate_phdr (dlopen would deadlock): check stp_elf_loaded() there. It
+ * stays loaded. Thread-safe with stp_elf_loaded, not with itself. */
+#ifndef STP_LIBELF_NAME
+#define STP_LIBELF_NAME "libelf.so.1"
+#endif
+int stp_elf_load(void);
+int stp_elf_loaded(void);
 /* Capstone is dlopen'd (STP_CAPSTONE_NAME), by the first proof or here: 0 or STP_E_CAPSTONE.
  * Never from inside dl_iterate_phdr (the dynamic linker's lock is held: dlopen would deadlock);
  * check stp_capstone_loaded() there. stp_capstone_release() unloads it until the next load (it

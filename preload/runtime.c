@@ -458,11 +458,11 @@ static int patch(struct stp_object *obj, const char *name)
     return rc;
 }
 
-/* A shared object loaded at start-up or by dlopen: patched if it has an instrumentation map. */
-/* Returns 1 when the object needs proving but Capstone is not loaded: the caller (inside
- * dl_iterate_phdr, under the dynamic linker's lock, where dlopen would deadlock) must load it
- * outside and come back (scan_objects). 0 otherwise. */
-enum { ADD_NONE = -1, ADD_NEED_CAPSTONE = -2 };
+/* A shared object loaded at start-up or by dlopen: patched if it has an instrumentation map.
+ * ADD_NEED_LIBELF, ADD_NEED_CAPSTONE: the object needs libelf to be read, or Capstone to be
+ * proven, and it is not loaded: the caller (inside dl_iterate_phdr, under the dynamic linker's
+ * lock, where dlopen would deadlock) must load it outside and come back (scan_objects). */
+enum { ADD_NONE = -1, ADD_NEED_CAPSTONE = -2, ADD_NEED_LIBELF = -3 };
 
 /* An object number to give the file: that of an unloaded object of the same file, else a new
  * one; -1 when all are used. */
@@ -482,6 +482,8 @@ static int add_object(const char *path, uintptr_t bias, const struct stat *st)
     struct stp_object *obj;
     if (stp_file_has_map(path) == 0)
         return ADD_NONE; /* not instrumented: the usual case, told cheaply */
+    if (!stp_elf_loaded())
+        return ADD_NEED_LIBELF;
     int rc = stp_object_open(path, bias, &obj);
     if (rc == STP_E_NO_MAP || rc == STP_E_OPEN)
         return ADD_NONE; /* not instrumented, or not a file we can read */
@@ -540,7 +542,8 @@ static uintptr_t self_base;
 
 struct scan {
     unsigned seen[MAX_OBJECTS];
-    int need_capstone; /* the scan stopped at an object to prove: load Capstone, scan again */
+    int need; /* the scan stopped at an object that needs ADD_NEED_CAPSTONE or ADD_NEED_LIBELF:
+                 load it, scan again (0: it went through) */
 };
 
 static int scan_one(struct dl_phdr_info *info, size_t size, void *data)
@@ -561,8 +564,8 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *data)
             return 0;
         }
     int num = add_object(name, info->dlpi_addr, have ? &st : NULL);
-    if (num == ADD_NEED_CAPSTONE) {
-        sc->need_capstone = 1;
+    if (num == ADD_NEED_CAPSTONE || num == ADD_NEED_LIBELF) {
+        sc->need = num;
         return 1; /* stop */
     }
     if (num >= 0)
@@ -575,16 +578,21 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *data)
 static void scan_objects(void)
 {
     struct scan sc;
+    int loaded = 0;
     do {
         memset(&sc, 0, sizeof sc);
         sc.seen[0] = 1;
         dl_iterate_phdr(scan_one, &sc);
-    } while (sc.need_capstone && stp_capstone_load() == 0);
+        if (sc.need == ADD_NEED_LIBELF)
+            loaded = stp_elf_load();
+        else if (sc.need == ADD_NEED_CAPSTONE)
+            loaded = stp_capstone_load();
+    } while (sc.need && loaded == 0);
     if (str_filter_active())
         str_filter_report(); /* patterns that matched no function so far */
-    if (sc.need_capstone) {
-        str_log(STR_WARN, "cannot load Capstone (%s); libraries loaded from now on are left alone",
-                STP_CAPSTONE_NAME);
+    if (sc.need) {
+        str_log(STR_WARN, "cannot load %s; libraries loaded from now on are left alone",
+                sc.need == ADD_NEED_LIBELF ? STP_LIBELF_NAME : STP_CAPSTONE_NAME);
         return;
     }
     for (unsigned i = 1; i < nobjs; i++)

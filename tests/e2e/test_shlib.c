@@ -106,6 +106,33 @@ Test(shlib, uninstrumented_host_linked_with_a_library)
     uninstrumented_host("plugprog-linked");
 }
 
+/* Every process LD_PRELOAD reaches pays for what the runtime maps: one without sleds maps
+ * neither libelf (with its libz) nor Capstone; libelf comes with the first object that has a
+ * map, here a plugin dlopen'd from main (the dynamic linker's own account, LD_DEBUG=files). */
+Test(shlib, libelf_is_loaded_only_for_an_object_with_sleds)
+{
+    char work[PATH_MAX], out[PATH_MAX];
+    e2e_workdir(work, sizeof work);
+    snprintf(out, sizeof out, "%s/out", work);
+    const char *progs[] = {BIN("plain-pie"), BIN("plugprog")};
+    for (int i = 0; i < 2; i++) {
+        struct e2e_spec s = {.prog = progs[i],
+                             .argv1 = i ? BIN("libslb.so") : NULL,
+                             .preload = 1,
+                             .outdir = out,
+                             .env = {"LD_DEBUG=files"}};
+        struct e2e_run t;
+        e2e_run(work, &s, &t);
+        cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0, "%s: %s", progs[i], t.err);
+        cr_assert_eq(strstr(t.err, "file=libelf.so.1") != NULL, i, "%s:\n%s", progs[i], t.err);
+        cr_assert_eq(strstr(t.err, "file=libz.so.1") != NULL, i, "%s:\n%s", progs[i], t.err);
+        cr_assert_eq(strstr(t.err, "file=libcapstone") != NULL, i, "%s:\n%s", progs[i], t.err);
+        e2e_run_free(&t);
+        e2e_rmtree(out);
+    }
+    e2e_rmtree(work);
+}
+
 /* Issue 9.5: a plugin dlclose'd and dlopen'd again (usually at the same address) is a new image:
  * it is proven and patched again, under its old object number. reloadprog.c does 20 rounds of
  * dlopen, calls, sledtrace_unpatch/patch, calls, dlclose. Before: only the first round was
