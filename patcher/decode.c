@@ -350,11 +350,20 @@ unsigned stp_dec_step(struct stp_dec *d, const uint8_t **p, size_t *left, uint64
         *addr += L;
         return L;
     }
-    if (!cs_api.disasm_iter(d->sweep, p, left, addr, d->isweep))
+    /* Capstone decodes the copy the memo will hold (an instruction is at most 15 bytes), so
+     * what it remembers is exactly what Capstone saw. */
+    const uint8_t *q = (const uint8_t *)w;
+    size_t n = *left < sizeof w ? *left : sizeof w;
+    uint64_t a = *addr;
+    if (!cs_api.disasm_iter(d->sweep, &q, &n, &a, d->isweep))
         return 0;
+    L = d->isweep->size;
     if (d->memo)
-        memo_add(d->memo, w, d->isweep->size);
-    return d->isweep->size;
+        memo_add(d->memo, w, L);
+    *p += L;
+    *left -= L;
+    *addr += L;
+    return L;
 }
 
 int stp_capstone_quiet(void)
