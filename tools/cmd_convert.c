@@ -1,7 +1,7 @@
 /* sledtrace convert TRACE --format fdr|chrome|yaml [-o OUT]
  *
- * chrome and yaml live in convert_chrome.c and convert_yaml.c; this file has the fdr rewrite, the
- * helpers they share (convert.h: the output file) and the dispatch.
+ * chrome and yaml live in convert_chrome.c and convert_yaml.c, the helper they share in
+ * convert.c; this file has the fdr rewrite and the dispatch.
  *
  * --format fdr: the same trace with one block per thread.
  *
@@ -325,22 +325,4 @@ static int convert_fdr_from(const char *src, const char *path, const char *out)
     u64map_free(&s.map);
     stf_reader_close(r);
     return status;
-}
-
-/* ---- shared helpers (convert.h) ---------------------------------------------------------- */
-
-FILE *conv_begin(struct tool_trace *tr, struct tool_out *o, const char *path, const char *out,
-                 const char *syms_opt)
-{
-    if (tool_trace_open(tr, path, syms_opt, "converting", out == NULL) != EXIT_OK)
-        return NULL;
-    FILE *f = tool_out_open(o, out);
-    if (!f) {
-        tool_trace_close(tr);
-        return NULL;
-    }
-    static char obuf[1 << 16]; /* one output at a time */
-    if (f != stdout)
-        setvbuf(f, obuf, _IOFBF, sizeof obuf);
-    return f;
 }
