@@ -470,6 +470,14 @@ int stp_object_open(const char *path, uintptr_t bias, struct stp_object **out)
     return 0;
 }
 
+const struct stp_seg *stp_find_seg(const struct stp_object *obj, uint64_t addr, size_t len)
+{
+    for (size_t i = 0; i < obj->nsegs; i++)
+        if (addr >= obj->segs[i].start && addr + len <= obj->segs[i].end)
+            return &obj->segs[i];
+    return NULL;
+}
+
 void stp_object_close(struct stp_object *obj)
 {
     if (!obj)

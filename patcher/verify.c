@@ -304,14 +304,6 @@ enum stp_status stp_check_sled(const uint8_t *code, size_t len, uint64_t func_ad
     return (enum stp_status)s.status;
 }
 
-const struct stp_seg *stp_find_seg(const struct stp_object *obj, uint64_t addr, size_t len)
-{
-    for (size_t i = 0; i < obj->nsegs; i++)
-        if (addr >= obj->segs[i].start && addr + len <= obj->segs[i].end)
-            return &obj->segs[i];
-    return NULL;
-}
-
 /* ---- proving an object ------------------------------------------------------------------
  * First, on the calling thread, each function with a sled left to patch gets its sweep's end;
  * with a cache, its digest (cache.c), and the cache's statuses when the digests agree. The
