@@ -66,6 +66,8 @@ static struct str_thread *registry;
 static pthread_key_t exit_key;
 static int trace_fd = -1;
 static char trace_path[4096], syms_path[4096];
+/* runtime.c's services (str.h), set by str_buffers_start before the flush thread exists. */
+static struct str_outputs outputs;
 static struct stat trace_st;
 static uint64_t bytes_written, bytes_lost, chunks_written;
 /* Events lost by exited threads: side-ring overflows and events that found no buffer. Added to
@@ -607,7 +609,8 @@ static void sidecar_end(int with_registry, int crash)
             str_names_get(th->self, th->birth, name);
         p = put_thread(p, th->pid, th->tid, name);
     }
-    str_syms_finish(buf, (size_t)(p - buf));
+    if (outputs.syms_finish)
+        outputs.syms_finish(buf, (size_t)(p - buf));
 }
 
 /* CPU time the flush thread used, noted as it ends (reported at the info level: what tracing
@@ -714,7 +717,7 @@ static void *flush_main(void *arg)
         }
         writer_give();
         if (atomic_exchange_explicit(&toggle_requested, 0, memory_order_acq_rel))
-            str_toggle();
+            outputs.toggle();
         if (period_due) {
             deadline = ns_of(&now) + period;
             int expect = ST_ACTIVE;
@@ -1270,8 +1273,9 @@ static int start_flusher(void)
     return 0;
 }
 
-int str_buffers_start(int fd, const char *path, const char *spath)
+int str_buffers_start(int fd, const char *path, const char *spath, const struct str_outputs *o)
 {
+    outputs = *o; /* before the flush thread starts: pthread_create orders it for that thread */
     header_bits = str_clock_init();
     clock_gettime(CLOCK_MONOTONIC_RAW, &raw0);
     tsc0 = str_now();
@@ -1377,7 +1381,7 @@ static int fork_activate(void)
                                                  memory_order_acquire))
         return expect;
     char path[sizeof trace_path], spath[sizeof syms_path];
-    int fd = str_open_outputs(path, sizeof path, spath, sizeof spath);
+    int fd = outputs.open(path, sizeof path, spath, sizeof spath);
     if (fd < 0 || begin_file(fd, path, spath) != 0 || start_flusher() != 0)
         return ST_OFF;
     return ST_ACTIVE;

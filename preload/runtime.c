@@ -286,7 +286,7 @@ static int write_syms(const char *path)
     return rc;
 }
 
-void str_syms_finish(const char *text, size_t len)
+static void syms_finish(const char *text, size_t len)
 {
     /* Under a seccomp filter (threads.c) opening a file may kill the process: left out. */
     if (!syms_now[0] || !len || atomic_load_explicit(&str_seccomp_filter, memory_order_relaxed))
@@ -605,7 +605,7 @@ static void scan_objects(void)
 
 static char exe_path[PATH_MAX];
 
-int str_open_outputs(char *path, size_t plen, char *syms, size_t slen)
+static int open_outputs(char *path, size_t plen, char *syms, size_t slen)
 {
     if (make_dir(str_cfg.output) != 0) {
         str_log(STR_WARN, "cannot create output directory %s (%s); running untraced",
@@ -702,15 +702,18 @@ static void fork_child(void)
     str_fork_child();
 }
 
+static void toggle_all(void);
+
 /* The trace files, the flush thread and the exit paths. Returns 0, or -1 (logged). */
 static int begin_outputs(char *path, size_t plen)
 {
     char syms[PATH_MAX];
-    int fd = str_open_outputs(path, plen, syms, sizeof syms);
+    int fd = open_outputs(path, plen, syms, sizeof syms);
     if (fd < 0)
         return -1;
     stp_fpu_init();
-    if (str_buffers_start(fd, path, syms) != 0) {
+    static const struct str_outputs outputs = {open_outputs, syms_finish, toggle_all};
+    if (str_buffers_start(fd, path, syms, &outputs) != 0) {
         str_log(STR_WARN, "cannot start the flush thread; running untraced");
         close(fd);
         return -1;
@@ -1004,7 +1007,7 @@ __attribute__((visibility("default"))) int sledtrace_unpatch_function(const char
 }
 
 /* The flush thread, asked by SLEDTRACE_TOGGLE_SIGNAL: everything off if on, on if off. */
-void str_toggle(void)
+static void toggle_all(void)
 {
     int on = !patched_now;
     str_log(STR_INFO, "SLEDTRACE_TOGGLE_SIGNAL: tracing %s", on ? "on" : "off");

@@ -189,13 +189,24 @@ static inline int str_next_chunk_free(struct str_thread *th)
  * event's TSC, which becomes the new block's NewCPUId time) when the current chunk has no room
  * or is missing. On return the cursor's pos/end describe a chunk with room, or pos is 0 (drop). */
 STR_HIDDEN void str_refill(void *tsc);
-STR_HIDDEN int str_buffers_start(int fd, const char *trace_path, const char *syms_path);
+/* What buffers.c asks of runtime.c, the module above it: runtime.c hands these to
+ * str_buffers_start, and buffers.c names none of runtime.c's functions (no circle).
+ *   open: creates this process's trace and sidecar (their names carry the current pid; a fork
+ *     child's at its first event); the trace descriptor, or -1 after one message.
+ *   syms_finish: appends len bytes of whole lines to the sidecar (reopened by name, if it is
+ *     still the file created). Async-signal-safe: system calls only; nothing under a seccomp
+ *     filter (str_seccomp_filter), which may kill the process for opening a file.
+ *   toggle: switches every sled (SLEDTRACE_TOGGLE_SIGNAL), on the flush thread. */
+struct str_outputs {
+    int (*open)(char *trace_path, size_t tlen, char *syms_path, size_t slen);
+    void (*syms_finish)(const char *text, size_t len);
+    void (*toggle)(void);
+};
+STR_HIDDEN int str_buffers_start(int fd, const char *trace_path, const char *syms_path,
+                                 const struct str_outputs *outputs);
 STR_HIDDEN void str_fork_prepare(void);
 STR_HIDDEN void str_fork_parent(void);
 STR_HIDDEN void str_fork_child(void);
-/* runtime.c: creates this process's trace and symbols files (names carry the current pid);
- * returns the trace descriptor or -1 (after one message). */
-STR_HIDDEN int str_open_outputs(char *trace_path, size_t tlen, char *syms_path, size_t slen);
 STR_HIDDEN void str_buffers_finish(void);
 STR_HIDDEN void str_thread_exit(void *th);
 /* The calling thread is about to enter SECCOMP_MODE_STRICT: it is retired now (its records go
@@ -232,14 +243,20 @@ STR_HIDDEN int str_flush_now(void);
 /* Flight policy: asks the flush thread to write every thread's ring (async-signal-safe). */
 STR_HIDDEN void str_request_dump(void);
 /* SLEDTRACE_TOGGLE_SIGNAL: asks the flush thread to switch every sled (async-signal-safe); it
- * then calls str_toggle (runtime.c). */
+ * then calls str_outputs.toggle. */
 STR_HIDDEN void str_request_toggle(void);
-STR_HIDDEN void str_toggle(void);
 /* pthread_create failed for lack of memory: lets the flush thread free exited threads' memory
  * now; 1 if a retry may succeed (buffers.c). */
 STR_HIDDEN int str_reclaim(void);
 /* threads.c: the program's threads without /proc, and strict seccomp */
 STR_HIDDEN void str_threads_early(void);
+/* census.c: what threads.c counts, for buffers.c. str_threads_live: threads created by the
+ * program, still running; str_main_exited: the main thread called pthread_exit;
+ * str_thread_birth: the calling thread's birth (below). */
+STR_HIDDEN extern _Atomic long str_threads_live;
+STR_HIDDEN extern _Atomic int str_main_exited;
+STR_HIDDEN extern __thread uint64_t str_thread_birth __attribute__((tls_model("initial-exec")));
+STR_HIDDEN void str_census_early(void);
 /* The main thread called pthread_exit and every thread the program created has ended. */
 STR_HIDDEN int str_threads_alone(void);
 /* pthread_create for the runtime's own threads, which the program's count leaves out. */
@@ -251,17 +268,13 @@ STR_HIDDEN void str_names_get(pthread_t t, uint64_t birth, char out[16]);
 STR_HIDDEN void str_names_get_unlocked(pthread_t t, uint64_t birth, char out[16]);
 /* The next sequence number (taken by pthread_create before the thread exists). */
 STR_HIDDEN uint64_t str_names_seq(void);
-/* threads.c: the calling thread's birth (its pthread_create's sequence number; 0 for the main
+/* census.c: the calling thread's birth (its pthread_create's sequence number; 0 for the main
  * thread and threads made otherwise). */
 STR_HIDDEN uint64_t str_names_birth(void);
 /* How the process ends, for the sidecar's `exit` line (buffers.c writes it with the final
  * flush): the exit status (exit, _exit), the fatal signal, or an exec. The last call wins. */
 enum { STR_END_STATUS = 1, STR_END_SIGNAL = 2, STR_END_EXEC = 3 };
 STR_HIDDEN void str_set_end(int kind, int value);
-/* runtime.c: appends len bytes of whole lines to this process's sidecar (reopened by name, if it
- * is still the file created). Async-signal-safe: system calls only. Nothing under a seccomp
- * filter (str_seccomp_filter), which may kill the process for opening a file. */
-STR_HIDDEN void str_syms_finish(const char *text, size_t len);
 /* threads.c: the program installed a seccomp filter (prctl or the seccomp system call). */
 STR_HIDDEN extern _Atomic int str_seccomp_filter;
 /* filter.c: SLEDTRACE_FILTER / SLEDTRACE_EXCLUDE. str_filter_keep: whether function `name` of

@@ -22,8 +22,10 @@
  * chunk is not written yet: str_reclaim has the flush thread write and free them at once, and
  * the creation is tried once more.
  *
- * Memory ordering: `live` and `main_exited` are read by the flush thread with acquire, paired
- * with the release of the decrement / store made by the exiting thread after its last event.
+ * The counts themselves, and the runtime's own thread creation, are census.c's (buffers.c asks
+ * them; this file only keeps them up to date). Memory ordering: str_threads_live and
+ * str_main_exited are read by the flush thread with acquire (str_threads_alone), paired with
+ * the release of the decrement / store made here by the exiting thread after its last event.
  */
 #include "str.h"
 
@@ -40,15 +42,6 @@
 #define STR_EXPORT __attribute__((visibility("default")))
 
 _Atomic int str_seccomp_filter;
-static _Atomic long live;       /* threads created by the program, still running */
-static _Atomic int main_exited; /* the main thread called pthread_exit */
-
-int str_threads_alone(void)
-{
-    return atomic_load_explicit(&main_exited, memory_order_acquire) &&
-           atomic_load_explicit(&live, memory_order_acquire) == 0;
-}
-
 struct start {
     void *(*fn)(void *);
     void *arg;
@@ -61,21 +54,14 @@ static void gone(void *unused)
     /* Release: pairs with the acquire in str_threads_alone; the thread's records are handed
      * over by its TLS destructor, which the flush thread's final write waits for through the
      * queue. */
-    atomic_fetch_sub_explicit(&live, 1, memory_order_release);
-}
-
-static __thread uint64_t birth __attribute__((tls_model("initial-exec")));
-
-uint64_t str_names_birth(void)
-{
-    return birth;
+    atomic_fetch_sub_explicit(&str_threads_live, 1, memory_order_release);
 }
 
 static void *run(void *p)
 {
     struct start s = *(struct start *)p;
     free(p);
-    birth = s.birth;
+    str_thread_birth = s.birth;
     void *ret;
     pthread_cleanup_push(gone, NULL);
     ret = s.fn(s.arg);
@@ -97,24 +83,7 @@ void str_threads_early(void)
     *(void **)&real_exit = dlsym(RTLD_NEXT, "pthread_exit");
     *(void **)&real_prctl = dlsym(RTLD_NEXT, "prctl");
     *(void **)&real_syscall = dlsym(RTLD_NEXT, "syscall");
-}
-
-/* The runtime's own threads (the flush thread) are not the program's: not counted. Their stack
- * is small (STR_THREAD_STACK): the default (RLIMIT_STACK, 8 MiB here) would take that much of
- * a program's address space under `ulimit -v`. */
-enum { STR_THREAD_STACK = 256 * 1024 };
-
-int str_thread_create(pthread_t *t, void *(*fn)(void *), void *arg)
-{
-    if (!real_create)
-        str_threads_early();
-    pthread_attr_t attr;
-    if (pthread_attr_init(&attr) != 0)
-        return real_create(t, NULL, fn, arg);
-    pthread_attr_setstacksize(&attr, STR_THREAD_STACK);
-    int rc = real_create(t, &attr, fn, arg);
-    pthread_attr_destroy(&attr);
-    return rc;
+    str_census_early();
 }
 
 STR_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
@@ -129,7 +98,7 @@ STR_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*
     s->fn = fn;
     s->arg = arg;
     s->birth = str_names_seq(); /* names given to *t from now on are this thread's */
-    atomic_fetch_add_explicit(&live, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&str_threads_live, 1, memory_order_relaxed);
     int rc = real(t, attr, run, s);
     if ((rc == EAGAIN || rc == ENOMEM) && str_reclaim())
         rc = real(t, attr, run, s); /* exited threads' buffers were still held: once more */
@@ -143,7 +112,7 @@ STR_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*
                     "README)");
     }
     if (rc != 0) {
-        atomic_fetch_sub_explicit(&live, 1, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&str_threads_live, 1, memory_order_relaxed);
         free(s);
     }
     return rc;
@@ -155,7 +124,8 @@ STR_EXPORT __attribute__((noreturn)) void pthread_exit(void *ret)
         str_threads_early();
     void (*real)(void *) = real_exit;
     if (gettid() == getpid())
-        atomic_store_explicit(&main_exited, 1, memory_order_release); /* see str_threads_alone */
+        atomic_store_explicit(&str_main_exited, 1,
+                              memory_order_release); /* see str_threads_alone */
     real(ret);
     __builtin_unreachable();
 }
