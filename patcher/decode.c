@@ -342,7 +342,10 @@ unsigned stp_dec_step(struct stp_dec *d, const uint8_t **p, size_t *left, uint64
     if (!*left)
         return 0;
     uint64_t w[2] = {0, 0};
-    memcpy(w, *p, *left < sizeof w ? *left : sizeof w);
+    if (*left >= sizeof w)
+        memcpy(w, *p, sizeof w); /* a constant size: two loads, no call */
+    else
+        memcpy(w, *p, *left);
     unsigned L = d->memo ? memo_find(d->memo, w, *left) : 0;
     if (L) {
         *p += L;
