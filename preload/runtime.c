@@ -591,8 +591,11 @@ static void scan_objects(void)
     if (str_filter_active())
         str_filter_report(); /* patterns that matched no function so far */
     if (sc.need) {
-        str_log(STR_WARN, "cannot load %s; libraries loaded from now on are left alone",
-                sc.need == ADD_NEED_LIBELF ? STP_LIBELF_NAME : STP_CAPSTONE_NAME);
+        static int said[2]; /* once for each library (under objs_lock) */
+        int elf = sc.need == ADD_NEED_LIBELF;
+        if (!said[elf]++)
+            str_log(STR_WARN, "cannot load %s; libraries loaded from now on are left alone",
+                    elf ? STP_LIBELF_NAME : STP_CAPSTONE_NAME);
         return;
     }
     for (unsigned i = 1; i < nobjs; i++)
