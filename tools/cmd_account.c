@@ -24,7 +24,7 @@
  * w <= lo / 128, so the midpoint is within w / 2 <= lo / 256 <= v / 256 of any value v in it,
  * a relative error of at most 1/256 (under 0.4%), in ticks; the conversion to nanoseconds
  * rounds to the nearest, which can add half a nanosecond. */
-#include "callstack.h"
+#include "callstack_walk.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -371,7 +371,7 @@ static int acct_walk(void *arg, size_t k, struct tool_trace *sub)
     static const struct cs_ops ops = {.enter = NULL, .close = on_close, .loss = on_loss};
     struct stf_item it;
     int rc;
-    while ((rc = cs_next_item(&a->cs, sub, &ops, a, &it)) == STF_OK) {
+    while ((rc = cs_walk_next_item(&a->cs, sub, &ops, a, &it)) == STF_OK) {
         /* Function records and loss markers (a gap: no call is measured across it, the frames
          * open before it are dropped); threads with neither are not counted. */
         uint64_t lost;
