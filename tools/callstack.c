@@ -102,6 +102,7 @@ int cs_feed(struct callstack *cs, const struct stf_item *it, const struct cs_ops
         }
         return 0;
     }
+    cs_last_func(t, it->tsc, it->action);
     return cs_feed_func(cs, t, it->func_id, it->action, it->tsc, ops, ctx);
 }
 

@@ -143,12 +143,19 @@ CS_INLINE int cs_close_top(struct callstack *cs, struct cs_thread *t, uint64_t t
     return ops->close(ctx, &c);
 }
 
-/* A function record of thread t. */
-CS_INLINE int cs_feed_func(struct callstack *cs, struct cs_thread *t, uint32_t id, uint8_t action,
-                           uint64_t tsc, const struct cs_ops *ops, void *ctx)
+/* t's last function record was at tsc with action: its last timestamp, and whether
+ * CallArguments may follow. */
+CS_INLINE void cs_last_func(struct cs_thread *t, uint64_t tsc, uint8_t action)
 {
     t->last = tsc;
     t->args_open = action == STF_ENTER_ARGS;
+}
+
+/* A function record of thread t, but for cs_last_func, which the caller does (cs_walk_funcs
+ * once per run: no callback reads them). */
+CS_INLINE int cs_feed_func(struct callstack *cs, struct cs_thread *t, uint32_t id, uint8_t action,
+                           uint64_t tsc, const struct cs_ops *ops, void *ctx)
+{
     if (action == STF_ENTER || action == STF_ENTER_ARGS) {
         if (t->depth == t->cap) {
             struct cs_frame *n = tool_grow(t->st, &t->cap, sizeof *n, 8);
@@ -194,9 +201,12 @@ CS_INLINE int cs_walk_funcs(struct callstack *cs, int32_t pid, int32_t tid,
         return -1;
     for (size_t i = 0; i < n; i++) {
         int rc = cs_feed_func(cs, t, fn[i].id, fn[i].action, fn[i].tsc, ops, ctx);
-        if (rc)
+        if (rc) {
+            cs_last_func(t, fn[i].tsc, fn[i].action);
             return rc;
+        }
     }
+    cs_last_func(t, fn[n - 1].tsc, fn[n - 1].action);
     return 0;
 }
 
