@@ -1,4 +1,5 @@
-/* The call-stack walker and stack aggregation (see callstack.h). */
+/* The call-stack walker and stack aggregation (see callstack.h); the walker's inner loop is
+ * callstack_walk.h's, used here with the ops given at run time. */
 #include "callstack_walk.h"
 
 #include <inttypes.h>
