@@ -1,15 +1,16 @@
-/* The call-stack walker and stack aggregation (see callstack.h). */
-#include "callstack.h"
+/* The call-stack walker and stack aggregation (see callstack.h); the walker's inner loop is
+ * callstack_walk.h's, used here with the ops given at run time. */
+#include "callstack_walk.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static struct cs_thread *tget(struct callstack *cs, const struct stf_item *it,
-                              const struct cs_ops *ops, void *ctx)
+struct cs_thread *cs_thread_get(struct callstack *cs, int32_t pid, int32_t tid, uint64_t tsc,
+                                const struct cs_ops *ops, void *ctx)
 {
-    uint64_t key = ((uint64_t)(uint32_t)it->pid << 32) | (uint32_t)it->tid;
+    uint64_t key = ((uint64_t)(uint32_t)pid << 32) | (uint32_t)tid;
     if (cs->last_ti && cs->last_key == key)
         return &cs->t[cs->last_ti - 1];
     bool added;
@@ -23,8 +24,7 @@ static struct cs_thread *tget(struct callstack *cs, const struct stf_item *it,
                 return NULL;
             cs->t = n;
         }
-        cs->t[cs->nt] =
-            (struct cs_thread){.pid = it->pid, .tid = it->tid, .first = it->tsc, .last = it->tsc};
+        cs->t[cs->nt] = (struct cs_thread){.pid = pid, .tid = tid, .first = tsc, .last = tsc};
         cs->nt++;
         if (ops && ops->thread && ops->thread(ctx, &cs->t[i]) != 0)
             return NULL;
@@ -32,102 +32,6 @@ static struct cs_thread *tget(struct callstack *cs, const struct stf_item *it,
     cs->last_key = key;
     cs->last_ti = (size_t)i + 1;
     return &cs->t[i];
-}
-
-/* ---- open frames by function and by caller -> callee pair (callstack.nesting) ------------- */
-
-/* The dense number of key in map (insertion order), through a direct-mapped cache of n slots;
- * -1 on allocation failure. */
-static inline long dense(struct u64map *map, uint64_t *ckey, uint32_t *cval, size_t n, uint64_t key)
-{
-    size_t slot = (size_t)((key * 0x9e3779b97f4a7c15ull) >> 40) & (n - 1);
-    if (ckey[slot] == key + 1)
-        return cval[slot];
-    bool added;
-    long i = u64map_get(map, key, &added);
-    if (i < 0)
-        return -1;
-    ckey[slot] = key + 1;
-    cval[slot] = (uint32_t)i;
-    return i;
-}
-
-/* The dense numbers, with the last lookup of each remembered first (a recursion pushes the
- * same function under the same caller again and again). */
-static inline long fn_index(struct callstack *cs, uint32_t id)
-{
-    if (cs->fx_last == (uint64_t)id + 1)
-        return cs->fx_last_val;
-    long i = dense(&cs->fxmap, cs->fx_key, cs->fx_val, 256, id);
-    if (i >= 0) {
-        cs->fx_last = (uint64_t)id + 1;
-        cs->fx_last_val = (uint32_t)i;
-    }
-    return i;
-}
-
-static inline long edge_index(struct callstack *cs, uint32_t from_fx, uint32_t to_fx)
-{
-    uint64_t key = (uint64_t)from_fx << 32 | to_fx;
-    if (cs->ex_last == key + 1)
-        return cs->ex_last_val;
-    long i = dense(&cs->exmap, cs->ex_key, cs->ex_val, 1024, key);
-    if (i >= 0) {
-        cs->ex_last = key + 1;
-        cs->ex_last_val = (uint32_t)i;
-    }
-    return i;
-}
-
-/* Slot i of a top array, grown (zeroed) to hold it; NULL on allocation failure. */
-static inline size_t *top_slot(size_t **a, size_t *n, size_t i)
-{
-    if (__builtin_expect(i >= *n, 0)) {
-        size_t nn = *n ? *n : 16;
-        while (nn <= i)
-            nn *= 2;
-        size_t *g = realloc(*a, nn * sizeof *g);
-        if (!g)
-            return NULL;
-        memset(g + *n, 0, (nn - *n) * sizeof *g);
-        *a = g;
-        *n = nn;
-    }
-    return &(*a)[i];
-}
-
-/* Frame t->st[t->depth - 1], just pushed, becomes the topmost open frame of its function and of
- * its caller -> callee pair; its same_below and edge_below get the ones it covers. -1 on
- * allocation failure. */
-static inline int nest_push(struct callstack *cs, struct cs_thread *t)
-{
-    struct cs_frame *f = &t->st[t->depth - 1];
-    long fx = fn_index(cs, f->id);
-    size_t *top = fx < 0 ? NULL : top_slot(&t->nest.fn_top, &t->nest.nfn, (size_t)fx);
-    if (!top)
-        return -1;
-    f->fx = (uint32_t)fx;
-    f->same_below = *top;
-    *top = t->depth;
-    f->ex = UINT32_MAX;
-    if (cs->edges && t->depth > 1) {
-        long ex = edge_index(cs, t->st[t->depth - 2].fx, f->fx);
-        top = ex < 0 ? NULL : top_slot(&t->nest.edge_top, &t->nest.nedge, (size_t)ex);
-        if (!top)
-            return -1;
-        f->ex = (uint32_t)ex;
-        f->edge_below = *top;
-        *top = t->depth;
-    }
-    return 0;
-}
-
-/* Frame fr, the top one, closed: the frames it covered are the topmost ones again. */
-static void nest_pop(struct cs_thread *t, const struct cs_frame *fr)
-{
-    t->nest.fn_top[fr->fx] = fr->same_below;
-    if (fr->ex != UINT32_MAX)
-        t->nest.edge_top[fr->ex] = fr->edge_below;
 }
 
 /* Every open frame dropped (a loss marker): no function or pair has one open any more. */
@@ -141,81 +45,15 @@ static void nest_clear(struct cs_thread *t)
     }
 }
 
-static int close_top(struct callstack *cs, struct cs_thread *t, uint64_t tsc, enum cs_why why,
-                     const struct cs_ops *ops, void *ctx)
-{
-    /* the popped slot stays as it is until the next push: no copy (the callbacks never push) */
-    const struct cs_frame *fr = &t->st[--t->depth];
-    uint64_t dur = tsc >= fr->start ? tsc - fr->start : fr->start - tsc;
-    uint64_t self = dur > fr->child ? dur - fr->child : 0;
-    if (cs->nesting) {
-        nest_pop(t, fr);
-        if (fr->same_below)
-            t->st[fr->same_below - 1].rec += dur;
-    }
-    if (t->depth > 0)
-        t->st[t->depth - 1].child += dur;
-    else
-        cs->top_ticks += dur;
-    cs->calls++;
-    if (why == CS_REPAIR)
-        cs->repairs++;
-    if (!ops || !ops->close)
-        return 0;
-    struct cs_close c = {.t = t,
-                         .f = fr,
-                         .depth = t->depth,
-                         .end = tsc,
-                         .dur = dur,
-                         .self = self,
-                         .why = why,
-                         .repaired = why == CS_REPAIR};
-    return ops->close(ctx, &c);
-}
-
 static int close_all(struct callstack *cs, struct cs_thread *t, enum cs_why why,
                      const struct cs_ops *ops, void *ctx)
 {
     while (t->depth) {
-        int rc = close_top(cs, t, t->last, why, ops, ctx);
+        int rc = cs_close_top(cs, t, t->last, why, ops, ctx);
         if (rc)
             return rc;
     }
     return 0;
-}
-
-/* A function record of thread t. */
-static inline int feed_func(struct callstack *cs, struct cs_thread *t, uint32_t id, uint8_t action,
-                            uint64_t tsc, const struct cs_ops *ops, void *ctx)
-{
-    t->last = tsc;
-    t->args_open = action == STF_ENTER_ARGS;
-    if (action == STF_ENTER || action == STF_ENTER_ARGS) {
-        if (t->depth == t->cap) {
-            struct cs_frame *n = tool_grow(t->st, &t->cap, sizeof *n, 8);
-            if (!n)
-                return -1;
-            t->st = n;
-        }
-        struct cs_frame *f = &t->st[t->depth++];
-        *f = (struct cs_frame){.id = id, .start = tsc};
-        if (cs->nesting && nest_push(cs, t) != 0)
-            return -1;
-        return ops && ops->enter ? ops->enter(ctx, t, f, t->depth - 1) : 0;
-    }
-    size_t i = t->depth;
-    while (i > 0 && t->st[i - 1].id != id)
-        i--;
-    if (i == 0) {
-        cs->unmatched++;
-        return 0;
-    }
-    while (t->depth > i) {
-        int rc = close_top(cs, t, tsc, CS_REPAIR, ops, ctx);
-        if (rc)
-            return rc;
-    }
-    return close_top(cs, t, tsc, CS_EXIT, ops, ctx);
 }
 
 int cs_feed(struct callstack *cs, const struct stf_item *it, const struct cs_ops *ops, void *ctx)
@@ -231,7 +69,7 @@ int cs_feed(struct callstack *cs, const struct stf_item *it, const struct cs_ops
     default:
         return 0; /* block framing: says nothing about the stack */
     }
-    struct cs_thread *t = tget(cs, it, ops, ctx);
+    struct cs_thread *t = cs_thread_get(cs, it->pid, it->tid, it->tsc, ops, ctx);
     if (!t)
         return -1;
     if (it->kind != STF_K_FUNCTION) {
@@ -265,37 +103,20 @@ int cs_feed(struct callstack *cs, const struct stf_item *it, const struct cs_ops
         }
         return 0;
     }
-    return feed_func(cs, t, it->func_id, it->action, it->tsc, ops, ctx);
+    cs_last_func(t, it->tsc, it->action);
+    return cs_feed_func(cs, t, it->func_id, it->action, it->tsc, ops, ctx);
 }
 
 int cs_feed_funcs(struct callstack *cs, int32_t pid, int32_t tid, const struct stf_func *fn,
                   size_t n, const struct cs_ops *ops, void *ctx)
 {
-    if (n == 0)
-        return 0;
-    const struct stf_item first = {
-        .kind = STF_K_FUNCTION, .pid = pid, .tid = tid, .tsc = fn[0].tsc};
-    struct cs_thread *t = tget(cs, &first, ops, ctx);
-    if (!t)
-        return -1;
-    for (size_t i = 0; i < n; i++) {
-        int rc = feed_func(cs, t, fn[i].id, fn[i].action, fn[i].tsc, ops, ctx);
-        if (rc)
-            return rc;
-    }
-    return 0;
+    return cs_walk_funcs(cs, pid, tid, fn, n, ops, ctx);
 }
 
 int cs_next_item(struct callstack *cs, struct tool_trace *t, const struct cs_ops *ops, void *ctx,
                  struct stf_item *it)
 {
-    struct stf_func buf[512];
-    const struct stf_func *run;
-    size_t n;
-    while ((n = tool_trace_run(t, buf, sizeof buf / sizeof buf[0], &run)) != 0)
-        if (cs_feed_funcs(cs, t->cur_pid, t->cur_tid, run, n, ops, ctx) != 0)
-            return CS_NOMEM;
-    return tool_trace_next(t, it);
+    return cs_walk_next_item(cs, t, ops, ctx, it);
 }
 
 int cs_finish(struct callstack *cs, const struct cs_ops *ops, void *ctx)
@@ -367,7 +188,7 @@ int cs_merge(struct callstack *dst, struct callstack *src)
         size_t depth = d->depth;
         for (d->depth = 1; d->depth <= depth; d->depth++) {
             struct cs_frame f = d->st[d->depth - 1];
-            if (nest_push(dst, d) != 0)
+            if (cs_nest_push(dst, d) != 0)
                 return -1;
             d->st[d->depth - 1].same_below = f.same_below; /* unchanged, but keep them as were */
             d->st[d->depth - 1].edge_below = f.edge_below;
@@ -551,7 +372,7 @@ static int tree_walk(void *arg, size_t k, struct tool_trace *sub)
     static const struct cs_ops ops = {.enter = tree_enter, .close = tree_close, .loss = NULL};
     struct stf_item it;
     int rc;
-    while ((rc = cs_next_item(&p->cs, sub, &ops, &p->tree, &it)) == STF_OK)
+    while ((rc = cs_walk_next_item(&p->cs, sub, &ops, &p->tree, &it)) == STF_OK)
         if (cs_feed(&p->cs, &it, &ops, &p->tree) != 0)
             return CS_NOMEM;
     return rc;

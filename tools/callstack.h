@@ -59,7 +59,8 @@ struct cs_thread {
     struct cs_frame *st;
     size_t depth, cap;
     uint64_t first;      /* TSC of the first record fed for the thread */
-    uint64_t last;       /* TSC of the thread's last function record or event */
+    uint64_t last;       /* TSC of the thread's last function record or event (for the
+                          * function records of a cs_feed_funcs run: at its end) */
     bool args_open;      /* the last function record entered with arguments: CallArguments follow */
     struct cs_nest nest; /* with callstack.nesting */
 };

@@ -24,7 +24,7 @@
  * w <= lo / 128, so the midpoint is within w / 2 <= lo / 256 <= v / 256 of any value v in it,
  * a relative error of at most 1/256 (under 0.4%), in ticks; the conversion to nanoseconds
  * rounds to the nearest, which can add half a nanosecond. */
-#include "callstack.h"
+#include "callstack_walk.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -109,31 +109,33 @@ struct acct {
     uint32_t last_ix;
 };
 
-static int hist_add(struct fstat *f, uint64_t v)
+/* Histogram row of f, allocated (zeroed) the first time; NULL on allocation failure. */
+static __attribute__((noinline)) uint64_t *hist_row(struct fstat *f, unsigned row)
 {
-    unsigned row, slot;
-    if (v < SUB) {
-        row = 0;
-        slot = (unsigned)v;
-    } else {
-        unsigned e = 63u - (unsigned)__builtin_clzll(v); /* >= SUB_BITS */
-        row = e - SUB_BITS + 1;
-        slot = (unsigned)(v >> (e - SUB_BITS)) & (SUB - 1);
-    }
-    if (!f->rows[row]) {
+    if (!f->rows[row])
         f->rows[row] = calloc(SUB, sizeof *f->rows[row]);
-        if (!f->rows[row])
-            return -1;
-    }
-    f->rows[row][slot]++;
+    return f->rows[row];
+}
+
+/* Row 0 holds v < SUB exactly; row r >= 1 the values with highest bit e = r + SUB_BITS - 1, in
+ * SUB slots of their next SUB_BITS bits. Without a branch on v: below SUB, e is clamped so
+ * that the shift is 0 and the row 0. */
+static inline int hist_add(struct fstat *f, uint64_t v)
+{
+    unsigned e = 63u - (unsigned)__builtin_clzll(v | 1);
+    unsigned shift = e >= SUB_BITS ? e - SUB_BITS : 0;
+    unsigned row = e >= SUB_BITS ? e - SUB_BITS + 1 : 0;
+    unsigned slot = (unsigned)(v >> shift) & (SUB - 1);
+    uint64_t *r = f->rows[row];
+    if (__builtin_expect(!r, 0) && !(r = hist_row(f, row)))
+        return -1;
+    r[slot]++;
     return 0;
 }
 
-/* A finished call's duration: kept as it is up to EXACT_MAX calls, else in the histogram. */
-static int record(struct fstat *f, uint64_t v)
+/* record() once the first EXACT_MAX durations are kept: they all go to the histogram. */
+static __attribute__((noinline)) int record_slow(struct fstat *f, uint64_t v)
 {
-    if (f->sketch)
-        return hist_add(f, v);
     if (f->nvals == EXACT_MAX) {
         for (uint32_t i = 0; i < f->nvals; i++)
             if (hist_add(f, f->vals[i]) != 0)
@@ -144,14 +146,23 @@ static int record(struct fstat *f, uint64_t v)
         f->sketch = true;
         return hist_add(f, v);
     }
-    if (f->nvals == f->capvals) {
-        size_t cap = f->capvals;
-        uint64_t *n = tool_grow(f->vals, &cap, sizeof *n, 4);
-        if (!n)
-            return -1;
-        f->vals = n;
-        f->capvals = (uint32_t)cap;
-    }
+    size_t cap = f->capvals;
+    uint64_t *n = tool_grow(f->vals, &cap, sizeof *n, 4);
+    if (!n)
+        return -1;
+    f->vals = n;
+    f->capvals = (uint32_t)cap;
+    f->vals[f->nvals++] = v;
+    return 0;
+}
+
+/* A finished call's duration: kept as it is up to EXACT_MAX calls, else in the histogram. */
+static inline int record(struct fstat *f, uint64_t v)
+{
+    if (__builtin_expect(f->sketch, 1))
+        return hist_add(f, v);
+    if (f->nvals == f->capvals || f->nvals == EXACT_MAX)
+        return record_slow(f, v);
     f->vals[f->nvals++] = v;
     return 0;
 }
@@ -203,14 +214,10 @@ static uint64_t rank(const struct fstat *f, uint64_t n, unsigned pct)
     return hist_rank(f, k - 1);
 }
 
-/* Statistics of function id (on thread index tix with --per-thread). */
-static struct fstat *fget(struct acct *a, uint32_t tix, uint32_t id)
+/* fget past its first test. */
+static __attribute__((noinline)) struct fstat *fget_slow(struct acct *a, uint32_t tix, uint32_t id,
+                                                         uint64_t key)
 {
-    if (!a->per_thread)
-        tix = 0;
-    uint64_t key = ((uint64_t)tix << 32) | id;
-    if (a->last_ix && a->last_key == key) /* the same function as the last lookup */
-        return &a->f[a->last_ix - 1];
     size_t slot = (id ^ (tix * 0x9e3779b1u)) & 1023;
     if (a->fcache_ix[slot] && a->fcache_key[slot] == key) {
         a->last_key = key;
@@ -240,10 +247,21 @@ static struct fstat *fget(struct acct *a, uint32_t tix, uint32_t id)
     return &a->f[i];
 }
 
+/* Statistics of function id (on thread index tix with --per-thread). */
+static inline struct fstat *fget(struct acct *a, uint32_t tix, uint32_t id)
+{
+    if (!a->per_thread)
+        tix = 0;
+    uint64_t key = ((uint64_t)tix << 32) | id;
+    if (a->last_ix && a->last_key == key) /* the same function as the last lookup */
+        return &a->f[a->last_ix - 1];
+    return fget_slow(a, tix, id, key);
+}
+
 /* The walker's callback: a closed frame adds to its function's statistics. A function that
  * never exits gets its row from unfinished() (a loss marker's frames, or those open at the
  * end), so no row is made at entry: every entered function still appears. */
-static int on_close(void *ctx, const struct cs_close *c)
+static inline int on_close(void *ctx, const struct cs_close *c)
 {
     struct acct *a = ctx;
     struct fstat *f = fget(a, (uint32_t)(c->t - a->cs.t), c->f->id);
@@ -371,7 +389,7 @@ static int acct_walk(void *arg, size_t k, struct tool_trace *sub)
     static const struct cs_ops ops = {.enter = NULL, .close = on_close, .loss = on_loss};
     struct stf_item it;
     int rc;
-    while ((rc = cs_next_item(&a->cs, sub, &ops, a, &it)) == STF_OK) {
+    while ((rc = cs_walk_next_item(&a->cs, sub, &ops, a, &it)) == STF_OK) {
         /* Function records and loss markers (a gap: no call is measured across it, the frames
          * open before it are dropped); threads with neither are not counted. */
         uint64_t lost;

@@ -58,7 +58,7 @@
  * threads that interleave (frames closed at the end of the trace, after every thread) pair up
  * wrongly; it then turns each pair back into ts + (E - B), rounding again. Exact numbers need
  * no pairing, and each event is still written when its frame closes. */
-#include "callstack.h"
+#include "callstack_walk.h"
 #include "convert.h"
 #include "ticks.h"
 
@@ -467,7 +467,7 @@ int convert_chrome(const char *path, const char *out, const char *syms_opt)
 
     struct stf_item it;
     int rc, status = EXIT_OK;
-    while ((rc = cs_next_item(&cs, &tr, &ops, &c, &it)) == STF_OK) {
+    while ((rc = cs_walk_next_item(&cs, &tr, &ops, &c, &it)) == STF_OK) {
         if (cs_feed(&cs, &it, &ops, &c) != 0) {
             tool_err("out of memory");
             status = EXIT_BAD_TRACE;
