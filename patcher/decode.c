@@ -44,6 +44,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* The Capstone functions the patcher calls, resolved from the library once it is loaded. */
 static struct {
@@ -225,7 +226,7 @@ static int quiet_printer(csh q, csh full, cs_insn *iq, cs_insn *ifull)
 enum { MEMO_BITS = 17, MEMO_SIZE = 1 << MEMO_BITS };
 
 struct stp_memo {
-    uint64_t (*v)[2];
+    uint64_t v[MEMO_SIZE][2];
     uint16_t lens[1 << 16];
     size_t n;
 };
@@ -299,8 +300,7 @@ void stp_dec_close(struct stp_dec *d)
     if (d->full)
         cs_api.close(&d->full);
     if (d->memo) {
-        free(d->memo->v);
-        free(d->memo);
+        munmap(d->memo, sizeof *d->memo);
     }
     memset(d, 0, sizeof *d);
 }
@@ -324,11 +324,13 @@ int stp_dec_open(struct stp_dec *d)
         d->isweep = d->ifull;
     }
     /* No memo is no error: the sweep asks Capstone about every instruction then. */
-    d->memo = calloc(1, sizeof *d->memo);
-    if (d->memo && !(d->memo->v = calloc(MEMO_SIZE, sizeof *d->memo->v))) {
-        free(d->memo);
-        d->memo = NULL;
-    }
+    /* Mapped with its pages populated: a page first read through the shared zero page and then
+     * written is copied, and the copy flushes the TLB of every other CPU running the process
+     * (an interprocessor interrupt, a VM exit here): with a proof worker running, that was a
+     * quarter of the start-up's time. */
+    void *m = mmap(NULL, sizeof *d->memo, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    d->memo = m == MAP_FAILED ? NULL : m;
     return 0;
 }
 
