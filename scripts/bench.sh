@@ -23,7 +23,7 @@
 # nothing to trace (/bin/true), and analysis speed.
 #
 # Environment: BENCH_ROUNDS (default 7), BENCH_FIB_N (default 30), BENCH_MANY (functions in
-# the start-up program, default 20000), CLANG (default clang).
+# the start-up programs, space-separated; default "20000 100000"), CLANG (default clang).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
