@@ -223,13 +223,20 @@ static int quiet_printer(csh q, csh full, cs_insn *iq, cs_insn *ifull)
  * last byte (0: empty). Open addressing, linear probing; inserts stop at half full, so a probe
  * always ends at an empty slot. lens[b0 | b1 << 8]: bit L set when an instruction of length L
  * beginning with b0 b1 is in the table (a one-byte instruction b0 sets bit 1 for every b1). */
-enum { MEMO_BITS = 17, MEMO_SIZE = 1 << MEMO_BITS };
+enum { MEMO_MIN_BITS = 10, MEMO_MAX_BITS = 17, MEMO_MIN_CODE = 8192 };
 
 struct stp_memo {
-    uint64_t v[MEMO_SIZE][2];
     uint16_t lens[1 << 16];
-    size_t n;
+    size_t n, mask; /* entries in use; slots - 1 */
+    unsigned bits;  /* log2 of the slots */
+    uint64_t v[][2];
 };
+
+/* Bytes of a memo with 2^bits slots. */
+static size_t memo_bytes(unsigned bits)
+{
+    return sizeof(struct stp_memo) + ((size_t)1 << bits) * 2 * sizeof(uint64_t);
+}
 
 /* The first L bytes of a 16-byte window (two little-endian words), with L in the last byte. */
 static inline void memo_key(const uint64_t w[2], unsigned L, uint64_t k[2])
@@ -239,10 +246,10 @@ static inline void memo_key(const uint64_t w[2], unsigned L, uint64_t k[2])
     k[1] |= (uint64_t)L << 56;
 }
 
-static inline size_t memo_slot(const uint64_t k[2])
+static inline size_t memo_slot(const struct stp_memo *m, const uint64_t k[2])
 {
     uint64_t h = (k[0] ^ (k[1] * 0x9e3779b97f4a7c15ull)) * 0xbf58476d1ce4e5b9ull;
-    return (size_t)(h >> (64 - MEMO_BITS));
+    return (size_t)(h >> (64 - m->bits));
 }
 
 /* The length of the instruction the window begins with, from the memo, or 0. At most `left`. */
@@ -256,7 +263,7 @@ static unsigned memo_find(const struct stp_memo *m, const uint64_t w[2], size_t 
             return 0; /* lengths are tried shortest first */
         uint64_t k[2];
         memo_key(w, L, k);
-        for (size_t i = memo_slot(k);; i = (i + 1) & (MEMO_SIZE - 1)) {
+        for (size_t i = memo_slot(m, k);; i = (i + 1) & m->mask) {
             const uint64_t *e = m->v[i];
             if (e[0] == k[0] && e[1] == k[1])
                 return L;
@@ -269,12 +276,12 @@ static unsigned memo_find(const struct stp_memo *m, const uint64_t w[2], size_t 
 
 static void memo_add(struct stp_memo *m, const uint64_t w[2], unsigned L)
 {
-    if (m->n >= MEMO_SIZE / 2 || L == 0 || L > 15)
+    if (m->n >= (m->mask + 1) / 2 || L == 0 || L > 15)
         return;
     uint64_t k[2];
     memo_key(w, L, k);
-    size_t i = memo_slot(k);
-    for (; m->v[i][1]; i = (i + 1) & (MEMO_SIZE - 1))
+    size_t i = memo_slot(m, k);
+    for (; m->v[i][1]; i = (i + 1) & m->mask)
         if (m->v[i][0] == k[0] && m->v[i][1] == k[1])
             return;
     m->v[i][0] = k[0];
@@ -300,12 +307,12 @@ void stp_dec_close(struct stp_dec *d)
     if (d->full)
         cs_api.close(&d->full);
     if (d->memo) {
-        munmap(d->memo, sizeof *d->memo);
+        munmap(d->memo, memo_bytes(d->memo->bits));
     }
     memset(d, 0, sizeof *d);
 }
 
-int stp_dec_open(struct stp_dec *d)
+int stp_dec_open(struct stp_dec *d, size_t bytes)
 {
     memset(d, 0, sizeof *d);
     if (stp_capstone_load() != 0 || !(d->full = open_handle()) ||
@@ -323,14 +330,26 @@ int stp_dec_open(struct stp_dec *d)
         d->sweep = d->full;
         d->isweep = d->ifull;
     }
-    /* No memo is no error: the sweep asks Capstone about every instruction then. */
-    /* Mapped with its pages populated: a page first read through the shared zero page and then
+    /* No memo is no error: the sweep asks Capstone about every instruction then. None for a
+     * small sweep (a library's few functions, a filtered program: filling it would cost more
+     * than it saves); else about one slot per 2 bytes of code (an instruction takes 3 to 4 on
+     * average, at most half the slots are used), up to 2^MEMO_MAX_BITS (2 MiB).
+     * Mapped with its pages populated: a page first read through the shared zero page and then
      * written is copied, and the copy flushes the TLB of every other CPU running the process
      * (an interprocessor interrupt, a VM exit here): with a proof worker running, that was a
      * quarter of the start-up's time. */
-    void *m = mmap(NULL, sizeof *d->memo, PROT_READ | PROT_WRITE,
+    if (bytes < MEMO_MIN_CODE)
+        return 0;
+    unsigned bits = MEMO_MIN_BITS;
+    while (bits < MEMO_MAX_BITS && ((size_t)1 << bits) < bytes / 2)
+        bits++;
+    void *m = mmap(NULL, memo_bytes(bits), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     d->memo = m == MAP_FAILED ? NULL : m;
+    if (d->memo) {
+        d->memo->bits = bits;
+        d->memo->mask = ((size_t)1 << bits) - 1;
+    }
     return 0;
 }
 
@@ -374,7 +393,7 @@ unsigned stp_dec_step(struct stp_dec *d, const uint8_t **p, size_t *left, uint64
 int stp_capstone_quiet(void)
 {
     struct stp_dec d;
-    if (stp_dec_open(&d) != 0)
+    if (stp_dec_open(&d, 0) != 0)
         return -1;
     int quiet = d.sweep != d.full;
     stp_dec_close(&d);
@@ -384,7 +403,7 @@ int stp_capstone_quiet(void)
 long stp_capstone_compare(const uint8_t *code, size_t len, uint64_t addr)
 {
     struct stp_dec d;
-    if (stp_dec_open(&d) != 0 || !d.memo) {
+    if (stp_dec_open(&d, len < MEMO_MIN_CODE ? MEMO_MIN_CODE : len) != 0 || !d.memo) {
         stp_dec_close(&d);
         return LONG_MIN;
     }

@@ -106,8 +106,9 @@ struct stp_dec {
     cs_insn *ifull, *isweep;
     struct stp_memo *memo;
 };
-/* Loads Capstone when needed and opens d: 0 or STP_E_CAPSTONE. */
-int stp_dec_open(struct stp_dec *d);
+/* Loads Capstone when needed and opens d, for a sweep of about `bytes` of code (the memo is
+ * sized by it: none for a small one): 0 or STP_E_CAPSTONE. */
+int stp_dec_open(struct stp_dec *d, size_t bytes);
 void stp_dec_close(struct stp_dec *d);
 /* Decodes one instruction at *p with the full handle (moving *p, *left and *addr past it): the
  * instruction (ids and sizes as Capstone gives them), or NULL when Capstone cannot decode it. */

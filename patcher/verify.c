@@ -271,9 +271,9 @@ static void sort_sleds(struct stp_sled **v, size_t n)
 }
 
 /* Opens a sweeper and proves the templates' decoding: 0 or STP_E_CAPSTONE. */
-static int open_sweeper(struct sweeper *w)
+static int open_sweeper(struct sweeper *w, size_t bytes)
 {
-    if (stp_dec_open(&w->d) != 0)
+    if (stp_dec_open(&w->d, bytes) != 0)
         return STP_E_CAPSTONE;
     const uint8_t *p = entry_template;
     size_t left = STP_SLED_SIZE;
@@ -290,7 +290,7 @@ enum stp_status stp_check_sled(const uint8_t *code, size_t len, uint64_t func_ad
                                uint32_t expect_id)
 {
     struct sweeper w;
-    if (open_sweeper(&w) != 0)
+    if (open_sweeper(&w, len) != 0)
         return STP_UNDECODABLE;
     struct stp_sled s = {.addr = sled_addr,
                          .fid = expect_id,
@@ -327,6 +327,7 @@ struct jobs {
     const struct job *v;
     size_t n;
     size_t max_sleds; /* the most sleds of one job's function */
+    size_t bytes;     /* code each sweeper can expect to sweep (its memo is sized by it) */
     atomic_size_t next;
 };
 
@@ -334,7 +335,7 @@ struct jobs {
 static int sweep_jobs(struct jobs *j)
 {
     struct sweeper w;
-    if (open_sweeper(&w) != 0)
+    if (open_sweeper(&w, j->bytes) != 0)
         return STP_E_CAPSTONE;
     struct stp_sled **order = malloc((j->max_sleds ? j->max_sleds : 1) * sizeof *order);
     struct targets tg = {malloc(64 * sizeof(uint64_t)), 0, 64, 0};
@@ -529,6 +530,7 @@ int stp_object_verify_opts(struct stp_object *obj, const struct stp_verify_opts 
                 digest[f] = d;
         }
         jv[njobs++] = (struct job){(uint32_t)f, hi};
+        j.bytes += hi - fn->addr;
         if (fn->nsleds > j.max_sleds)
             j.max_sleds = fn->nsleds;
     }
@@ -541,6 +543,9 @@ int stp_object_verify_opts(struct stp_object *obj, const struct stp_verify_opts 
         unsigned want = o ? o->workers : 0;
         if (want > njobs / JOBS_PER_WORKER)
             want = (unsigned)(njobs / JOBS_PER_WORKER);
+        if (want > STP_MAX_WORKERS)
+            want = STP_MAX_WORKERS;
+        j.bytes /= want + 1; /* each sweeper's share, before any starts */
         pthread_t tids[STP_MAX_WORKERS];
         unsigned started = 0;
         struct cpus cpus;
