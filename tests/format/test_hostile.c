@@ -529,12 +529,7 @@ Test(hostile, replay_indentation_is_capped, .timeout = 60)
     tg_block_end(&g);
     char *p = tr_write_trace(&g, false);
     tg_free(&g);
-    char *s = stf_syms_path_for(p);
-    FILE *f = fopen(s, "w");
-    cr_assert(f);
-    fputs("sledtrace-syms\t1\nf\t0\t1\t0x1000\trec\n", f);
-    fclose(f);
-    free(s);
+    tr_write_syms(p, "sledtrace-syms\t1\nf\t0\t1\t0x1000\trec\n");
     char sp[129];
     memset(sp, ' ', 128);
     sp[128] = '\0';

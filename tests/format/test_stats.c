@@ -17,15 +17,9 @@ enum { MAIN = 1, FIB = 2, G = 3, OTHER = 4, P = 5, Q = 6 };
 /* Writes the sidecar naming the ids above beside trace p. */
 static void write_syms(const char *p)
 {
-    char *s = stf_syms_path_for(p);
-    FILE *f = fopen(s, "w");
-    cr_assert(f);
-    fputs("sledtrace-syms\t1\no\t0\t0x0\t/bin/prog\nf\t0\t1\t0x1000\tmain\n"
-          "f\t0\t2\t0x1100\tfib\nf\t0\t3\t0x1200\tg\nf\t0\t4\t0x1300\tother\n"
-          "f\t0\t5\t0x1400\tp\nf\t0\t6\t0x1500\tq\n",
-          f);
-    fclose(f);
-    free(s);
+    tr_write_syms(p, "sledtrace-syms\t1\no\t0\t0x0\t/bin/prog\nf\t0\t1\t0x1000\tmain\n"
+                     "f\t0\t2\t0x1100\tfib\nf\t0\t3\t0x1200\tg\nf\t0\t4\t0x1300\tother\n"
+                     "f\t0\t5\t0x1400\tp\nf\t0\t6\t0x1500\tq\n");
 }
 
 /* Thread 100: main[1000,2000] {

@@ -555,17 +555,13 @@ Test(tools, info_lists_objects_and_build_ids)
     struct tg g;
     golden_trace(&g);
     char *p = tr_write_trace(&g, false);
+    tr_write_syms(p, "sledtrace-syms\t1\n"
+                     "o\t0\t0x0\t/bin/prog\n"
+                     "b\t0\t00112233445566778899AABBCCDDEEFF00112233\n"
+                     "f\t0\t1\t0x1000\tmain\n"
+                     "o\t1\t0x7f00\t/lib/lib\x1b[2Jx.so\n"
+                     "b\t2\tabcd\n");
     char *s = stf_syms_path_for(p);
-    FILE *f = fopen(s, "w");
-    cr_assert(f);
-    fputs("sledtrace-syms\t1\n"
-          "o\t0\t0x0\t/bin/prog\n"
-          "b\t0\t00112233445566778899AABBCCDDEEFF00112233\n"
-          "f\t0\t1\t0x1000\tmain\n"
-          "o\t1\t0x7f00\t/lib/lib\x1b[2Jx.so\n"
-          "b\t2\tabcd\n",
-          f);
-    fclose(f);
     const char *argv[] = {tr_bin(), "info", p, NULL};
     struct tr_out r = tr_run(argv);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);

@@ -66,14 +66,8 @@ static char *write_trace(void)
     char *p = tg_tmpname(".fdr");
     cr_assert_eq(tg_write(&g, p), 0);
     tg_free(&g);
-    char *s = stf_syms_path_for(p);
-    FILE *f = fopen(s, "w");
-    cr_assert(f);
-    fputs("sledtrace-syms\t1\no\t0\t0x0\t/bin/prog\nf\t0\t1\t0x1000\tmain\n"
-          "f\t0\t2\t0x1100\tf\nf\t0\t3\t0x1200\tg\nf\t0\t4\t0x1300\th\n",
-          f);
-    fclose(f);
-    free(s);
+    tr_write_syms(p, "sledtrace-syms\t1\no\t0\t0x0\t/bin/prog\nf\t0\t1\t0x1000\tmain\n"
+                     "f\t0\t2\t0x1100\tf\nf\t0\t3\t0x1200\tg\nf\t0\t4\t0x1300\th\n");
     return p;
 }
 
@@ -309,14 +303,9 @@ Test(views, min_duration_takes_units)
 Test(views, cxx_names_demangled)
 {
     char *p = write_trace();
-    char *s = stf_syms_path_for(p);
-    FILE *f = fopen(s, "w");
-    cr_assert(f);
-    fputs("sledtrace-syms\t1\nf\t0\t1\t0x1000\tmain\nf\t0\t2\t0x1100\t_ZNK2ns3BoxIiE3getEv\n"
-          "f\t0\t3\t0x1200\t_Z12plain_c_likei\nf\t0\t4\t0x1300\t_Zbroken\n",
-          f);
-    fclose(f);
-    free(s);
+    tr_write_syms(
+        p, "sledtrace-syms\t1\nf\t0\t1\t0x1000\tmain\nf\t0\t2\t0x1100\t_ZNK2ns3BoxIiE3getEv\n"
+           "f\t0\t3\t0x1200\t_Z12plain_c_likei\nf\t0\t4\t0x1300\t_Zbroken\n");
     const char *argv[] = {tr_bin(), "stack", p, "--format", "folded", NULL};
     struct tr_out r = tr_run(argv);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
@@ -528,17 +517,12 @@ Test(views, flamegraph_labels_fit_and_count_characters)
     char *p = tg_tmpname(".fdr");
     cr_assert_eq(tg_write(&g, p), 0);
     tg_free(&g);
-    char *s = stf_syms_path_for(p);
-    FILE *f = fopen(s, "w");
-    cr_assert(f);
-    fputs("sledtrace-syms\t1\nf\t0\t1\t0x1000\tmain\n"
-          "f\t0\t2\t0x1100\tcompute_the_checksum_of_every_block_in_the_input_buffer_twice\n"
-          "f\t0\t3\t0x1200\tgr\xc3\xb6\xc3\x9f"
-          "e_\xc3\xbc"
-          "ber_alle_str\xc3\xb6me_z\xc3\xa4hlen\n",
-          f);
-    fclose(f);
-    free(s);
+    tr_write_syms(p,
+                  "sledtrace-syms\t1\nf\t0\t1\t0x1000\tmain\n"
+                  "f\t0\t2\t0x1100\tcompute_the_checksum_of_every_block_in_the_input_buffer_twice\n"
+                  "f\t0\t3\t0x1200\tgr\xc3\xb6\xc3\x9f"
+                  "e_\xc3\xbc"
+                  "ber_alle_str\xc3\xb6me_z\xc3\xa4hlen\n");
     const char *argv[] = {tr_bin(), "flamegraph", p, "-o", "-", NULL};
     struct tr_out r = tr_run(argv);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);

@@ -83,22 +83,28 @@ void tr_remove_trace(char *p)
     free(p);
 }
 
+void tr_write_syms(const char *trace, const char *text)
+{
+    char *s = stf_syms_path_for(trace);
+    FILE *f = fopen(s, "w");
+    cr_assert(f, "%s", s);
+    fputs(text, f);
+    cr_assert_eq(fclose(f), 0, "%s", s);
+    free(s);
+}
+
 char *tr_write_trace(const struct tg *g, bool with_syms)
 {
     char *p = tg_tmpname(".fdr");
     cr_assert_eq(tg_write(g, p), 0);
-    char *s = stf_syms_path_for(p);
     if (with_syms) {
-        FILE *f = fopen(s, "w");
-        cr_assert(f);
-        fputs("sledtrace-syms\t1\no\t0\t0x0\t/bin/prog\nf\t0\t1\t0x1000\tmain\n"
-              "f\t0\t2\t0x1100\tf\nf\t0\t3\t0x1200\t\n",
-              f);
-        fclose(f);
+        tr_write_syms(p, "sledtrace-syms\t1\no\t0\t0x0\t/bin/prog\nf\t0\t1\t0x1000\tmain\n"
+                         "f\t0\t2\t0x1100\tf\nf\t0\t3\t0x1200\t\n");
     } else {
+        char *s = stf_syms_path_for(p);
         unlink(s);
+        free(s);
     }
-    free(s);
     return p;
 }
 

@@ -23,6 +23,8 @@ const char *tr_bin(void);
  * "" (an empty name), without it any stale sidecar is removed. Returns the path (malloc'd). */
 struct tg;
 char *tr_write_trace(const struct tg *g, bool with_syms);
+/* Writes `text` as the sidecar of the trace at path `trace` (replacing any). */
+void tr_write_syms(const char *trace, const char *text);
 /* $LLVM_XRAY, or skips the test when it is not set. */
 const char *tr_llvm_xray(void);
 /* Unlinks the trace at p and its .syms sidecar, then frees p. */
