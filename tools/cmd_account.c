@@ -133,19 +133,24 @@ static inline int hist_add(struct fstat *f, uint64_t v)
     return 0;
 }
 
+/* From exact durations to the histogram: the kept ones move into it. 0, or -1 (no memory). */
+static int to_sketch(struct fstat *f)
+{
+    for (uint32_t i = 0; i < f->nvals; i++)
+        if (hist_add(f, f->vals[i]) != 0)
+            return -1;
+    free(f->vals);
+    f->vals = NULL;
+    f->nvals = f->capvals = 0;
+    f->sketch = true;
+    return 0;
+}
+
 /* record() once the first EXACT_MAX durations are kept: they all go to the histogram. */
 static __attribute__((noinline)) int record_slow(struct fstat *f, uint64_t v)
 {
-    if (f->nvals == EXACT_MAX) {
-        for (uint32_t i = 0; i < f->nvals; i++)
-            if (hist_add(f, f->vals[i]) != 0)
-                return -1;
-        free(f->vals);
-        f->vals = NULL;
-        f->nvals = f->capvals = 0;
-        f->sketch = true;
-        return hist_add(f, v);
-    }
+    if (f->nvals == EXACT_MAX)
+        return to_sketch(f) != 0 ? -1 : hist_add(f, v);
     size_t cap = f->capvals;
     uint64_t *n = tool_grow(f->vals, &cap, sizeof *n, 4);
     if (!n)
@@ -429,22 +434,15 @@ static int fmerge(struct fstat *d, const struct fstat *s)
                 return -1;
         return 0;
     }
-    if (!d->sketch) {
-        for (uint32_t i = 0; i < d->nvals; i++)
-            if (hist_add(d, d->vals[i]) != 0)
-                return -1;
-        free(d->vals);
-        d->vals = NULL;
-        d->nvals = d->capvals = 0;
-        d->sketch = true;
-    }
+    if (!d->sketch && to_sketch(d) != 0)
+        return -1;
     for (uint32_t i = 0; i < s->nvals; i++)
         if (hist_add(d, s->vals[i]) != 0)
             return -1;
     for (unsigned row = 0; s->sketch && row < ROWS; row++) {
         if (!s->rows[row])
             continue;
-        if (!d->rows[row] && !(d->rows[row] = calloc(SUB, sizeof *d->rows[row])))
+        if (!hist_row(d, row))
             return -1;
         for (unsigned slot = 0; slot < SUB; slot++)
             d->rows[row][slot] += s->rows[row][slot];
