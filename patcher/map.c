@@ -615,10 +615,8 @@ const char *stp_kind_name(enum stp_kind k)
     return (unsigned)k < STP_NKINDS ? names[k] : "unknown";
 }
 
-/* Whether the ELF file at `path` has a section named xray_instr_map: 1, 0, or -1 if it cannot be
- * read as a 64-bit ELF file. Reads the section headers of a private read-only mapping of the file
- * directly, without libelf: this runs in every process LD_PRELOAD reaches, and most have nothing
- * to trace. */
+/* Reads exactly n bytes at off (retrying short reads and EINTR): 0, or -1 (error or end of
+ * file). */
 int stp_pread_all(int fd, void *buf, size_t n, uint64_t off)
 {
     uint8_t *p = buf;
@@ -635,9 +633,11 @@ int stp_pread_all(int fd, void *buf, size_t n, uint64_t off)
     return 0;
 }
 
-/* Three reads (the header, the section headers, their names), no mapping: every process a
- * traced one starts asks this of its executable and each of its libraries, and mapping each
- * whole file, faulting in its ends and unmapping it cost several times more. */
+/* Whether the ELF file at `path` has a section named xray_instr_map: 1, 0, or -1 if it cannot be
+ * read as a 64-bit ELF file. Without libelf, in three reads (the header, the section headers,
+ * their names) and no mapping: every process a traced one starts asks this of its executable
+ * and each of its libraries, most have nothing to trace, and mapping each whole file, faulting
+ * in its ends and unmapping it cost several times more. */
 int stp_file_has_map(const char *path)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
