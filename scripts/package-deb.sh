@@ -12,8 +12,8 @@
 # sledtrace with the copyright file and a compressed changelog, shared libraries not
 # executable, an ldconfig trigger, shlibs and symbols files for libsledtrace-format.so.0,
 # md5sums, and a control file whose Depends come from dpkg-shlibdeps when dpkg-dev is installed
-# (else libc6, libelf1 and libstdc++6 by hand), plus the Capstone library the runtime loads
-# with dlopen (which dpkg-shlibdeps cannot see). dpkg-deb --build --root-owner-group makes the
+# (else libc6, libelf1 and libstdc++6 by hand), plus the Capstone and libelf libraries the
+# runtime loads with dlopen (which dpkg-shlibdeps cannot see), unless already named. dpkg-deb --build --root-owner-group makes the
 # .deb in OUT_DIR (default BUILD_DIR). Then lintian checks it, when installed and unless
 # --no-lintian; the tags that remain, and why, are in the override file written below and in
 # README.md ("Install").
@@ -179,11 +179,15 @@ if [[ -z $depends ]]; then
     log "dpkg-shlibdeps unavailable or failed: Depends listed by hand"
     depends="libc6 (>= 2.34), libelf1, libstdc++6"
 fi
-# The runtime loads Capstone with dlopen to prove sleds: its package, found by its soname.
-capstone=$(grep -aoE 'libcapstone\.so\.[0-9]+' "$runtime" | head -n 1)
-cappkg=$(dpkg-query -S "*/$capstone" 2>/dev/null | head -n 1 | cut -d: -f1) || cappkg=
-[[ -n $cappkg ]] || cappkg=libcapstone${capstone##*.so.}
-depends="$depends, $cappkg"
+# The runtime loads Capstone (to prove sleds) and libelf (to read a map) with dlopen, so
+# dpkg-shlibdeps cannot see them there: their packages, found by soname, unless already named.
+for pat in 'libcapstone\.so\.[0-9]+' 'libelf\.so\.[0-9]+'; do
+    soname=$(grep -aoE "$pat" "$runtime" | head -n 1)
+    [[ -n $soname ]] || continue
+    sopkg=$(dpkg-query -S "*/$soname" 2>/dev/null | head -n 1 | cut -d: -f1) || sopkg=
+    [[ -n $sopkg ]] || sopkg=${soname%%.so.*}${soname##*.so.}
+    [[ ", $depends," == *", $sopkg"[\ ,]* ]] || depends="$depends, $sopkg"
+done
 
 size=$(du -sk --exclude=DEBIAN "$pkg" | cut -f1)
 cat >"$pkg/DEBIAN/control" <<EOF
