@@ -802,7 +802,7 @@ static struct str_thread *new_thread(int vfork_child)
     th->tid = (int32_t)syscall(SYS_gettid);
     th->pid = vfork_child ? (int32_t)syscall(SYS_getpid) : pid;
     th->self = pthread_self();
-    th->birth = str_names_birth();
+    th->birth = str_thread_birth;
     th->nchunks = str_cfg.nchunks;
     for (unsigned i = 0; i < th->nchunks; i++) {
         th->chunks[i].owner = th;

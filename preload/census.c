@@ -32,11 +32,6 @@ int str_threads_alone(void)
            atomic_load_explicit(&str_threads_live, memory_order_acquire) == 0;
 }
 
-uint64_t str_names_birth(void)
-{
-    return str_thread_birth;
-}
-
 /* The runtime's own threads (the flush thread) are not the program's: not counted. Their stack
  * is small (STR_THREAD_STACK): the default (RLIMIT_STACK, 8 MiB here) would take that much of
  * a program's address space under `ulimit -v`. */

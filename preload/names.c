@@ -6,7 +6,7 @@
  * per pthread_t. A thread that was never named has its creator's name, which the runtime takes
  * to be the program's (program_invocation_short_name, as the kernel truncates it). pthread_t
  * values are reused once a thread is joined: every name carries a sequence number, and a thread
- * takes only a name given after its pthread_create began (str_names_birth, threads.c), never
+ * takes only a name given after its pthread_create began (str_thread_birth, census.c), never
  * one its pthread_t had in an earlier thread.
  *
  * Threads: a mutex around the table; str_names_get_unlocked is the crash path's, which may not

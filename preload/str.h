@@ -252,7 +252,8 @@ STR_HIDDEN int str_reclaim(void);
 STR_HIDDEN void str_threads_early(void);
 /* census.c: what threads.c counts, for buffers.c. str_threads_live: threads created by the
  * program, still running; str_main_exited: the main thread called pthread_exit;
- * str_thread_birth: the calling thread's birth (below). */
+ * str_thread_birth: the calling thread's birth (its pthread_create's sequence number, names.c;
+ * 0 for the main thread and threads made otherwise). */
 STR_HIDDEN extern _Atomic long str_threads_live;
 STR_HIDDEN extern _Atomic int str_main_exited;
 STR_HIDDEN extern __thread uint64_t str_thread_birth __attribute__((tls_model("initial-exec")));
@@ -268,9 +269,6 @@ STR_HIDDEN void str_names_get(pthread_t t, uint64_t birth, char out[16]);
 STR_HIDDEN void str_names_get_unlocked(pthread_t t, uint64_t birth, char out[16]);
 /* The next sequence number (taken by pthread_create before the thread exists). */
 STR_HIDDEN uint64_t str_names_seq(void);
-/* census.c: the calling thread's birth (its pthread_create's sequence number; 0 for the main
- * thread and threads made otherwise). */
-STR_HIDDEN uint64_t str_names_birth(void);
 /* How the process ends, for the sidecar's `exit` line (buffers.c writes it with the final
  * flush): the exit status (exit, _exit), the fatal signal, or an exec. The last call wins. */
 enum { STR_END_STATUS = 1, STR_END_SIGNAL = 2, STR_END_EXEC = 3 };
