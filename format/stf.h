@@ -237,6 +237,61 @@ static inline int stf_decode_elided(const uint8_t *payload, size_t len, size_t i
     return 1;
 }
 
+/* The tracer's own cost (calibration). At start-up the runtime calls functions of its own through
+ * the very trampolines and handler the patched sleds use, into a scratch buffer, and measures the
+ * time its events add between two consecutive records of a thread. That time depends on the two
+ * records' kinds: E (an entry), X (an exit), T (a tail exit); the runtime measures six pairs
+ * (STF_GAP_*), each the mean over a round of calls, the median over rounds (gap) and half the
+ * range of the rounds' means (spread), in 1/256 tick (so a few ns of cost keep their fraction
+ * over millions of calls). `step` is the smallest non-zero step the clock took (ticks).
+ * Every trace the runtime creates starts with a block holding one v5 TypedEventMarker of type
+ * STF_TYPED_CALIB and this payload (STF_CALIB_PAYLOAD bytes, little-endian):
+ *   u32 version (1), u32 rounds, u32 calls per round, u32 step, u32 gap[6], u32 spread[6].
+ * llvm-xray reads it as an ordinary typed event. The tools take the tracer's time out of every
+ * duration with it (tools/DESIGN.md, "Corrected times"). */
+enum { STF_TYPED_CALIB = 0x5e1c, STF_CALIB_PAYLOAD = 64, STF_CALIB_VERSION = 1 };
+enum { STF_GAP_EE, STF_GAP_EX, STF_GAP_XE, STF_GAP_XX, STF_GAP_ET, STF_GAP_TE, STF_GAPS };
+
+struct stf_calib {
+    uint32_t version, rounds, calls, step;
+    uint32_t gap[STF_GAPS];    /* 1/256 tick */
+    uint32_t spread[STF_GAPS]; /* 1/256 tick */
+};
+
+static inline void stf_encode_calib(uint8_t p[STF_CALIB_PAYLOAD], const struct stf_calib *c)
+{
+    stf_put32(p, c->version);
+    stf_put32(p + 4, c->rounds);
+    stf_put32(p + 8, c->calls);
+    stf_put32(p + 12, c->step);
+    for (int i = 0; i < STF_GAPS; i++) {
+        stf_put32(p + 16 + 4 * i, c->gap[i]);
+        stf_put32(p + 40 + 4 * i, c->spread[i]);
+    }
+}
+
+/* If a typed event of `type` with payload[0..len) is a calibration, fills *c and returns 1. A
+ * later version's payload may be longer: its first STF_CALIB_PAYLOAD bytes keep this layout. */
+static inline int stf_decode_calib(uint16_t type, const uint8_t *payload, size_t len,
+                                   struct stf_calib *c)
+{
+    if (type != STF_TYPED_CALIB || len < STF_CALIB_PAYLOAD)
+        return 0;
+    uint32_t w[16];
+    memcpy(w, payload, sizeof w);
+    if (w[0] < 1)
+        return 0;
+    c->version = w[0];
+    c->rounds = w[1];
+    c->calls = w[2];
+    c->step = w[3];
+    for (int i = 0; i < STF_GAPS; i++) {
+        c->gap[i] = w[4 + i];
+        c->spread[i] = w[10 + i];
+    }
+    return 1;
+}
+
 /* If payload[0..len) is a loss marker's, stores the count and returns 1. */
 static inline int stf_decode_loss(const uint8_t *payload, size_t len, uint64_t *lost)
 {
