@@ -366,6 +366,7 @@ static int tree_walk(void *arg, size_t k, struct tool_trace *sub)
     if (!p)
         return CS_NOMEM;
     run->part[k] = p;
+    p->cs.signed_dur = tool_trace_corrected(sub);
     p->tree.per_thread = run->tree->per_thread;
     if (tree_root(&p->tree) != 0)
         return CS_NOMEM;
@@ -430,6 +431,7 @@ int cs_tree_load(const char *path, const char *syms_opt, const int32_t *tid, str
     free(run.part);
     if (tool_trace_end(&tr, rc) != EXIT_OK && status == EXIT_OK)
         status = EXIT_BAD_TRACE;
+    cs->times = tool_trace_times(&tr);
     *syms = tr.syms; /* the caller's now */
     tr.syms = NULL;
     tool_trace_close(&tr);
@@ -438,7 +440,7 @@ int cs_tree_load(const char *path, const char *syms_opt, const int32_t *tid, str
 
 uint64_t cs_node_weight(const struct cs_node *n, bool by_count, uint64_t freq)
 {
-    return by_count ? n->calls : tool_ticks_to_ns(n->self, freq);
+    return by_count ? n->calls : tool_ticks_to_ns(cs_ticks(n->self), freq);
 }
 
 void cs_tree_free(struct cs_tree *tree)
@@ -465,6 +467,7 @@ void cs_summary(FILE *out, const struct callstack *cs, uint64_t freq)
                 "# gaps: %" PRIu64 " (%" PRIu64 " events dropped by the runtime); %" PRIu64
                 " frames open at a gap were left out\n",
                 cs->gaps, cs->gap_events, cs->gap_frames);
+    tool_times_note(out, "# ", &cs->times, cs->top_ticks);
 }
 
 char **cs_tree_names(const struct cs_tree *tree, const struct stf_syms *syms)

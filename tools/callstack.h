@@ -80,6 +80,13 @@ struct cs_close {
     bool repaired; /* why == CS_REPAIR */
 };
 
+/* One call's duration or self time as a figure to show: a signed one (cs.signed_dur) below
+ * zero is 0. */
+static inline uint64_t cs_ticks(uint64_t v)
+{
+    return (int64_t)v < 0 ? 0 : v;
+}
+
 /* Callbacks (any may be NULL); a non-zero return stops cs_feed with that value. thread is called
  * once per thread, when it is first seen. loss: without close_open, the `dropped` frames it
  * dropped are still readable in t->st[0..dropped) during the call. */
@@ -94,6 +101,13 @@ struct callstack {
     bool close_open; /* set before the first cs_feed (see the top of this file) */
     bool nesting;    /* set before the first cs_feed: keep same_below and rec */
     bool edges;      /* with nesting, set before the first cs_feed: keep edge_below too (graph) */
+    /* Set before the first cs_feed, for corrected times (vclock.h): a duration is end - start
+     * and a self time dur - child modulo 2^64, i.e. signed: a call the correction takes below
+     * zero stays below zero in every sum (read one call's figures with cs_ticks). Otherwise a
+     * duration is |end - start| (a CPU change can step the counter back) and self is at
+     * least 0. */
+    bool signed_dur;
+    struct vtimes times; /* what cs_summary says of the times (cs_tree_load sets it) */
     struct u64map tmap;
     struct cs_thread *t;
     size_t nt, capt;

@@ -116,8 +116,14 @@ CS_INLINE int cs_close_top(struct callstack *cs, struct cs_thread *t, uint64_t t
 {
     /* the popped slot stays as it is until the next push: no copy (the callbacks never push) */
     const struct cs_frame *fr = &t->st[--t->depth];
-    uint64_t dur = tsc >= fr->start ? tsc - fr->start : fr->start - tsc;
-    uint64_t self = dur > fr->child ? dur - fr->child : 0;
+    uint64_t dur, self;
+    if (cs->signed_dur) { /* corrected times: modulo 2^64, so that sums stay exact */
+        dur = tsc - fr->start;
+        self = dur - fr->child;
+    } else {
+        dur = tsc >= fr->start ? tsc - fr->start : fr->start - tsc;
+        self = dur > fr->child ? dur - fr->child : 0;
+    }
     if (cs->nesting) {
         cs_nest_pop(t, fr);
         if (fr->same_below)

@@ -272,7 +272,8 @@ static inline int on_close(void *ctx, const struct cs_close *c)
     struct fstat *f = fget(a, (uint32_t)(c->t - a->cs.t), c->f->id);
     if (!f)
         return -1;
-    uint64_t dur = c->dur;
+    /* one call's figure: a corrected duration below zero counts as 0 (sums keep its sign) */
+    uint64_t dur = cs_ticks(c->dur);
     if (f->count == 0 || dur < f->min)
         f->min = dur;
     if (dur > f->max)
@@ -281,7 +282,7 @@ static inline int on_close(void *ctx, const struct cs_close *c)
     /* total: the union of the function's finished calls on this thread - only the outermost
      * frame of a recursion adds its duration (the nested ones lie inside it) */
     if (!c->f->same_below)
-        f->total += dur;
+        f->total += c->dur;
     else
         f->recursive = true;
     f->self += c->self;
@@ -315,13 +316,23 @@ static int on_loss(void *ctx, const struct cs_thread *t, uint64_t tsc, uint64_t 
 }
 
 static bool g_elided; /* the trace has elided calls: csv and json show them */
+/* Corrected times (vclock.h): the approx marks need the calibration's spread (the larger of a
+ * leaf's two gaps', ticks) and the clock's step (ticks). */
+static bool g_corrected;
+static double g_spread, g_step;
 
 /* total with the elided calls' time: a recursive function's elided calls lie inside its
  * recorded outermost frames (whose union total already is), so theirs is added only to the
  * others'. LIMIT: a function recursive only through elided calls counts that time twice. */
 static uint64_t total_of(const struct fstat *f)
 {
-    return f->total + (f->recursive ? 0 : f->elided_ticks);
+    return cs_ticks(f->total + (f->recursive ? 0 : f->elided_ticks));
+}
+
+/* self as shown: a sum of corrected self times below zero is 0 (and marked approximate). */
+static uint64_t self_of(const struct fstat *f)
+{
+    return cs_ticks(f->self);
 }
 
 /* An elided-calls event (SLEDTRACE_MIN_DURATION): each function's calls and time, added to its
@@ -391,6 +402,7 @@ static int acct_walk(void *arg, size_t k, struct tool_trace *sub)
     run->part[k] = a;
     a->per_thread = run->per_thread;
     a->cs.nesting = true;
+    a->cs.signed_dur = tool_trace_corrected(sub);
     static const struct cs_ops ops = {.enter = NULL, .close = on_close, .loss = on_loss};
     struct stf_item it;
     int rc;
@@ -512,7 +524,7 @@ static int row_cmp(const void *pa, const void *pb)
         c = cmp_u64_desc(total_of(a->f), total_of(b->f));
         break;
     case S_SELF:
-        c = cmp_u64_desc(a->f->self, b->f->self);
+        c = cmp_u64_desc(self_of(a->f), self_of(b->f));
         break;
     case S_COUNT:
         c = cmp_u64_desc(a->f->count + a->f->unfinished + a->f->elided,
@@ -584,8 +596,21 @@ static void put_row(enum format fmt, bool per_thread, const struct cs_thread *th
     char share[32];
     fmt_share(share, sizeof share, total_of(f), wall_ticks, fmt == F_TEXT);
     uint64_t v[7] = {
-        total_of(f), f->self, f->min, rank(f, n, 50), rank(f, n, 90), rank(f, n, 99), f->max,
+        total_of(f), self_of(f), f->min, rank(f, n, 50), rank(f, n, 90), rank(f, n, 99), f->max,
     };
+    /* corrected times: which figures are within the calibration's spread or the clock's step
+     * (tools/DESIGN.md, "Corrected times"): bit k for column k */
+    unsigned approx = 0;
+    if (g_corrected) {
+        double sums = 2.0 * (double)(n + f->unfinished) * g_spread + g_step;
+        for (int k = 0; k < 7; k++)
+            if ((double)v[k] < (k < 2 ? sums : g_step > 2 * g_spread ? g_step : 2 * g_spread))
+                approx |= 1u << k;
+        if ((int64_t)(f->total + (f->recursive ? 0 : f->elided_ticks)) < 0)
+            approx |= 1u;
+        if ((int64_t)f->self < 0)
+            approx |= 2u;
+    }
     for (int k = 0; k < 7; k++)
         v[k] = tool_ticks_to_ns(v[k], freq);
     /* count: every call entered; the other columns: only the calls that exited (none: '-'
@@ -604,6 +629,14 @@ static void put_row(enum format fmt, bool per_thread, const struct cs_thread *th
         printf(",%" PRIu64, f->unfinished);
         if (g_elided)
             printf(",%" PRIu64 ",%" PRIu64, f->elided, tool_ticks_to_ns(f->elided_ticks, freq));
+        if (g_corrected) {
+            putchar(',');
+            for (int k = 0, first_col = 1; k < 7; k++)
+                if (n && (approx >> k & 1)) {
+                    printf("%s%s", first_col ? "" : ";", col_names[k]);
+                    first_col = 0;
+                }
+        }
         putchar('\n');
     } else if (fmt == F_JSON) {
         fputs(first ? "\n" : ",\n", stdout);
@@ -619,12 +652,24 @@ static void put_row(enum format fmt, bool per_thread, const struct cs_thread *th
         if (g_elided)
             printf(", \"elided\": %" PRIu64 ", \"elided_ns\": %" PRIu64, f->elided,
                    tool_ticks_to_ns(f->elided_ticks, freq));
+        if (g_corrected) {
+            fputs(", \"approx\": [", stdout);
+            for (int k = 0, first_col = 1; k < 7; k++)
+                if (n && (approx >> k & 1)) {
+                    printf("%s\"%s\"", first_col ? "" : ", ", col_names[k]);
+                    first_col = 0;
+                }
+            putchar(']');
+        }
         putchar('}');
     } else {
         printf("%10" PRIu64, all);
         for (int k = 0; k < 7; k++) {
             char b[32];
-            if (n)
+            if (n && (approx >> k & 1)) {
+                b[0] = '~';
+                tool_fmt_ns(b + 1, sizeof b - 1, v[k]);
+            } else if (n)
                 tool_fmt_ns(b, sizeof b, v[k]);
             else
                 snprintf(b, sizeof b, "-");
@@ -645,8 +690,9 @@ static void put_header(enum format fmt, bool per_thread)
 {
     if (fmt == F_CSV)
         printf("%sfunction,id,count,total_ns,share_pct,self_ns,min_ns,median_ns,p90_ns,p99_ns,"
-               "max_ns,unfinished%s\n",
-               per_thread ? "pid,tid," : "", g_elided ? ",elided,elided_ns" : "");
+               "max_ns,unfinished%s%s\n",
+               per_thread ? "pid,tid," : "", g_elided ? ",elided,elided_ns" : "",
+               g_corrected ? ",approx" : "");
     else if (fmt == F_TEXT)
         printf("%10s %12s %7s %12s %12s %12s %12s %12s %12s %10s  %s\n", "count", "total", "share",
                "self", "min", "median", "p90", "p99", "max", "id", "function");
@@ -661,6 +707,7 @@ int cmd_account(int argc, char **argv)
     g_sort = S_TOTAL;
     g_threads = NULL;
     g_elided = false;
+    g_corrected = false;
     if (tool_wants_help(argc, argv)) {
         help(stdout);
         return EXIT_OK;
@@ -702,6 +749,11 @@ int cmd_account(int argc, char **argv)
         return EXIT_BAD_TRACE;
     struct stf_syms *syms = tr.syms;
     uint64_t freq = tr.freq;
+    g_corrected = tool_trace_corrected(&tr);
+    if (g_corrected) {
+        g_spread = vclock_leaf_spread(&tr.calib);
+        g_step = tr.calib.step;
+    }
 
     struct acct a = {0};
     a.per_thread = per_thread;
@@ -813,9 +865,14 @@ int cmd_account(int argc, char **argv)
                    ", \"stack_repairs\": %" PRIu64 ", \"unmatched_exits\": %" PRIu64
                    ", \"unfinished_frames\": %" PRIu64 ", \"gaps\": %" PRIu64
                    ", \"gap_events\": %" PRIu64 ", \"gap_frames\": %" PRIu64
-                   ", \"threads\": %zu, \"wall_ns\": %" PRIu64 "}}\n",
+                   ", \"threads\": %zu, \"wall_ns\": %" PRIu64,
                    nfuncs, a.cs.calls, a.cs.repairs, a.cs.unmatched, open, a.cs.gaps,
                    a.cs.gap_events, a.cs.gap_frames, a.cs.nt, tool_ticks_to_ns(wall_sum, freq));
+            if (tr.has_calib)
+                printf(", \"times\": \"%s\", \"tracer_removed_ns\": %" PRIu64,
+                       g_corrected ? "corrected" : "raw",
+                       tool_ticks_to_ns(tool_trace_removed(&tr), freq));
+            fputs("}}\n", stdout);
         }
         FILE *foot = fmt == F_TEXT ? stdout : stderr;
         if (status == EXIT_OK && fmt == F_TEXT && per_thread && nrows)
@@ -852,6 +909,10 @@ int cmd_account(int argc, char **argv)
                     "# gaps: %" PRIu64 " (%" PRIu64 " events dropped by the runtime); %" PRIu64
                     " frames open at a gap count as unfinished\n",
                     a.cs.gaps, a.cs.gap_events, a.cs.gap_frames);
+        if (status == EXIT_OK) {
+            struct vtimes vt = tool_trace_times(&tr);
+            tool_times_note(foot, "# ", &vt, wall_sum);
+        }
     }
     free(rows);
     acct_free(&a);

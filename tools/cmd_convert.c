@@ -160,6 +160,8 @@ int cmd_convert(int argc, char **argv)
             (m = tool_option(argc, argv, &i, "convert", "--syms", &syms)) != 0) {
             if (m < 0)
                 return EXIT_USAGE;
+        } else if (strcmp(argv[i], "--raw-times") == 0) {
+            tool_raw_times = true;
         } else if ((argv[i][0] != '-' || !argv[i][1]) && !path) { /* "-": standard input */
             path = argv[i];
         } else {

@@ -145,7 +145,7 @@ static void dot_escape(FILE *f, const char *s)
 static void dot_time(FILE *f, uint64_t ticks, uint64_t freq)
 {
     char b[32];
-    tool_fmt_ns(b, sizeof b, tool_ticks_to_ns(ticks, freq));
+    tool_fmt_ns(b, sizeof b, tool_ticks_to_ns(cs_ticks(ticks), freq));
     fputs(b, f);
 }
 
@@ -166,6 +166,8 @@ int cmd_graph(int argc, char **argv)
             if (m < 0)
                 return EXIT_USAGE;
             have_tid = true;
+        } else if (strcmp(argv[i], "--raw-times") == 0) {
+            tool_raw_times = true;
         } else if ((m = tool_option(argc, argv, &i, "graph", "-o", &out)) != 0 ||
                    (m = tool_option(argc, argv, &i, "graph", "--output", &out)) != 0 ||
                    (m = tool_option(argc, argv, &i, "graph", "--syms", &syms_opt)) != 0) {
@@ -191,7 +193,10 @@ int cmd_graph(int argc, char **argv)
     tr.tid = tid;
     struct graph g = {0};
     static const struct cs_ops ops = {.enter = on_enter, .close = on_close};
-    struct callstack cs = {.close_open = true, .nesting = true, .edges = true};
+    struct callstack cs = {.close_open = true,
+                           .nesting = true,
+                           .edges = true,
+                           .signed_dur = tool_trace_corrected(&tr)};
     struct stf_item it;
     int rc, status = EXIT_OK;
     while ((rc = tool_trace_next(&tr, &it)) == STF_OK) {
@@ -230,8 +235,11 @@ int cmd_graph(int argc, char **argv)
         }
         fprintf(f,
                 "  // calls: %" PRIu64 ", stack repairs: %" PRIu64 ", unmatched exits: %" PRIu64
-                ", gaps: %" PRIu64 "\n}\n",
+                ", gaps: %" PRIu64 "\n",
                 cs.calls, cs.repairs, cs.unmatched, cs.gaps);
+        struct vtimes vt = tool_trace_times(&tr);
+        tool_times_note(f, "  // ", &vt, 0);
+        fputs("}\n", f);
         status = tool_out_close(&o, 1) ? EXIT_BAD_TRACE : EXIT_OK;
     }
     cs_free(&cs);

@@ -76,6 +76,7 @@ struct replay {
     /* entry order with --min-duration: a second cursor looks ahead for a call's end */
     struct stf_cursor *look;
     const struct stf_cursor *main;
+    const struct vclock *vc;    /* main's corrected clock (vclock.h), where main is */
     const struct stf_item *nxt; /* the item after the one being fed (main is past it) */
     uint32_t *ids;              /* the lookahead's own stack of function ids */
     size_t cap;
@@ -186,7 +187,7 @@ static int on_close(void *ctx, const struct cs_close *c)
     const char *name;
     if (!wanted(rp, c->f->id, c->depth, &name, buf, sizeof buf))
         return 0;
-    uint64_t ns = tool_ticks_to_ns(c->dur, rp->freq);
+    uint64_t ns = tool_ticks_to_ns(cs_ticks(c->dur), rp->freq);
     if (ns < rp->min_ns)
         return 0;
     char d[32];
@@ -241,6 +242,7 @@ static int long_enough(struct replay *rp, const struct cs_thread *t, const struc
     }
     size_t n = 0;
     struct stf_item it = *rp->nxt;
+    struct vclock vc = *rp->vc; /* the look cursor's items get main's correction from here */
     for (;;) {
         uint64_t lost;
         if (it.kind == STF_M_CUSTOM_EVENT && stf_decode_loss(it.payload, it.payload_len, &lost))
@@ -273,6 +275,8 @@ static int long_enough(struct replay *rp, const struct cs_thread *t, const struc
             }
         }
         int rc = stf_cursor_next(rp->look, &it);
+        if (rc == STF_OK)
+            vclock_item(&vc, &it);
         if (rc != STF_OK) {
             if (rc == STF_END)
                 return 0;
@@ -332,7 +336,7 @@ static int tree_close(void *ctx, const struct cs_close *c)
         return 0;
     char buf[24], d[32];
     const char *name = stf_syms_name(rp->syms, c->f->id, buf, sizeof buf);
-    tool_fmt_ns(d, sizeof d, tool_ticks_to_ns(c->dur, rp->freq));
+    tool_fmt_ns(d, sizeof d, tool_ticks_to_ns(cs_ticks(c->dur), rp->freq));
     bool leaf = c->f->node & LEAF;
     char a[48];
     line(rp, c->t->tid, leaf ? c->f->start : c->end, d, c->depth, leaf ? "" : "} ", name,
@@ -404,6 +408,7 @@ static int walk_entry(struct tool_trace *tr, struct callstack *cs, struct replay
             rp->pend_nargs = 0; /* not cur's: a misplaced CallArgument (the reader warned) */
         bool more = *rc == STF_OK && same_thread(&cur, &nxt);
         rp->main = tr->c;
+        rp->vc = &tr->vc;
         rp->nxt = more ? &nxt : NULL; /* NULL: cur is its thread's last stack record */
         rp->next_exits = more && cur.kind == STF_K_FUNCTION &&
                          (cur.action == STF_ENTER || cur.action == STF_ENTER_ARGS) &&
@@ -489,7 +494,7 @@ int cmd_replay(int argc, char **argv)
     }
 
     static const struct cs_ops ops = {.enter = NULL, .close = on_close, .loss = on_loss};
-    struct callstack cs = {0};
+    struct callstack cs = {.signed_dur = tool_trace_corrected(&tr)};
     struct stf_item it;
     int rc, status = EXIT_OK;
     if (!exit_order) {
@@ -520,6 +525,8 @@ int cmd_replay(int argc, char **argv)
             printf("# gaps: %" PRIu64 " (%" PRIu64 " events dropped by the runtime); %" PRIu64
                    " frames open at a gap were left out\n",
                    cs.gaps, cs.gap_events, cs.gap_frames);
+        struct vtimes vt = tool_trace_times(&tr);
+        tool_times_note(stdout, "# ", &vt, 0);
     }
     cs_free(&cs);
     stf_cursor_close(rp.look);

@@ -150,6 +150,10 @@ int tool_trace_arg(int argc, char **argv, int *i, const char *cmd, const char **
     int m = tool_option(argc, argv, i, cmd, "--syms", syms);
     if (m != 0)
         return m;
+    if (strcmp(o, "--raw-times") == 0) {
+        tool_raw_times = true;
+        return 1;
+    }
     if (o[0] == '-' && o[1]) {
         tool_err("%s: unknown option '%s'", cmd, o);
         return -1;

@@ -4,6 +4,7 @@
 #define SLEDTRACE_TOOLS_COMMON_H
 
 #include "stf.h"
+#include "vclock.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -122,7 +123,30 @@ struct tool_trace {
     char err[256];            /* a parallel walk's error, for tool_trace_end ("" if none) */
     uint64_t err_off;
     struct pf *pf; /* decoding ahead on a thread of its own (tool_trace_prefetch), else NULL */
+    /* Corrected times (vclock.h): the trace's calibration (has_calib), and the clock that takes
+     * the tracer's cost out of every timestamp handed out, unless --raw-times (vc.on false). */
+    struct stf_calib calib;
+    bool has_calib;
+    struct vclock vc;
+    uint64_t removed; /* 1/256 tick: the correction of the threads walked to their end */
 };
+/* True when the times handed out are corrected (the trace has a calibration, no --raw-times). */
+static inline bool tool_trace_corrected(const struct tool_trace *t)
+{
+    return t->vc.on;
+}
+/* The footer line every command that shows times prints (to out, after pre: "# " or "// "):
+ * whether the
+ * times are corrected, how much tracer time was taken out (of wall, the corrected wall time the
+ * command reports, in ticks; 0: unknown), or why they are as measured. */
+void tool_times_note(FILE *out, const char *pre, const struct vtimes *v, uint64_t wall);
+/* What the times of t's walk (so far) were. */
+struct vtimes tool_trace_times(const struct tool_trace *t);
+/* The tracer time taken out of the threads walked to their end, in ticks. */
+static inline uint64_t tool_trace_removed(const struct tool_trace *t)
+{
+    return t->removed >> 8;
+}
 /* The file to open again for a second look at the trace (replay's lookahead). */
 const char *tool_trace_source(const struct tool_trace *t);
 /* what: progress label ("reading"); streams_stdout: the command writes its output while it

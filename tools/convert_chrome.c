@@ -453,7 +453,7 @@ int convert_chrome(const char *path, const char *out, const char *syms_opt)
     if (!f)
         return EXIT_BAD_TRACE;
     static const struct cs_ops ops = {.thread = on_thread, .enter = on_enter, .close = on_close};
-    struct callstack cs = {.close_open = true};
+    struct callstack cs = {.close_open = true, .signed_dur = tool_trace_corrected(&tr)};
     struct chrome c = {
         .f = f, .syms = tr.syms, .freq = tr.freq, .first = true, .base = tool_trace_base(&tr)};
     uint64_t items, end = tool_trace_extent(&tr, &items);
@@ -491,8 +491,12 @@ int convert_chrome(const char *path, const char *out, const char *syms_opt)
     fprintf(f,
             "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"calls\":%" PRIu64
             ",\"stack_repairs\":%" PRIu64 ",\"unmatched_exits\":%" PRIu64 ",\"gaps\":%" PRIu64
-            ",\"events_lost\":%" PRIu64 "}}\n",
-            cs.calls, cs.repairs, cs.unmatched, cs.gaps, cs.gap_events);
+            ",\"events_lost\":%" PRIu64 ",\"times\":\"%s\",\"tracer_removed_ns\":%" PRIu64 "}}\n",
+            cs.calls, cs.repairs, cs.unmatched, cs.gaps, cs.gap_events,
+            tool_trace_corrected(&tr) ? "corrected"
+            : tr.has_calib            ? "raw"
+                                      : "as measured",
+            tool_ticks_to_ns(tool_trace_removed(&tr), tr.freq));
     int st = tool_out_close(&o, status == EXIT_OK) ? EXIT_BAD_TRACE : EXIT_OK;
     if (status == EXIT_OK)
         status = st;

@@ -297,6 +297,8 @@ int convert_yaml(const char *path, const char *out, const char *syms_opt)
     struct tool_trace tr;
     struct tool_out o;
     FILE *f = conv_begin(&tr, &o, path, out, syms_opt);
+    if (f) /* the records as llvm-xray writes them: their own timestamps, never corrected */
+        vclock_init(&tr.vc, NULL);
     if (!f)
         return EXIT_BAD_TRACE;
     const struct stf_header *h = stf_cursor_header(tr.c);

@@ -41,6 +41,8 @@ struct par {
     atomic_size_t next;          /* the next unit to take */
     atomic_uint_least64_t bytes; /* decoded by all workers, for progress */
     struct unit *u;
+    atomic_uint_least64_t removed; /* the workers' tool_trace_removed (1/256 tick), read after
+                                    * pthread_join: relaxed */
 };
 
 enum { MAX_KEPT = 10 };
@@ -170,6 +172,8 @@ int tool_trace_open(struct tool_trace *t, const char *path, const char *syms_opt
         return EXIT_BAD_TRACE;
     }
     t->freq = stf_cursor_header(t->c)->cycle_freq;
+    t->has_calib = vclock_find(src, &t->calib) == 1;
+    vclock_init(&t->vc, t->has_calib && !tool_raw_times ? &t->calib : NULL);
     struct stf_reader_stats st;
     stf_cursor_stats(t->c, &st);
     tool_progress_init(&t->prog, st.file_size, what, streams_stdout);
@@ -257,15 +261,18 @@ static int walk_next(struct tool_trace *t, struct stf_item *it)
                 continue;
             }
             t->started = true;
+            vclock_thread(&t->vc);
         }
         int rc = stf_cursor_next(t->c, it);
         if (rc == STF_OK) {
+            vclock_item(&t->vc, it);
             if (++t->n % PROGRESS_EVERY == 0)
                 progress(t);
             return STF_OK;
         }
         if (rc != STF_END)
             return rc;
+        t->removed += t->vc.acc;
         t->started = false;
         t->thread++;
     }
@@ -276,6 +283,7 @@ static size_t walk_funcs(struct tool_trace *t, struct stf_func *out, size_t max)
     if (!t->started)
         return 0;
     size_t n = stf_cursor_funcs(t->c, out, max);
+    vclock_funcs(&t->vc, out, n);
     if ((t->n + n) / PROGRESS_EVERY != t->n / PROGRESS_EVERY)
         progress(t);
     t->n += n;
@@ -441,7 +449,10 @@ static void *work(void *arg)
                              .order = p->t->order,
                              .spool = -1,
                              .par = p,
-                             .par_main = w->main};
+                             .par_main = w->main,
+                             .calib = p->t->calib,
+                             .has_calib = p->t->has_calib,
+                             .vc = p->t->vc};
     struct stf_reader_stats st;
     stf_cursor_stats(w->c, &st);
     sub.par_bytes = st.bytes;
@@ -454,7 +465,9 @@ static void *work(void *arg)
         sub.thread = k;
         sub.end = k + 1;
         sub.started = false;
+        sub.removed = 0;
         u->rc = p->walk(p->arg, k, &sub);
+        atomic_fetch_add_explicit(&p->removed, sub.removed, memory_order_relaxed);
         if (u->rc < 0) {
             const char *m = stf_cursor_error(w->c, &u->err_off);
             snprintf(u->err, sizeof u->err, "%s", m && *m ? m : stf_strerror(u->rc));
@@ -500,6 +513,7 @@ int tool_trace_parallel(struct tool_trace *t, tool_walk_fn walk, tool_merge_fn m
     struct par p = {.t = t, .walk = walk, .arg = arg, .units = threads};
     atomic_init(&p.next, 0);
     atomic_init(&p.bytes, 0);
+    atomic_init(&p.removed, 0);
     p.u = calloc(threads, sizeof *p.u);
     struct worker *w = calloc(jobs, sizeof *w);
     pthread_t *tids = calloc(jobs, sizeof *tids);
@@ -527,6 +541,7 @@ int tool_trace_parallel(struct tool_trace *t, tool_walk_fn walk, tool_merge_fn m
             pthread_join(tids[j], NULL); /* orders the worker's writes before what follows */
         stf_cursor_close(w[j].c);        /* one never started left its units to the others */
     }
+    t->removed += atomic_load_explicit(&p.removed, memory_order_relaxed);
     stf_cursor_set_warn(t->c, tool_warn_cb, (void *)t->path);
     rc = STF_END;
     for (size_t k = 0; k < threads && rc == STF_END; k++) {
@@ -845,6 +860,7 @@ static void pf_stop(struct tool_trace *t)
     pthread_mutex_unlock(&p->mu);
     pthread_join(p->th, NULL); /* orders the thread's last writes (the cursor) before ours */
     t->tid_checked = p->pt.tid_checked;
+    t->removed += p->pt.removed;
     stf_cursor_set_warn(t->c, tool_warn_cb, (void *)t->path);
     for (size_t i = 0; i < PF_CHUNKS; i++) {
         free(p->ch[i].e);

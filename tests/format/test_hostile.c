@@ -40,8 +40,8 @@ static struct tr_out account_csv(const char *p)
     return tr_run(argv);
 }
 
-/* stderr of account --format csv: the warnings want, then only its summary (two lines: the
- * counters and what share is of). */
+/* stderr of account --format csv: the warnings want, then only its summary (three lines: the
+ * counters, what share is of, and what the times are). */
 static void expect_warnings(const char *err, const char *want)
 {
     size_t n = strlen(want);
@@ -49,7 +49,9 @@ static void expect_warnings(const char *err, const char *want)
     cr_assert(strncmp(err + n, "# functions: 4, calls: 4,", 25) == 0, "%s", err);
     const char *share = strchr(err + n, '\n') + 1;
     cr_assert(strncmp(share, "# share: ", 9) == 0, "%s", err);
-    cr_assert_null(strchr(share, '\n')[1] ? err : NULL, "more after the summary: %s", err);
+    const char *times = strchr(share, '\n') + 1;
+    cr_assert(strncmp(times, "# times: as measured; ", 22) == 0, "%s", err);
+    cr_assert_null(strchr(times, '\n')[1] ? err : NULL, "more after the summary: %s", err);
 }
 
 /* One malformed line among good ones: the other names resolve, the skipped line's id shows as
@@ -93,12 +95,15 @@ Test(hostile, duplicate_function_id_is_unnamed)
     const char *argv[] = {tr_bin(), "replay", p, NULL};
     struct tr_out r = tr_run(argv);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
-    cr_assert_str_eq(r.o, "7        0.000000900       10ns  one\n"
-                          "7        0.000001900       20ns  two\n"
-                          "7        0.000002900       30ns  #3\n"
-                          "7        0.000003900       40ns  #4\n"
-                          "# shown: 4 of 4 calls, stack repairs: 0, unmatched exits: 0, "
-                          "unfinished frames: 0\n");
+    cr_assert_str_eq(r.o,
+                     "7        0.000000900       10ns  one\n"
+                     "7        0.000001900       20ns  two\n"
+                     "7        0.000002900       30ns  #3\n"
+                     "7        0.000003900       40ns  #4\n"
+                     "# shown: 4 of 4 calls, stack repairs: 0, unmatched exits: 0, "
+                     "unfinished frames: 0\n"
+                     "# times: as measured; this trace records no tracer cost (compiler-rt's, or "
+                     "an older sledtrace's), so each call's figures include the tracer's own\n");
     char *s = stf_syms_path_for(p);
     char want[512];
     snprintf(want, sizeof want,
@@ -324,7 +329,9 @@ Test(hostile, control_bytes_in_names_are_escaped_in_text_outputs)
         "7        0.000001870      940ns      } cr\\x0dforged\n"
         "7        0.000001880      960ns    } bell\\x07|tab\\x09here|del\\x7f\n"
         "7        0.000001890      980ns  } clear\\x1b[2J\n"
-        "# shown: 9 of 9 calls, stack repairs: 0, unmatched exits: 0, unfinished frames: 0\n");
+        "# shown: 9 of 9 calls, stack repairs: 0, unmatched exits: 0, unfinished frames: 0\n"
+        "# times: as measured; this trace records no tracer cost (compiler-rt's, or an older "
+        "sledtrace's), so each call's figures include the tracer's own\n");
     free(o);
     o = run_clean((const char *[]){"replay", p, "--order", "exit", NULL});
     names_shown("replay exit", o, 1, "", "\n");
@@ -375,7 +382,7 @@ static const char names_py[] =
     "    lines = text.split('\\n')\n"
     "    assert lines[0] == 'digraph calls {' and lines[-2] == '}' and lines[-1] == ''\n"
     "    names = []\n"
-    "    for l in lines[2:-3]:\n"
+    "    for l in lines[2:-4]:\n"
     "        m = re.fullmatch(r'  f(\\d+) \\[label=' + q + r'\\];', l)\n"
     "        if m:\n"
     "            lab = re.sub(r'\\\\(.)', lambda x: '\\n' if x[1] == 'n' else x[1], m[2])\n"
@@ -486,12 +493,15 @@ Test(hostile, names_from_a_binary_are_escaped)
     const char *argv[] = {tr_bin(), "replay", p, "--syms", bin, NULL};
     struct tr_out r = tr_run(argv);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
-    cr_assert_str_eq(r.o, "7        0.000000900             main {\n"
-                          "7        0.000001000      100ns    shout\\x1b[2J\\x07\n"
-                          "7        0.000001200      200ns    #2\n"
-                          "7        0.000001900    1.000us  } main\n"
-                          "# shown: 3 of 3 calls, stack repairs: 0, unmatched exits: 0, "
-                          "unfinished frames: 0\n");
+    cr_assert_str_eq(r.o,
+                     "7        0.000000900             main {\n"
+                     "7        0.000001000      100ns    shout\\x1b[2J\\x07\n"
+                     "7        0.000001200      200ns    #2\n"
+                     "7        0.000001900    1.000us  } main\n"
+                     "# shown: 3 of 3 calls, stack repairs: 0, unmatched exits: 0, "
+                     "unfinished frames: 0\n"
+                     "# times: as measured; this trace records no tracer cost (compiler-rt's, or "
+                     "an older sledtrace's), so each call's figures include the tracer's own\n");
     cr_assert_str_eq(r.e, "");
     tr_out_free(&r);
     tr_remove_trace(p);
@@ -539,9 +549,9 @@ Test(hostile, replay_indentation_is_capped, .timeout = 60)
         const char *argv[] = {tr_bin(), "replay", p, "--order", orders[k], NULL};
         struct tr_out r = tr_run(argv);
         cr_assert_eq(r.code, 0, "stderr: %s", r.e);
-        /* entry order: 2 * DEPTH - 1 lines (the innermost call is one) and the summary; exit
-         * order: DEPTH lines and the summary */
-        int lines = k == 0 ? 2 * DEPTH : DEPTH + 1;
+        /* entry order: 2 * DEPTH - 1 lines (the innermost call is one) and the summary's two;
+         * exit order: DEPTH lines and the summary's two */
+        int lines = k == 0 ? 2 * DEPTH + 1 : DEPTH + 2;
         cr_assert_eq(count(r.o, "\n"), lines);
         /* The longest line: head 21, duration 10 + 2, indentation 128, "[depth 9999] " 13,
          * "} rec" or "rec {" 5, newline 1: 180 bytes. */

@@ -134,7 +134,9 @@ Test(stats, share_of_wall_time)
              "# functions: 6, calls: 16, stack repairs: 0, unmatched exits: 0, unfinished "
              "frames: 1\n"
              "# share: of 1.500us, the summed wall time of 2 threads (each from its first to its "
-             "last record)\n");
+             "last record)\n"
+             "# times: as measured; this trace records no tracer cost (compiler-rt's, or an older "
+             "sledtrace's), so each call's figures include the tracer's own\n");
     tr_out_free(&r);
 
     const char *argv2[] = {tr_bin(), "account", p, "--per-thread", "--top", "2", NULL};
@@ -159,7 +161,9 @@ Test(stats, share_of_wall_time)
              "\n"
              "# threads: 2, functions: 6, calls: 16, stack repairs: 0, unmatched exits: 0, "
              "unfinished frames: 1\n"
-             "# share: of each thread's wall time (from its first to its last record)\n");
+             "# share: of each thread's wall time (from its first to its last record)\n"
+             "# times: as measured; this trace records no tracer cost (compiler-rt's, or an older "
+             "sledtrace's), so each call's figures include the tracer's own\n");
     tr_out_free(&r);
 
     const char *argv3[] = {tr_bin(), "account", p, "--format", "json", "--top", "1", NULL};
@@ -178,10 +182,13 @@ Test(stats, share_of_wall_time)
              "\"gap_frames\": 0, \"threads\": 2, \"wall_ns\": 1500}}\n",
              p);
     cr_assert_str_eq(r.o, want);
-    cr_assert_str_eq(r.e, "# functions: 6, calls: 16, stack repairs: 0, unmatched exits: 0, "
-                          "unfinished frames: 1\n"
-                          "# share: of 1.500us, the summed wall time of 2 threads (each from its "
-                          "first to its last record)\n");
+    cr_assert_str_eq(r.e,
+                     "# functions: 6, calls: 16, stack repairs: 0, unmatched exits: 0, "
+                     "unfinished frames: 1\n"
+                     "# share: of 1.500us, the summed wall time of 2 threads (each from its "
+                     "first to its last record)\n"
+                     "# times: as measured; this trace records no tracer cost (compiler-rt's, or "
+                     "an older sledtrace's), so each call's figures include the tracer's own\n");
     tr_out_free(&r);
     const char *argv4[] = {tr_bin(), "account",      p,   "--format", "json", "--top",
                            "1",      "--per-thread", NULL};
@@ -209,24 +216,27 @@ Test(stats, graph_nodes_and_edges_agree)
     const char *argv[] = {tr_bin(), "graph", p, "--tid", "100", NULL};
     struct tr_out r = tr_run(argv);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
-    cr_assert_str_eq(r.o, "digraph calls {\n"
-                          "  node [shape=box];\n"
-                          "  f1 [label=\"main\\ncalls: 1\\ntotal: 1.000us\"];\n"
-                          "  f2 [label=\"fib\\ncalls: 5\\ntotal: 630ns\"];\n"
-                          "  f3 [label=\"g\\ncalls: 1\\ntotal: 20ns\"];\n"
-                          "  f4 [label=\"other\\ncalls: 1\\ntotal: 50ns\"];\n"
-                          "  f5 [label=\"p\\ncalls: 2\\ntotal: 110ns\"];\n"
-                          "  f6 [label=\"q\\ncalls: 2\\ntotal: 90ns\"];\n"
-                          "  f2 -> f3 [label=\"calls: 1\\ntotal: 20ns\"];\n"
-                          "  f2 -> f2 [label=\"calls: 3\\ntotal: 350ns\"];\n"
-                          "  f1 -> f2 [label=\"calls: 1\\ntotal: 600ns\"];\n"
-                          "  f4 -> f2 [label=\"calls: 1\\ntotal: 30ns\"];\n"
-                          "  f1 -> f4 [label=\"calls: 1\\ntotal: 50ns\"];\n"
-                          "  f5 -> f6 [label=\"calls: 2\\ntotal: 90ns\"];\n"
-                          "  f6 -> f5 [label=\"calls: 1\\ntotal: 30ns\"];\n"
-                          "  f1 -> f5 [label=\"calls: 1\\ntotal: 110ns\"];\n"
-                          "  // calls: 12, stack repairs: 0, unmatched exits: 0, gaps: 0\n"
-                          "}\n");
+    cr_assert_str_eq(r.o,
+                     "digraph calls {\n"
+                     "  node [shape=box];\n"
+                     "  f1 [label=\"main\\ncalls: 1\\ntotal: 1.000us\"];\n"
+                     "  f2 [label=\"fib\\ncalls: 5\\ntotal: 630ns\"];\n"
+                     "  f3 [label=\"g\\ncalls: 1\\ntotal: 20ns\"];\n"
+                     "  f4 [label=\"other\\ncalls: 1\\ntotal: 50ns\"];\n"
+                     "  f5 [label=\"p\\ncalls: 2\\ntotal: 110ns\"];\n"
+                     "  f6 [label=\"q\\ncalls: 2\\ntotal: 90ns\"];\n"
+                     "  f2 -> f3 [label=\"calls: 1\\ntotal: 20ns\"];\n"
+                     "  f2 -> f2 [label=\"calls: 3\\ntotal: 350ns\"];\n"
+                     "  f1 -> f2 [label=\"calls: 1\\ntotal: 600ns\"];\n"
+                     "  f4 -> f2 [label=\"calls: 1\\ntotal: 30ns\"];\n"
+                     "  f1 -> f4 [label=\"calls: 1\\ntotal: 50ns\"];\n"
+                     "  f5 -> f6 [label=\"calls: 2\\ntotal: 90ns\"];\n"
+                     "  f6 -> f5 [label=\"calls: 1\\ntotal: 30ns\"];\n"
+                     "  f1 -> f5 [label=\"calls: 1\\ntotal: 110ns\"];\n"
+                     "  // calls: 12, stack repairs: 0, unmatched exits: 0, gaps: 0\n"
+                     "  // times: as measured; this trace records no tracer cost (compiler-rt's, "
+                     "or an older sledtrace's), so each call's figures include the tracer's own\n"
+                     "}\n");
     tr_out_free(&r);
     /* both threads: fib's open frame on thread 200 counts 3500 - 3000 = 500 ns, which holds
      * its nested calls */

@@ -53,7 +53,9 @@ Test(tools, account_text_golden)
              "# functions: 3, calls: 4, stack repairs: 0, unmatched exits: 0, "
              "unfinished frames: 0\n"
              "# share: of 3.000us, the summed wall time of 1 thread (each from its first "
-             "to its last record)\n");
+             "to its last record)\n"
+             "# times: as measured; this trace records no tracer cost (compiler-rt's, or an older "
+             "sledtrace's), so each call's figures include the tracer's own\n");
     cr_assert_str_eq(r.e, "");
     tr_out_free(&r);
     tr_remove_trace(p);
@@ -175,10 +177,13 @@ Test(tools, account_json_golden)
              p);
     cr_assert_str_eq(r.o, want);
     /* the footer goes to stderr, as with csv */
-    cr_assert_str_eq(r.e, "# functions: 3, calls: 4, stack repairs: 0, unmatched exits: 0, "
-                          "unfinished frames: 0\n"
-                          "# share: of 3.000us, the summed wall time of 1 thread (each from its "
-                          "first to its last record)\n");
+    cr_assert_str_eq(r.e,
+                     "# functions: 3, calls: 4, stack repairs: 0, unmatched exits: 0, "
+                     "unfinished frames: 0\n"
+                     "# share: of 3.000us, the summed wall time of 1 thread (each from its "
+                     "first to its last record)\n"
+                     "# times: as measured; this trace records no tracer cost (compiler-rt's, or "
+                     "an older sledtrace's), so each call's figures include the tracer's own\n");
     char *j = write_tmp(".json", r.o);
     json_parses(j);
     unlink(j);
@@ -300,7 +305,9 @@ Test(tools, account_per_thread)
              "\n"
              "# threads: 2, functions: 4, calls: 6, stack repairs: 1, unmatched exits: 0, "
              "unfinished frames: 1\n"
-             "# share: of each thread's wall time (from its first to its last record)\n",
+             "# share: of each thread's wall time (from its first to its last record)\n"
+             "# times: as measured; this trace records no tracer cost (compiler-rt's, or an older "
+             "sledtrace's), so each call's figures include the tracer's own\n",
              hdr, hdr);
     cr_assert_str_eq(r.o, want);
     cr_assert_str_eq(r.e, "");
@@ -331,10 +338,13 @@ Test(tools, account_per_thread)
                           "100,100,main,1,1,3000,100.00,1650,3000,3000,3000,3000,3000,0\n"
                           "100,200,main,1,1,0,0.00,0,0,0,0,0,0,1\n"
                           "100,200,f,2,1,600,85.71,20,600,600,600,600,600,0\n");
-    cr_assert_str_eq(r.e, "# threads: 2, functions: 4, calls: 6, stack repairs: 1, "
-                          "unmatched exits: 0, unfinished frames: 1\n"
-                          "# share: of each thread's wall time (from its first to its last "
-                          "record)\n");
+    cr_assert_str_eq(r.e,
+                     "# threads: 2, functions: 4, calls: 6, stack repairs: 1, "
+                     "unmatched exits: 0, unfinished frames: 1\n"
+                     "# share: of each thread's wall time (from its first to its last "
+                     "record)\n"
+                     "# times: as measured; this trace records no tracer cost (compiler-rt's, or "
+                     "an older sledtrace's), so each call's figures include the tracer's own\n");
     tr_out_free(&r);
 
     /* json: a threads array instead of functions */

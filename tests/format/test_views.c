@@ -80,28 +80,31 @@ Test(views, replay_entry_order)
     const char *argv[] = {tr_bin(), "replay", p, NULL};
     struct tr_out r = tr_run(argv);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
-    cr_assert_str_eq(r.o, "100      0.000000100             main {\n"
-                          "100      0.000000200               f {\n"
-                          "100      0.000000300      100ns      g(42)\n"
-                          "100      0.000000500      300ns    } f\n"
-                          "100      0.000000600               f {\n"
-                          "100      0.000000700                 h {\n"
-                          "100      0.000000800                   #9 {\n"
-                          "100      0.000001100      300ns        } #9 [repaired]\n"
-                          "100      0.000001100      400ns      } h [repaired]\n"
-                          "100      0.000001100      500ns    } f\n"
-                          "100      0.000002100    2.000us  } main\n"
-                          "200      0.000000150             f {\n"
-                          "200      0.000000250      100ns    g\n"
-                          "200      0.000000550      400ns  } f\n"
-                          "200      0.000000700             h {\n"
-                          "200      0.000000800          -  } h [gap]\n"
-                          "200      0.000000800 -- 5 events lost --\n"
-                          "200      0.000000900       50ns  g\n"
-                          "# shown: 9 of 9 calls, stack repairs: 2, unmatched exits: 0, "
-                          "unfinished frames: 0\n"
-                          "# gaps: 1 (5 events dropped by the runtime); 1 frames open at a gap "
-                          "were left out\n");
+    cr_assert_str_eq(r.o,
+                     "100      0.000000100             main {\n"
+                     "100      0.000000200               f {\n"
+                     "100      0.000000300      100ns      g(42)\n"
+                     "100      0.000000500      300ns    } f\n"
+                     "100      0.000000600               f {\n"
+                     "100      0.000000700                 h {\n"
+                     "100      0.000000800                   #9 {\n"
+                     "100      0.000001100      300ns        } #9 [repaired]\n"
+                     "100      0.000001100      400ns      } h [repaired]\n"
+                     "100      0.000001100      500ns    } f\n"
+                     "100      0.000002100    2.000us  } main\n"
+                     "200      0.000000150             f {\n"
+                     "200      0.000000250      100ns    g\n"
+                     "200      0.000000550      400ns  } f\n"
+                     "200      0.000000700             h {\n"
+                     "200      0.000000800          -  } h [gap]\n"
+                     "200      0.000000800 -- 5 events lost --\n"
+                     "200      0.000000900       50ns  g\n"
+                     "# shown: 9 of 9 calls, stack repairs: 2, unmatched exits: 0, "
+                     "unfinished frames: 0\n"
+                     "# gaps: 1 (5 events dropped by the runtime); 1 frames open at a gap "
+                     "were left out\n"
+                     "# times: as measured; this trace records no tracer cost (compiler-rt's, or "
+                     "an older sledtrace's), so each call's figures include the tracer's own\n");
     cr_assert_str_eq(r.e, "");
     tr_out_free(&r);
     tr_remove_trace(p);
@@ -128,22 +131,28 @@ Test(views, replay_entry_order_unfinished_and_filters)
     const char *argv[] = {tr_bin(), "replay", p, NULL};
     struct tr_out r = tr_run(argv);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
-    cr_assert_str_eq(r.o, "100      0.000000100             #1 {\n"
-                          "100      0.000000200               #2 {\n"
-                          "100      0.000000300       50ns      #3\n"
-                          "100      0.000000350          -    } #2 [unfinished]\n"
-                          "100      0.000000350          -  } #1 [unfinished]\n"
-                          "200      0.000000400      100ns  #4\n"
-                          "# shown: 2 of 2 calls, stack repairs: 0, unmatched exits: 0, "
-                          "unfinished frames: 2\n");
+    cr_assert_str_eq(r.o,
+                     "100      0.000000100             #1 {\n"
+                     "100      0.000000200               #2 {\n"
+                     "100      0.000000300       50ns      #3\n"
+                     "100      0.000000350          -    } #2 [unfinished]\n"
+                     "100      0.000000350          -  } #1 [unfinished]\n"
+                     "200      0.000000400      100ns  #4\n"
+                     "# shown: 2 of 2 calls, stack repairs: 0, unmatched exits: 0, "
+                     "unfinished frames: 2\n"
+                     "# times: as measured; this trace records no tracer cost (compiler-rt's, or "
+                     "an older sledtrace's), so each call's figures include the tracer's own\n");
     tr_out_free(&r);
     const char *argv2[] = {tr_bin(), "replay", p, "--depth", "2", "--filter", "#[23]", NULL};
     r = tr_run(argv2);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
-    cr_assert_str_eq(r.o, "100      0.000000200               #2 {\n"
-                          "100      0.000000350          -    } #2 [unfinished]\n"
-                          "# shown: 0 of 2 calls, stack repairs: 0, unmatched exits: 0, "
-                          "unfinished frames: 2\n");
+    cr_assert_str_eq(r.o,
+                     "100      0.000000200               #2 {\n"
+                     "100      0.000000350          -    } #2 [unfinished]\n"
+                     "# shown: 0 of 2 calls, stack repairs: 0, unmatched exits: 0, "
+                     "unfinished frames: 2\n"
+                     "# times: as measured; this trace records no tracer cost (compiler-rt's, or "
+                     "an older sledtrace's), so each call's figures include the tracer's own\n");
     tr_out_free(&r);
     tr_remove_trace(p);
 }
@@ -211,20 +220,23 @@ Test(views, replay_golden)
     const char *argv[] = {tr_bin(), "replay", p, "--order", "exit", NULL};
     struct tr_out r = tr_run(argv);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
-    cr_assert_str_eq(r.o, "100      0.000000300      100ns      g(42)\n"
-                          "100      0.000000200      300ns    f\n"
-                          "100      0.000000800      300ns        #9 [repaired]\n"
-                          "100      0.000000700      400ns      h [repaired]\n"
-                          "100      0.000000600      500ns    f\n"
-                          "100      0.000000100    2.000us  main\n"
-                          "200      0.000000250      100ns    g\n"
-                          "200      0.000000150      400ns  f\n"
-                          "200      0.000000800 -- 5 events lost --\n"
-                          "200      0.000000900       50ns  g\n"
-                          "# shown: 9 of 9 calls, stack repairs: 2, unmatched exits: 0, "
-                          "unfinished frames: 0\n"
-                          "# gaps: 1 (5 events dropped by the runtime); 1 frames open at a gap "
-                          "were left out\n");
+    cr_assert_str_eq(r.o,
+                     "100      0.000000300      100ns      g(42)\n"
+                     "100      0.000000200      300ns    f\n"
+                     "100      0.000000800      300ns        #9 [repaired]\n"
+                     "100      0.000000700      400ns      h [repaired]\n"
+                     "100      0.000000600      500ns    f\n"
+                     "100      0.000000100    2.000us  main\n"
+                     "200      0.000000250      100ns    g\n"
+                     "200      0.000000150      400ns  f\n"
+                     "200      0.000000800 -- 5 events lost --\n"
+                     "200      0.000000900       50ns  g\n"
+                     "# shown: 9 of 9 calls, stack repairs: 2, unmatched exits: 0, "
+                     "unfinished frames: 0\n"
+                     "# gaps: 1 (5 events dropped by the runtime); 1 frames open at a gap "
+                     "were left out\n"
+                     "# times: as measured; this trace records no tracer cost (compiler-rt's, or "
+                     "an older sledtrace's), so each call's figures include the tracer's own\n");
     cr_assert_str_eq(r.e, "");
     tr_out_free(&r);
     tr_remove_trace(p);
@@ -347,36 +359,45 @@ Test(views, replay_filters)
                            "2",      "--min-duration", "300", "--filter", "*",   NULL};
     struct tr_out r = tr_run(argv0);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
-    cr_assert_str_eq(r.o, "100      0.000000100             main {\n"
-                          "100      0.000000200               f {\n"
-                          "100      0.000000500      300ns    } f\n"
-                          "100      0.000000600               f {\n"
-                          "100      0.000001100      500ns    } f\n"
-                          "100      0.000002100    2.000us  } main\n"
-                          "# shown: 3 of 6 calls, stack repairs: 2, unmatched exits: 0, "
-                          "unfinished frames: 0\n");
+    cr_assert_str_eq(r.o,
+                     "100      0.000000100             main {\n"
+                     "100      0.000000200               f {\n"
+                     "100      0.000000500      300ns    } f\n"
+                     "100      0.000000600               f {\n"
+                     "100      0.000001100      500ns    } f\n"
+                     "100      0.000002100    2.000us  } main\n"
+                     "# shown: 3 of 6 calls, stack repairs: 2, unmatched exits: 0, "
+                     "unfinished frames: 0\n"
+                     "# times: as measured; this trace records no tracer cost (compiler-rt's, or "
+                     "an older sledtrace's), so each call's figures include the tracer's own\n");
     tr_out_free(&r);
     const char *argv[] = {
         tr_bin(),         "replay", p,          "--tid", "100",     "--depth", "2",
         "--min-duration", "300",    "--filter", "*",     "--order", "exit",    NULL};
     r = tr_run(argv);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
-    cr_assert_str_eq(r.o, "100      0.000000200      300ns    f\n"
-                          "100      0.000000600      500ns    f\n"
-                          "100      0.000000100    2.000us  main\n"
-                          "# shown: 3 of 6 calls, stack repairs: 2, unmatched exits: 0, "
-                          "unfinished frames: 0\n");
+    cr_assert_str_eq(r.o,
+                     "100      0.000000200      300ns    f\n"
+                     "100      0.000000600      500ns    f\n"
+                     "100      0.000000100    2.000us  main\n"
+                     "# shown: 3 of 6 calls, stack repairs: 2, unmatched exits: 0, "
+                     "unfinished frames: 0\n"
+                     "# times: as measured; this trace records no tracer cost (compiler-rt's, or "
+                     "an older sledtrace's), so each call's figures include the tracer's own\n");
     tr_out_free(&r);
     const char *argv2[] = {tr_bin(), "replay", p, "--filter=#*", "--order=exit", NULL};
     r = tr_run(argv2);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
     /* Loss lines are per thread: only --tid hides them. */
-    cr_assert_str_eq(r.o, "100      0.000000800      300ns        #9 [repaired]\n"
-                          "200      0.000000800 -- 5 events lost --\n"
-                          "# shown: 1 of 9 calls, stack repairs: 2, unmatched exits: 0, "
-                          "unfinished frames: 0\n"
-                          "# gaps: 1 (5 events dropped by the runtime); 1 frames open at a gap "
-                          "were left out\n");
+    cr_assert_str_eq(r.o,
+                     "100      0.000000800      300ns        #9 [repaired]\n"
+                     "200      0.000000800 -- 5 events lost --\n"
+                     "# shown: 1 of 9 calls, stack repairs: 2, unmatched exits: 0, "
+                     "unfinished frames: 0\n"
+                     "# gaps: 1 (5 events dropped by the runtime); 1 frames open at a gap "
+                     "were left out\n"
+                     "# times: as measured; this trace records no tracer cost (compiler-rt's, or "
+                     "an older sledtrace's), so each call's figures include the tracer's own\n");
     tr_out_free(&r);
     tr_remove_trace(p);
 }
@@ -440,7 +461,9 @@ Test(views, stack_text_golden)
                      "# stacks: 8, total weight: 2450ns\n"
                      "# calls: 9, stack repairs: 2, unmatched exits: 0, unfinished frames: 0\n"
                      "# gaps: 1 (5 events dropped by the runtime); 1 frames open at a gap were "
-                     "left out\n");
+                     "left out\n"
+                     "# times: as measured; this trace records no tracer cost (compiler-rt's, or "
+                     "an older sledtrace's), so each call's figures include the tracer's own\n");
     tr_out_free(&r);
     tr_remove_trace(p);
 }
@@ -719,19 +742,25 @@ Test(views, call_arguments_shown)
     const char *argv[] = {tr_bin(), "replay", p, NULL};
     struct tr_out r = tr_run(argv);
     cr_assert_eq(r.code, 0, "%s", r.e);
-    cr_assert_str_eq(r.o, "100      0.000000100             main(0x123456789, ...) {\n"
-                          "100      0.000000200      100ns    f(0x1000000000000000)\n"
-                          "100      0.000000400      300ns  } main\n"
-                          "# shown: 2 of 2 calls, stack repairs: 0, unmatched exits: 0, "
-                          "unfinished frames: 0\n");
+    cr_assert_str_eq(r.o,
+                     "100      0.000000100             main(0x123456789, ...) {\n"
+                     "100      0.000000200      100ns    f(0x1000000000000000)\n"
+                     "100      0.000000400      300ns  } main\n"
+                     "# shown: 2 of 2 calls, stack repairs: 0, unmatched exits: 0, "
+                     "unfinished frames: 0\n"
+                     "# times: as measured; this trace records no tracer cost (compiler-rt's, or "
+                     "an older sledtrace's), so each call's figures include the tracer's own\n");
     tr_out_free(&r);
     const char *argv2[] = {tr_bin(), "replay", p, "--order", "exit", NULL};
     r = tr_run(argv2);
     cr_assert_eq(r.code, 0, "%s", r.e);
-    cr_assert_str_eq(r.o, "100      0.000000200      100ns    f(0x1000000000000000)\n"
-                          "100      0.000000100      300ns  main(0x123456789, ...)\n"
-                          "# shown: 2 of 2 calls, stack repairs: 0, unmatched exits: 0, "
-                          "unfinished frames: 0\n");
+    cr_assert_str_eq(r.o,
+                     "100      0.000000200      100ns    f(0x1000000000000000)\n"
+                     "100      0.000000100      300ns  main(0x123456789, ...)\n"
+                     "# shown: 2 of 2 calls, stack repairs: 0, unmatched exits: 0, "
+                     "unfinished frames: 0\n"
+                     "# times: as measured; this trace records no tracer cost (compiler-rt's, or "
+                     "an older sledtrace's), so each call's figures include the tracer's own\n");
     tr_out_free(&r);
     const char *argv3[] = {tr_bin(), "convert", p, "--format", "chrome", NULL};
     r = tr_run(argv3);
