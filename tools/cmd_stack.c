@@ -206,7 +206,7 @@ int cmd_stack(int argc, char **argv)
         const struct cs_node *n = &tree.n[i];
         if (n->calls == 0)
             continue; /* never closed with this stack */
-        uint64_t self_ns = tool_ticks_to_ns(n->self, freq);
+        uint64_t self_ns = tool_ticks_to_ns(cs_ticks(n->self), freq);
         uint64_t w = by_count ? n->calls : self_ns;
         if (w == 0)
             continue;

@@ -108,7 +108,7 @@ static int snapshot(struct snap *s, const char *path, bool quiet, char *err, siz
     int status = tool_trace_open(&t, path, NULL, "reading", false);
     if (status == EXIT_OK) {
         s->freq = t.freq;
-        struct callstack cs = {0};
+        struct callstack cs = {.signed_dur = tool_trace_corrected(&t)};
         static const struct cs_ops ops = {.close = on_close};
         struct stf_item it;
         int rc;
@@ -151,7 +151,7 @@ static int snapshot(struct snap *s, const char *path, bool quiet, char *err, siz
 /* a - b, or 0 when a snapshot read less than the one before (a read that failed halfway) */
 static uint64_t since(uint64_t a, uint64_t b)
 {
-    return a > b ? a - b : 0;
+    return cs_ticks(a - b); /* corrected sums are signed (callstack.h): a drop is 0 */
 }
 
 static const struct snap *g_sort;
@@ -161,8 +161,8 @@ static int by_interval(const void *pa, const void *pb)
     uint64_t x = since(a->self, a->prev_self), y = since(b->self, b->prev_self);
     if (x != y)
         return x < y ? 1 : -1;
-    if (a->self != b->self)
-        return a->self < b->self ? 1 : -1;
+    if (cs_ticks(a->self) != cs_ticks(b->self))
+        return cs_ticks(a->self) < cs_ticks(b->self) ? 1 : -1;
     return strcmp(a->name, b->name);
 }
 
@@ -233,7 +233,7 @@ static void draw(const struct snap *s, const char *path, bool once, bool ended, 
         const struct fstat *f = &s->f[ord[k]];
         char a[32], b[32];
         tool_fmt_ns(a, sizeof a, tool_ticks_to_ns(since(f->self, f->prev_self), s->freq));
-        tool_fmt_ns(b, sizeof b, tool_ticks_to_ns(f->self, s->freq));
+        tool_fmt_ns(b, sizeof b, tool_ticks_to_ns(cs_ticks(f->self), s->freq));
         if (once)
             printf("%12s %12" PRIu64 "  %s\n", b, f->calls, f->name);
         else

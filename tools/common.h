@@ -127,6 +127,7 @@ struct tool_trace {
      * the tracer's cost out of every timestamp handed out, unless --raw-times (vc.on false). */
     struct stf_calib calib;
     bool has_calib;
+    uint64_t calib_block; /* the calibration's block in file order, skipped (UINT64_MAX: none) */
     struct vclock vc;
     uint64_t removed; /* 1/256 tick: the correction of the threads walked to their end */
 };

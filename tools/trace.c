@@ -172,7 +172,8 @@ int tool_trace_open(struct tool_trace *t, const char *path, const char *syms_opt
         return EXIT_BAD_TRACE;
     }
     t->freq = stf_cursor_header(t->c)->cycle_freq;
-    t->has_calib = vclock_find(src, &t->calib) == 1;
+    t->calib_block = UINT64_MAX;
+    t->has_calib = vclock_find(src, &t->calib, &t->calib_block) == 1;
     vclock_init(&t->vc, t->has_calib && !tool_raw_times ? &t->calib : NULL);
     struct stf_reader_stats st;
     stf_cursor_stats(t->c, &st);
@@ -264,6 +265,8 @@ static int walk_next(struct tool_trace *t, struct stf_item *it)
             vclock_thread(&t->vc);
         }
         int rc = stf_cursor_next(t->c, it);
+        if (rc == STF_OK && it->block == t->calib_block)
+            continue; /* the runtime's, before the program ran (vclock_find) */
         if (rc == STF_OK) {
             vclock_item(&t->vc, it);
             if (++t->n % PROGRESS_EVERY == 0)
@@ -320,6 +323,8 @@ uint64_t tool_trace_base(struct tool_trace *t)
             break;
         struct stf_item it;
         while (stf_cursor_next(t->c, &it) == STF_OK) {
+            if (it.block == t->calib_block)
+                continue;
             if (it.kind == STF_M_NEW_CPU || it.kind == STF_M_TSC_WRAP ||
                 it.kind == STF_K_FUNCTION) {
                 if (it.tsc < base)
@@ -452,6 +457,7 @@ static void *work(void *arg)
                              .par_main = w->main,
                              .calib = p->t->calib,
                              .has_calib = p->t->has_calib,
+                             .calib_block = p->t->calib_block,
                              .vc = p->t->vc};
     struct stf_reader_stats st;
     stf_cursor_stats(w->c, &st);

@@ -8,7 +8,7 @@
 
 bool tool_raw_times;
 
-int vclock_find(const char *path, struct stf_calib *c)
+int vclock_find(const char *path, struct stf_calib *c, uint64_t *block)
 {
     struct stf_reader *r;
     if (stf_reader_open(&r, path, STF_READ_LENIENT) != STF_OK)
@@ -23,7 +23,13 @@ int vclock_find(const char *path, struct stf_calib *c)
             break;
         if (it.kind == STF_M_TYPED_EVENT &&
             stf_decode_calib(it.event_type, it.payload, it.payload_len, c)) {
+            *block = it.block;
             found = 1;
+            /* skipped only if it holds nothing else: the runtime's block holds only this */
+            while (stf_reader_next(r, &it) == STF_OK && it.block == *block)
+                if (it.kind == STF_K_FUNCTION || it.kind == STF_M_CUSTOM_EVENT ||
+                    it.kind == STF_M_TYPED_EVENT)
+                    *block = UINT64_MAX;
             break;
         }
     }

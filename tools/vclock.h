@@ -54,9 +54,11 @@ struct vtimes {
 };
 
 /* Reads the trace's calibration record (the first one before any function record); 1 with *c
- * filled, 0 when there is none (compiler-rt's traces, sledtrace's before it), -1 when the file
- * cannot be read (the walk will say why). */
-int vclock_find(const char *path, struct stf_calib *c);
+ * filled and *block the index of its block in file order, 0 when there is none (compiler-rt's
+ * traces, sledtrace's before it), -1 when the file cannot be read (the walk will say why). The
+ * block is the runtime's, written at start-up before the program ran: the analyses skip it
+ * whole, so that its time does not count as the thread's. */
+int vclock_find(const char *path, struct stf_calib *c, uint64_t *block);
 /* A vclock from the calibration (c NULL: off: times as measured). */
 void vclock_init(struct vclock *v, const struct stf_calib *c);
 
