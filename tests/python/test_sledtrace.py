@@ -315,11 +315,58 @@ def test_pandas_frames(sledtrace_bin, data):
                                           "cpu"]
 
 
+def with_calibration(src, dst):
+    """A copy of the trace at src with a calibration block (format/stf.h, STF_TYPED_CALIB) after
+    its header, as the runtime writes it: gaps E->E 3, E->X 4, X->E 5, X->X 6, E->T 2, T->E 7
+    ticks (in 1/256 tick), spread 0.25 tick, clock step 1. The block reuses the first block's
+    NewBuffer, Walltime, Pid and NewCPUId records."""
+    import struct
+    data = open(src, "rb").read()
+    head = data[32 + 16:32 + 80]
+    payload = struct.pack("<4I", 1, 9, 64, 1) + struct.pack("<6I", *(g * 256 for g in (3, 4, 5, 6, 2, 7))) \
+        + struct.pack("<6I", *[64] * 6)
+    marker = bytes([(8 << 1) | 1]) + struct.pack("<iiH", len(payload), 0, 0x5E1C) + bytes(5)
+    body = head + marker + payload
+    extents = bytes([(7 << 1) | 1]) + struct.pack("<Q", len(body)) + bytes(7)
+    open(dst, "wb").write(data[:32] + extents + body + data[32:])
+    shutil.copy(str(src)[:-4] + ".syms", str(dst)[:-4] + ".syms")
+
+
+@pytest.mark.parametrize("raw", [False, True])
+def test_corrected_calls_match_account(sledtrace_bin, data, tmp_path, raw):
+    """With a calibration, calls() corrects as account does (and as account --raw-times does not
+    with raw_times=True): per function the union of the calls and the self times agree with
+    account's to the nanosecond, and its per-call figures are the calls' clamped at 0."""
+    path = tmp_path / "cal.fdr"
+    with_calibration(data / "real-mt.fdr", path)
+    out = run(sledtrace_bin, "account", "--format", "csv", str(path), *(["--raw-times"] if raw else []))
+    rows = {int(r["id"]): r for r in csv.DictReader(io.StringIO(out))}
+    with sledtrace.open(path, raw_times=raw) as t:
+        assert t.corrected == (not raw)
+        cal = t.calibration
+        assert cal["enter_exit"][0] == pytest.approx(4e9 / t.freq)
+        assert (cal["rounds"], cal["calls"], cal["step_ticks"]) == (9, 64, 1)
+        per = {}
+        for c in t.calls():
+            p = per.setdefault(c.func_id, {"total": 0, "self": 0, "max": 0})
+            p["total"] += 0 if c.nested else c.ticks
+            p["self"] += c.self_ticks
+            p["max"] = max(p["max"], max(c.ticks, 0))
+            assert c.duration == t.ticks_to_ns(max(c.ticks, 0))
+        for fid, r in rows.items():
+            p = per[fid]
+            assert t.ticks_to_ns(max(p["total"], 0)) == int(r["total_ns"]), r
+            assert t.ticks_to_ns(max(p["self"], 0)) == int(r["self_ns"]), r
+            assert t.ticks_to_ns(p["max"]) == int(r["max_ns"]), r
+    raw_rows = account_rows(sledtrace_bin, data / "real-mt.fdr")
+    assert any(int(rows[f]["self_ns"]) != int(raw_rows[f]["self_ns"]) for f in rows) != raw
+
+
 def test_columns_without_numpy(data, monkeypatch):
     monkeypatch.setitem(sys.modules, "numpy", None)  # import numpy fails
     with sledtrace.open(data / "real-mt.fdr") as t:
         cols = t.call_columns()
-        assert isinstance(cols["ticks"], memoryview) and cols["ticks"].format == "Q"
+        assert isinstance(cols["ticks"], memoryview) and cols["ticks"].format == "q"
         assert cols["ticks"].tolist() == [c.ticks for c in t.calls()]
         items = t.item_columns()
         assert items["kind"].tolist()[:5] == [sledtrace.KINDS.index(k) for k in (

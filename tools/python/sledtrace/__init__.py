@@ -15,6 +15,12 @@ columnar exports fill typed buffers without a Python object per record. numpy an
 optional: item_columns() and call_columns() give memoryviews without numpy, numpy arrays with
 it; items_frame() and calls_frame() need pandas.
 
+Corrected times: a call's `duration`, `self`, `ticks` and `self_ticks` have the tracer's own
+cost taken out, as every sledtrace command shows them, when the trace records that cost
+(Trace.corrected, Trace.calibration); open(..., raw_times=True) gives them as measured. A
+corrected `ticks` can be below zero for a call shorter than the correction (sums stay exact);
+`duration` and `self` are then 0. Items are the records as recorded.
+
 Times: `tsc` is the counter as recorded; `ns` (items), `start`, `duration` and `self` (calls)
 are nanoseconds, times since the trace's time base (Trace.base_tsc: the earliest first
 timestamp of any thread, the zero of the tools' displays), converted at the header's cycle
@@ -131,10 +137,12 @@ class Trace(_Trace):
         return frame
 
 
-def open(path, syms=None, strict=False):
+def open(path, syms=None, strict=False, raw_times=False):
     """Open the trace at path with the function names of its sidecar (syms: another sidecar
     file; default the .syms file beside the trace, which may be missing: names are then '#id').
     Lenient by default, as the sledtrace commands read: damaged parts are skipped and listed in
     Trace.warnings; strict=True raises TraceError at the first violation instead. Raises
-    TraceError (an OSError) naming the file and, for bad bytes, their offset."""
-    return Trace(path, syms, strict)
+    TraceError (an OSError) naming the file and, for bad bytes, their offset. Calls' times are
+    corrected (the tracer's own cost taken out, as `sledtrace account` shows them) when the
+    trace records that cost (Trace.calibration); raw_times=True gives them as measured."""
+    return Trace(path, syms, strict, raw_times)

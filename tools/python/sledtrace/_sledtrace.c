@@ -17,6 +17,12 @@
  *   _Column   a typed buffer filled in C (buffer protocol: memoryview, numpy.frombuffer).
  *   Item, Call  struct sequences (named tuples made in C).
  *
+ * Corrected times: calls() and _call_columns() read the thread's items through the tools' virtual
+ * clock (tools/vclock.h) unless raw_times, as account does: start_tsc is then on that clock,
+ * ticks and self_ticks are signed (a call shorter than its correction is below zero; the sums
+ * stay exact), duration and self in ns are clamped at 0. Items (cursors, item_columns) are
+ * always the records as recorded.
+ *
  * Time: tsc is the counter as recorded; ns is the time since the trace's time base (the
  * earliest first timestamp over all threads, as the tools show times) at the header's cycle
  * frequency, converted as account converts (tool_ticks_to_ns, rounded to the nearest), and
@@ -144,6 +150,11 @@ typedef struct {
     PyObject *names;    /* func id -> str */
     PyObject *warnings; /* list of "PATH: offset N: message" */
     PyObject *warn_seen;
+    /* corrected times (tools/vclock.h): the calibration and its block, and whether calls()
+     * corrects (raw_times=False and the trace has one) */
+    struct stf_calib calib;
+    bool has_calib, corrected;
+    uint64_t calib_block;
 } TraceObject;
 
 static PyTypeObject TraceType, CursorType, CallsType, ColumnType;
@@ -240,11 +251,11 @@ static PyObject *func_name(TraceObject *t, uint32_t id)
 
 static int Trace_init(TraceObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"path", "syms", "strict", NULL};
+    static char *kwlist[] = {"path", "syms", "strict", "raw_times", NULL};
     PyObject *path = NULL, *syms = Py_None;
-    int strict = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|Op:Trace", kwlist, PyUnicode_FSDecoder, &path,
-                                     &syms, &strict))
+    int strict = 0, raw = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|Opp:Trace", kwlist, PyUnicode_FSDecoder, &path,
+                                     &syms, &strict, &raw))
         return -1;
     if (self->path) {
         Py_DECREF(path);
@@ -269,6 +280,9 @@ static int Trace_init(TraceObject *self, PyObject *args, PyObject *kw)
     if (!self->c)
         return -1;
     self->freq = stf_cursor_header(self->c)->cycle_freq;
+    self->calib_block = UINT64_MAX;
+    self->has_calib = vclock_find(self->cpath, &self->calib, &self->calib_block) == 1;
+    self->corrected = self->has_calib && !raw;
 
     /* The sidecar: the one given must load; the one beside the trace may be missing. */
     PyObject *spath = NULL;
@@ -325,8 +339,9 @@ static int Trace_init(TraceObject *self, PyObject *args, PyObject *kw)
             break;
         struct stf_item it;
         while ((rc = stf_cursor_next(self->c, &it)) == STF_OK)
-            if (it.kind == STF_M_NEW_CPU || it.kind == STF_M_TSC_WRAP ||
-                it.kind == STF_K_FUNCTION) {
+            if (it.block != self->calib_block &&
+                (it.kind == STF_M_NEW_CPU || it.kind == STF_M_TSC_WRAP ||
+                 it.kind == STF_K_FUNCTION)) {
                 if (it.tsc < base)
                     base = it.tsc;
                 break;
@@ -695,9 +710,10 @@ typedef struct {
     TraceObject *t;
     struct stf_cursor *c;
     struct callstack cs;
-    size_t pos;   /* next thread in t->order */
-    bool started; /* a thread is selected */
-    bool one;     /* only thread id tid */
+    struct vclock vc; /* corrected times (t->corrected) */
+    size_t pos;       /* next thread in t->order */
+    bool started;     /* a thread is selected */
+    bool one;         /* only thread id tid */
     int32_t tid;
     struct closed *q; /* closed calls not yet handed out: q[head..n) */
     size_t head, n, cap;
@@ -748,6 +764,8 @@ static CallsObject *calls_new(TraceObject *t, PyObject *tid)
     k->t = (TraceObject *)Py_NewRef(t);
     memset(&k->cs, 0, sizeof k->cs);
     k->cs.nesting = true; /* for same_below (nested) */
+    k->cs.signed_dur = t->corrected;
+    vclock_init(&k->vc, t->corrected ? &t->calib : NULL);
     k->pos = 0;
     k->started = false;
     k->one = tid != Py_None;
@@ -792,9 +810,14 @@ static int calls_next(CallsObject *k, struct closed *out)
                 k->pos++;
             }
             k->started = true;
+            vclock_thread(&k->vc);
         }
         struct stf_item it;
         int rc = stf_cursor_next(k->c, &it);
+        if (rc == STF_OK && it.block == k->t->calib_block)
+            continue; /* the runtime's calibration, before the program ran */
+        if (rc == STF_OK)
+            vclock_item(&k->vc, &it);
         if (rc == STF_END) {
             k->started = false;
             k->pos++;
@@ -835,11 +858,11 @@ static PyObject *Calls_iternext(CallsObject *self)
         PyLong_FromUnsignedLong(c.id),
         func_name(t, c.id),
         PyLong_FromLongLong(rel_ns(t, c.start)),
-        PyLong_FromUnsignedLongLong(tool_ticks_to_ns(c.dur, t->freq)),
-        PyLong_FromUnsignedLongLong(tool_ticks_to_ns(c.self, t->freq)),
+        PyLong_FromUnsignedLongLong(tool_ticks_to_ns(cs_ticks(c.dur), t->freq)),
+        PyLong_FromUnsignedLongLong(tool_ticks_to_ns(cs_ticks(c.self), t->freq)),
         PyLong_FromUnsignedLongLong(c.start),
-        PyLong_FromUnsignedLongLong(c.dur),
-        PyLong_FromUnsignedLongLong(c.self),
+        PyLong_FromLongLong((long long)c.dur),
+        PyLong_FromLongLong((long long)c.self),
         PyBool_FromLong(c.nested),
         PyBool_FromLong(c.repaired),
     };
@@ -1036,7 +1059,7 @@ static PyObject *Trace_call_columns(TraceObject *self, PyObject *args, PyObject 
         {"depth", "I", 4, NULL, 0, 0},  {"func_id", "I", 4, NULL, 0, 0},
         {"start", "q", 8, NULL, 0, 0},  {"duration", "Q", 8, NULL, 0, 0},
         {"self", "Q", 8, NULL, 0, 0},   {"start_tsc", "Q", 8, NULL, 0, 0},
-        {"ticks", "Q", 8, NULL, 0, 0},  {"self_ticks", "Q", 8, NULL, 0, 0},
+        {"ticks", "q", 8, NULL, 0, 0},  {"self_ticks", "q", 8, NULL, 0, 0},
         {"nested", "?", 1, NULL, 0, 0},
     };
     enum { NCOLS = sizeof cols / sizeof cols[0] };
@@ -1044,8 +1067,8 @@ static PyObject *Trace_call_columns(TraceObject *self, PyObject *args, PyObject 
     int r;
     while ((r = calls_next(k, &c)) == 1) {
         int64_t start = rel_ns(self, c.start);
-        uint64_t dur = tool_ticks_to_ns(c.dur, self->freq);
-        uint64_t sf = tool_ticks_to_ns(c.self, self->freq);
+        uint64_t dur = tool_ticks_to_ns(cs_ticks(c.dur), self->freq);
+        uint64_t sf = tool_ticks_to_ns(cs_ticks(c.self), self->freq);
         if (colb_push(&cols[0], &c.pid) || colb_push(&cols[1], &c.tid) ||
             colb_push(&cols[2], &c.depth) || colb_push(&cols[3], &c.id) ||
             colb_push(&cols[4], &start) || colb_push(&cols[5], &dur) || colb_push(&cols[6], &sf) ||
@@ -1107,6 +1130,46 @@ static PyMethodDef Trace_methods[] = {
      NULL},
     {NULL, NULL, 0, NULL}};
 
+static PyObject *Trace_get_corrected(TraceObject *self, void *c)
+{
+    (void)c;
+    return PyBool_FromLong(self->corrected);
+}
+
+/* The calibration: each gap (ns, as a float: fractions matter) and its spread, the clock's step
+ * and how it was measured. */
+static PyObject *Trace_get_calibration(TraceObject *self, void *c)
+{
+    (void)c;
+    if (!self->has_calib)
+        Py_RETURN_NONE;
+    static const char *const names[STF_GAPS] = {"enter_enter", "enter_exit", "exit_enter",
+                                                "exit_exit",   "enter_tail", "tail_enter"};
+    double ns = self->freq ? 1e9 / (double)self->freq / 256.0 : 1.0 / 256.0;
+    PyObject *d = PyDict_New();
+    if (!d)
+        return NULL;
+    for (int i = 0; i < STF_GAPS; i++) {
+        PyObject *pair = Py_BuildValue("(dd)", self->calib.gap[i] * ns, self->calib.spread[i] * ns);
+        if (!pair || PyDict_SetItemString(d, names[i], pair) != 0) {
+            Py_XDECREF(pair);
+            Py_DECREF(d);
+            return NULL;
+        }
+        Py_DECREF(pair);
+    }
+    PyObject *extra =
+        Py_BuildValue("{sIsIsK}", "rounds", self->calib.rounds, "calls", self->calib.calls,
+                      "step_ticks", (unsigned long long)self->calib.step);
+    if (!extra || PyDict_Update(d, extra) != 0) {
+        Py_XDECREF(extra);
+        Py_DECREF(d);
+        return NULL;
+    }
+    Py_DECREF(extra);
+    return d;
+}
+
 static PyGetSetDef Trace_getset[] = {
     {"path", (getter)Trace_get_path, NULL, "the trace's path", NULL},
     {"freq", (getter)Trace_get_freq, NULL, "the header's cycle frequency (ticks per second)", NULL},
@@ -1116,6 +1179,10 @@ static PyGetSetDef Trace_getset[] = {
     {"closed", (getter)Trace_get_closed, NULL, "True after close()", NULL},
     {"command", (getter)Trace_get_command, NULL, "the traced command line (sidecar) or None", NULL},
     {"version", (getter)Trace_get_version, NULL, "the FDR format version", NULL},
+    {"corrected", (getter)Trace_get_corrected, NULL,
+     "True when calls() gives corrected times (the tracer's own cost taken out)", NULL},
+    {"calibration", (getter)Trace_get_calibration, NULL,
+     "the tracer's cost the runtime measured (dict, ns), or None when the trace has none", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
 static PyTypeObject TraceType = {
