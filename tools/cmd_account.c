@@ -38,7 +38,7 @@ enum { EXACT_MAX = 1024 };
 static void help(FILE *out)
 {
     fputs("usage: sledtrace account TRACE [--format text|csv|json] [--sort KEY] [--top N]\n"
-          "                         [--per-thread] [--syms FILE]\n"
+          "                         [--per-thread] [--raw-times] [--syms FILE]\n"
           "\n"
           "Per-function call statistics: count, total, self, min, median, p90, p99, max.\n"
           "total is the time the function was on the stack (at least one of its calls\n"
@@ -61,6 +61,13 @@ static void help(FILE *out)
           "They are exact up to 1024 finished calls per function (per thread and function\n"
           "with --per-thread); beyond, they come from a histogram and are within 0.4%\n"
           "(1/256) relative error. The other columns are exact.\n"
+          "Times are corrected: every traced call costs the tracer a few nanoseconds,\n"
+          "which the runtime measures at start-up and records in the trace, and that cost\n"
+          "is taken out of every figure (the footer says how much), so that short\n"
+          "functions do not look hotter than they are. A figure marked ~ lies within the\n"
+          "correction's error or the clock's step (csv, json: the approx column).\n"
+          "--raw-times shows the times as measured; a trace that records no such cost\n"
+          "(compiler-rt's, or an older sledtrace's) is shown as measured, and says so.\n"
           "\n"
           "  --format F         text (default); csv with raw nanoseconds and share_pct\n"
           "                     (summary on stderr); json: one object with the trace,\n"
@@ -72,6 +79,8 @@ static void help(FILE *out)
           "                     text prints a 'thread PID/TID (wall time T)' heading\n"
           "                     before each table, csv adds leading pid,tid columns, json\n"
           "                     a threads array (pid, tid, wall_ns, functions)\n"
+          "  --raw-times        times as measured, the tracer's own cost included\n"
+          "                     (default: corrected, when the trace records that cost)\n"
           "  --syms FILE        symbols file (default: TRACE with .fdr replaced by .syms)\n"
           "  --names MODE  C++ names: short (default: namespaces and name), full or mangled\n",
           out);

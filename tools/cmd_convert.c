@@ -49,6 +49,8 @@ static void help(FILE *out)
           "  -o OUT           output file (written beside it and renamed over it when whole);\n"
           "                   chrome and yaml\n"
           "                   write to stdout without it\n"
+          "  --raw-times      chrome: times as measured, the tracer's own cost included\n"
+          "                   (default: corrected, when the trace records that cost)\n"
           "  --syms FILE      symbols file (default: TRACE with .fdr replaced by .syms), or\n"
           "                   the traced binary: refused if its build id is not the one the\n"
           "                   trace's symbols file records\n"

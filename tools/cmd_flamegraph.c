@@ -39,6 +39,8 @@ static void help(FILE *out)
           "  --by time|count    width: inclusive time (default) or number of calls\n"
           "  --tid N            only thread N\n"
           "  --per-thread       a root per thread (its name and tid) above its stacks\n"
+          "  --raw-times        times as measured, the tracer's own cost included\n"
+          "                     (default: corrected, when the trace records that cost)\n"
           "  --syms FILE        symbols file (default: TRACE with .fdr replaced by .syms), or\n"
           "                     the traced binary: refused if its build id is not the one\n"
           "                     the trace's symbols file records\n"

@@ -39,6 +39,8 @@ static void help(FILE *out)
           "\n"
           "  -o OUT        output file (default: stdout)\n"
           "  --tid N       only thread N\n"
+          "  --raw-times   times as measured, the tracer's own cost included\n"
+          "                (default: corrected, when the trace records that cost)\n"
           "  --syms FILE   symbols file (default: TRACE with .fdr replaced by .syms)\n"
           "  --names MODE  C++ names: short (default: namespaces and name), full or mangled\n",
           out);

@@ -51,6 +51,8 @@ static void help(FILE *out)
           "                     order, callees of shown calls only: a shorter call hides\n"
           "                     its callees too, as they are shorter still)\n"
           "  --filter GLOB      only functions whose name matches GLOB (fnmatch, e.g. 'f*')\n"
+          "  --raw-times        times as measured, the tracer's own cost included\n"
+          "                     (default: corrected, when the trace records that cost)\n"
           "  --syms FILE        symbols file (default: TRACE with .fdr replaced by .syms), or\n"
           "                     the traced binary: refused if its build id is not the one\n"
           "                     the trace's symbols file records\n"

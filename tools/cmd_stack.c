@@ -29,6 +29,8 @@ static void help(FILE *out)
           "                        speedscope); the summary then goes to stderr\n"
           "  --tid N               only thread N\n"
           "  --per-thread          a root per thread (its name and tid) above its stacks\n"
+          "  --raw-times           times as measured, the tracer's own cost included\n"
+          "                        (default: corrected, when the trace records that cost)\n"
           "  --syms FILE           symbols file (default: TRACE with .fdr replaced by .syms),\n"
           "                        or the traced binary: refused if its build id is not the\n"
           "                        one the trace's symbols file records\n"

@@ -31,7 +31,7 @@
 
 static void help(FILE *out)
 {
-    fputs("usage: sledtrace top [TRACE] [--interval MS] [--rows N] [--once]\n"
+    fputs("usage: sledtrace top [TRACE] [--interval MS] [--rows N] [--once] [--raw-times]\n"
           "\n"
           "Follow a trace the runtime is still writing (it reaches the file every\n"
           "SLEDTRACE_FLUSH_MS, default 1000 ms) and show, refreshed, the functions with the\n"
@@ -41,7 +41,9 @@ static void help(FILE *out)
           "\n"
           "  --interval MS  refresh period (default 1000)\n"
           "  --rows N       functions shown (default: what fits the terminal, else 20)\n"
-          "  --once         one snapshot of the whole trace as plain text, then exit\n",
+          "  --once         one snapshot of the whole trace as plain text, then exit\n"
+          "  --raw-times    self times as measured, the tracer's own cost included\n"
+          "                 (default: corrected, when the trace records that cost)\n",
           out);
 }
 
@@ -256,7 +258,9 @@ int cmd_top(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *v = NULL;
         int m;
-        if (strcmp(argv[i], "--once") == 0) {
+        if (strcmp(argv[i], "--raw-times") == 0) {
+            tool_raw_times = true;
+        } else if (strcmp(argv[i], "--once") == 0) {
             once = true;
         } else if ((m = tool_option(argc, argv, &i, "top", "--interval", &v)) != 0) {
             if (m < 0 || !tool_parse_u64(v, &interval) || interval < 10 || interval > 3600000) {
