@@ -3,6 +3,7 @@
  * decoding (wall time, peak RSS). One streaming pass; memory grows with the number of threads
  * only (and the sidecar's size). */
 #include "common.h"
+#include "resolution.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -160,21 +161,11 @@ static int cmp_main_first(const void *a, const void *b)
     return (x->order > y->order) - (x->order < y->order);
 }
 
-static uint64_t gcd(uint64_t a, uint64_t b)
-{
-    while (b) {
-        uint64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
 /* "N ticks (D UNIT)": D with 3 significant digits in ns, us, ms or s (frequency 0: ticks are
  * taken as ns, as elsewhere). */
 static void fmt_ticks(char *buf, size_t len, uint64_t ticks, uint64_t freq)
 {
-    double v = freq ? (double)ticks * 1e9 / (double)freq : (double)ticks;
+    double v = tool_res_ns(ticks, freq);
     const char *unit = "ns";
     if (v >= 1e9) {
         v /= 1e9;
@@ -229,9 +220,9 @@ int cmd_info(int argc, char **argv)
     bool have_tsc = false;
     /* Events the runtime dropped (discard policy), from its loss markers. */
     uint64_t drops = 0, gaps = 0;
-    /* The clock's resolution as the trace shows it: the gcd of the non-zero time steps between
-     * a thread's consecutive records (function records' deltas), and the smallest step. */
-    uint64_t step_gcd = 0, step_min = 0;
+    /* The clock's resolution as the trace shows it (resolution.h): the gcd of the non-zero
+     * time steps between a thread's consecutive function records, and the smallest step. */
+    struct tool_res res = {0};
     struct u64map map = {0};
     struct thr *thr = NULL;
     size_t nthr = 0, capthr = 0;
@@ -277,12 +268,8 @@ int cmd_info(int argc, char **argv)
             blk.pid = it.pid;
             blk.tid = it.tid;
         }
-        if (it.kind == STF_K_FUNCTION && it.delta != 0) {
-            step_gcd = gcd(step_gcd, it.delta);
-            if (step_min == 0 || it.delta < step_min)
-                step_min = it.delta;
-        }
         if (it.kind == STF_K_FUNCTION) {
+            tool_res_add(&res, it.delta);
             if (it.action < 4)
                 by_action[it.action]++;
             if (!blk.have_tsc || it.tsc < blk.first_tsc)
@@ -329,11 +316,11 @@ int cmd_info(int argc, char **argv)
             printf("clock:         TSC (invariant)\n");
         else
             printf("clock:         TSC, not invariant (times may drift between CPUs)\n");
-        if (step_gcd) {
-            char res[64], min[64];
-            fmt_ticks(res, sizeof res, step_gcd, freq);
-            fmt_ticks(min, sizeof min, step_min, freq);
-            printf("clock resolution: %s observed, smallest step %s\n", res, min);
+        if (res.gcd) {
+            char step[64], min[64];
+            fmt_ticks(step, sizeof step, res.gcd, freq);
+            fmt_ticks(min, sizeof min, res.min, freq);
+            printf("clock resolution: %s observed, smallest step %s\n", step, min);
         } else {
             printf("clock resolution: - (no two records at different times)\n");
         }
