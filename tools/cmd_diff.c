@@ -8,10 +8,48 @@
  * one run per side, only the latter): noise on a busy machine, which makes runs overlap, is not
  * reported as a regression. Functions in one side only are flagged new or gone.
  *
+ * Noise floor (issue 22.5). Nor is a change the clock's resolution can make. A clock that
+ * advances in steps of q (a trace's resolution, resolution.h: 10 ns on a VM whose TSC moves 26
+ * ticks at a time) reads a call's entry and its exit each up to one step late, so a measured
+ * duration is off by less than one step either way: |error| < q. Hence:
+ *
+ * - a per-call figure (median, p99: one call's duration, ranked) is off by less than q on each
+ *   side, since ranking is monotone (every duration within q of its true value puts every rank
+ *   within q of its true value); so is the median of a side's runs, for the same reason.
+ * - a sum of n durations (total, self) is off by less than n q, but that bound needs every call
+ *   to start at the same phase of the clock's step (a loop locked to the clock). Otherwise a
+ *   call's error averages to zero (a start placed anywhere within the step makes the measured
+ *   duration right on average), its standard deviation is at most q/2, and different calls'
+ *   errors are independent: the sum's error has a standard deviation of at most q sqrt(n) / 2.
+ *   Its bound is taken as two of those, q sqrt(n), which for one call is the hard bound q.
+ * - a count is exact.
+ *
+ * So, per side s (q_s: the coarsest resolution of the side's traces, in ns; n_s: the function's
+ * calls in the side's run that has most), F_s = q_s sqrt(n_s) for total and self, q_s for median
+ * and p99, 0 for count, and a change is flagged only if
+ *
+ *     |new - old| >= floor = F_old + F_new
+ *
+ * as well as by the two rules above; below the floor it is shown as within the resolution (`~`
+ * in text; csv and json: within_resolution) and not flagged. One call going 30 -> 40 ns on a
+ * 10 ns clock is one step, under a floor of 20 ns: not flagged, however many runs agree (the
+ * rounding is the same in every run). 1000 calls going 30 -> 40 ns each make totals of 30 and
+ * 40 us, over a floor of 2 x 10 sqrt(1000) = 632 ns: flagged. With equal sides the floor is 2.8
+ * standard deviations of the difference's error at most, which quantisation alone exceeds for
+ * under 0.5% of functions, and never for one call. Not covered: a call's self time is k + 1
+ * intervals for its k direct callees, and account's figures do not give k, so for a function
+ * that makes many calls the self floor is low by up to sqrt(k + 1); a loop locked to the clock
+ * (above); account's median and p99 of over a million calls come from a histogram whose bins
+ * are coarser than the step. Corrected times (tools/DESIGN.md) take a calibrated constant off
+ * each call, which leaves the rounding as it was. A side's resolution is measured by reading
+ * its traces once more (resolution.h; on a TSC that counts every tick, a few blocks), except
+ * standard input, which is read once, by account: it adds nothing to its side's floor.
+ *
  * Memory: the functions of every trace (names and a few numbers each); the traces themselves are
  * read by account, streaming. */
 #include "common.h"
 #include "output.h"
+#include "resolution.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -42,6 +80,7 @@ struct diff {
     struct fn *f;
     size_t n, cap;
     int runs[2];
+    double res[2]; /* per side, the coarsest clock resolution of its traces, ns (0: none seen) */
 };
 
 static void help(FILE *out)
@@ -54,15 +93,21 @@ static void help(FILE *out)
           "relative change. With several runs per side, a side's figure is the median of its\n"
           "runs and [min..max] their spread; a change is flagged (slower, faster) only when the\n"
           "two spreads do not overlap and the medians differ by at least --min-change percent,\n"
-          "so that noise is not reported. Functions found on one side only are flagged new or\n"
-          "gone. Rows are sorted by the size of the change, largest first. The tracer's own\n"
+          "so that noise is not reported, and only when the change is at least the noise floor\n"
+          "the clock's resolution makes. With q a side's clock step (the coarsest of its\n"
+          "traces', as 'sledtrace info' measures it) and n the function's calls in a run, the\n"
+          "floor is the sum over both sides of q x sqrt(n) for total and self, of q for median\n"
+          "and p99; 0 for count. So one call going from 30 to 40 ns on a 10 ns clock is not\n"
+          "flagged, 1000 such calls are. A change below the floor is marked ~ (csv and json:\n"
+          "within_resolution). Functions found on one side only are flagged new or gone.\n"
+          "Rows are sorted by the size of the change, largest first. The tracer's own\n"
           "calls ([sledtrace] ...) are left out. On a busy machine prefer --sort median: one\n"
           "preempted call moves a function's total, not its median call.\n"
           "\n"
           "  --sort KEY          total (default), self, count, median or p99 (account's columns)\n"
           "  --min-change PCT    smallest relative change flagged (default 10)\n"
           "  --format FMT        text (default), csv or json (these add total, self, median\n"
-          "                      and p99 of both sides)\n"
+          "                      and p99 of both sides, the noise floor and within_resolution)\n"
           "  --top N             only the first N rows\n"
           "  --names MODE        C++ names: short (default), full or mangled\n",
           out);
@@ -286,6 +331,8 @@ struct row {
     int present[2];
     const char *flag; /* slower, faster, new, gone, or "" */
     double change, rel;
+    double floor; /* the noise floor (design comment), the key's unit */
+    bool within;  /* on both sides and |change| below a floor above 0 */
 };
 
 static int row_cmp(const void *pa, const void *pb)
@@ -295,6 +342,37 @@ static int row_cmp(const void *pa, const void *pb)
     if (x != y)
         return x < y ? 1 : -1;
     return strcmp(a->f->name, b->f->name);
+}
+
+/* The noise floor of a change of key (design comment): res per side in ns, calls the function's
+ * largest number of calls in a run of each side. */
+static double noise_floor(enum key key, const double res[2], const double calls[2])
+{
+    double f = 0;
+    for (int s = 0; s < 2; s++)
+        if (key == K_TOTAL || key == K_SELF)
+            f += res[s] * sqrt(calls[s]);
+        else if (key == K_MEDIAN || key == K_P99)
+            f += res[s];
+    return f;
+}
+
+/* Adds trace's clock resolution to side s's (the coarsest). 0, or an exit code after the
+ * error. */
+static int add_resolution(struct diff *d, int s, const char *trace)
+{
+    if (strcmp(trace, "-") == 0) {
+        tool_err("diff: -: the clock's resolution is not measured on standard input (read once, "
+                 "by account); the noise floor takes the other traces'");
+        return EXIT_OK;
+    }
+    struct tool_res r;
+    uint64_t freq;
+    int status = tool_trace_resolution(trace, false, &r, &freq);
+    double q = tool_res_ns(r.gcd, freq);
+    if (status == EXIT_OK && q > d->res[s])
+        d->res[s] = q;
+    return status;
 }
 
 /* |v| as the key's unit shows it (the caller writes the sign) */
@@ -374,7 +452,8 @@ int cmd_diff(int argc, char **argv)
     int status = EXIT_OK;
     for (int s = 0; s < 2 && status == EXIT_OK; s++)
         for (int r = 0; r < n[s] && status == EXIT_OK; r++)
-            status = add_trace(&d, s, r, sides[s][r], names);
+            if ((status = add_trace(&d, s, r, sides[s][r], names)) == EXIT_OK)
+                status = add_resolution(&d, s, sides[s][r]);
     struct row *rows = status == EXIT_OK ? calloc(d.n ? d.n : 1, sizeof *rows) : NULL;
     if (status == EXIT_OK && !rows) {
         tool_err("out of memory");
@@ -383,22 +462,27 @@ int cmd_diff(int argc, char **argv)
     for (size_t i = 0; status == EXIT_OK && i < d.n; i++) {
         struct row *w = &rows[i];
         w->f = &d.f[i];
+        double most[2]; /* the function's calls in each side's run that has most */
         for (int s = 0; s < 2; s++) {
             double lo, hi;
             int present;
             for (int k = 0; k < NKEYS; k++)
                 spread(d.f[i].v[k][s], n[s], &w->all[k][s], &lo, &hi, &present);
+            double med;
+            spread(d.f[i].v[K_COUNT][s], n[s], &med, &lo, &most[s], &present);
             spread(d.f[i].v[key][s], n[s], &w->med[s], &w->lo[s], &w->hi[s], &w->present[s]);
             w->calls[s] = w->all[K_COUNT][s];
         }
         w->change = w->med[1] - w->med[0];
         w->rel = w->med[0] > 0 ? 100 * w->change / w->med[0] : 0;
+        w->floor = noise_floor(key, d.res, most);
+        w->within = w->present[0] && w->present[1] && fabs(w->change) < w->floor;
         w->flag = "";
         if (!w->present[0])
             w->flag = "new";
         else if (!w->present[1])
             w->flag = "gone";
-        else if (fabs(w->rel) >= min_change && w->med[0] > 0 &&
+        else if (fabs(w->rel) >= min_change && w->med[0] > 0 && !w->within &&
                  (w->lo[1] > w->hi[0] || w->hi[1] < w->lo[0]))
             w->flag = w->change > 0 ? (key == K_COUNT ? "more" : "slower")
                                     : (key == K_COUNT ? "fewer" : "faster");
@@ -411,7 +495,7 @@ int cmd_diff(int argc, char **argv)
             /* old, new: the key's (as in JSON, whose "key" names it); then every figure */
             printf("function,flag,old_calls,new_calls,old,new,change,change_pct,old_min,"
                    "old_max,new_min,new_max,old_total,new_total,old_self,new_self,old_median,"
-                   "new_median,old_p99,new_p99\n");
+                   "new_median,old_p99,new_p99,noise_floor,within_resolution\n");
         else if (fmt == F_JSON)
             printf("{\"key\": \"%s\", \"old_runs\": %d, \"new_runs\": %d, \"functions\": [",
                    key_names[key], n[0], n[1]);
@@ -440,7 +524,7 @@ int cmd_diff(int argc, char **argv)
                 for (int k = 0; k < NKEYS; k++)
                     if (k != K_COUNT)
                         printf(",%.0f,%.0f", w->all[k][0], w->all[k][1]);
-                putchar('\n');
+                printf(",%.0f,%d\n", w->floor, w->within);
             } else if (fmt == F_JSON) {
                 printf("%s\n  {\"function\": \"", i ? "," : "");
                 tool_json_escape(stdout, (const uint8_t *)w->f->name, strlen(w->f->name));
@@ -454,7 +538,8 @@ int cmd_diff(int argc, char **argv)
                     if (k != K_COUNT)
                         printf(", \"old_%s\": %.0f, \"new_%s\": %.0f", key_names[k], w->all[k][0],
                                key_names[k], w->all[k][1]);
-                putchar('}');
+                printf(", \"noise_floor\": %.0f, \"within_resolution\": %s}", w->floor,
+                       w->within ? "true" : "false");
             } else {
                 char o[32], nw[32], ch[34], pct[16];
                 fmt_value(o, sizeof o, w->med[0], key);
@@ -465,7 +550,10 @@ int cmd_diff(int argc, char **argv)
                     snprintf(pct, sizeof pct, "%+.1f%%", w->rel);
                 else
                     snprintf(pct, sizeof pct, "-");
-                printf("%-8s %12.0f %12.0f %14s %14s %12s %9s  %s\n", w->flag[0] ? w->flag : "",
+                printf("%-8s %12.0f %12.0f %14s %14s %12s %9s  %s\n",
+                       w->flag[0]  ? w->flag
+                       : w->within ? "~"
+                                   : "",
                        w->calls[0], w->calls[1], w->present[0] ? o : "-", w->present[1] ? nw : "-",
                        ch, pct, w->f->name);
                 if (many) {
@@ -483,11 +571,14 @@ int cmd_diff(int argc, char **argv)
             }
         }
         if (fmt == F_JSON)
-            printf("\n]}\n");
+            printf("\n], \"old_resolution_ns\": %.3f, \"new_resolution_ns\": %.3f}\n", d.res[0],
+                   d.res[1]);
         else if (fmt == F_TEXT)
-            printf("# %zu functions; %s compared, %d old and %d new run%s; flagged: spreads apart "
-                   "and at least %g%% changed; every column: --format csv\n",
-                   d.n, key_names[key], n[0], n[1], n[0] + n[1] > 2 ? "s" : "", min_change);
+            printf("# %zu functions; %s compared, %d old and %d new run%s; flagged: spreads apart, "
+                   "at least %g%% changed and not within the clock's resolution (~; old %.3g ns, "
+                   "new %.3g ns); every column: --format csv\n",
+                   d.n, key_names[key], n[0], n[1], n[0] + n[1] > 2 ? "s" : "", min_change,
+                   d.res[0], d.res[1]);
     }
     for (size_t i = 0; i < d.n; i++)
         free(d.f[i].name);

@@ -418,9 +418,9 @@ static void check_flags(const char *csv)
     cr_assert_eq(strncmp(strchr(csv, '\n') + 1, "slowed,", 7), 0, "%s", csv);
     /* every figure of both sides follows: slowed()'s median call is three times the work */
     const char *row = strstr(csv, "\nslowed,") + 1;
-    double f[20];
+    double f[22];
     int n = 0;
-    for (const char *p = strchr(row, ',') + 1; n < 20; n++) {
+    for (const char *p = strchr(row, ',') + 1; n < 22; n++) {
         f[n] = strtod(p, NULL);
         p = strpbrk(p, ",\n");
         if (!p || *p == '\n') {
@@ -429,7 +429,9 @@ static void check_flags(const char *csv)
         }
         p++;
     }
-    cr_assert_eq(n, 19, "%d figures after the name:\n%s", n, csv);
+    cr_assert_eq(n, 21, "%d figures after the name:\n%s", n, csv);
+    /* the last two: the noise floor (above 0: the clock has a resolution) and not within it */
+    cr_assert(f[19] > 0 && f[20] == 0, "noise floor %.0f, within %.0f:\n%s", f[19], f[20], csv);
     double ratio = f[16] / f[15]; /* new_median / old_median (f[0] is the flag) */
     cr_assert(ratio > 2 && ratio < 4, "median ratio %.2f:\n%s", ratio, csv);
 }

@@ -826,3 +826,143 @@ Test(tools, outputs_are_written_whole_or_not_at_all)
     tr_remove_trace(p);
     tg_free(&g);
 }
+
+/* diff's noise floor (issue 22.5; tools/cmd_diff.c, "Noise floor"). A trace of a 2.6 GHz TSC
+ * that moves `step` ticks at a time: main(1) calls f(2) `calls` times, each call in a slot of 6
+ * steps (f enters 1 step in and lasts `dur` steps), and exits 1 step after the last slot, so
+ * that main's total is the same whatever f's duration. Every step between records is a whole
+ * number of steps, at least one of them a single step: the resolution is `step` ticks. */
+static char *noise_trace(uint64_t step, int calls, int dur)
+{
+    struct tg g;
+    tg_init(&g, 5, 2600000000, 1 << 16);
+    tg_block_begin(&g, 7, 7, 0, 1000 * step);
+    uint64_t t = 1000 * step;
+    tg_func(&g, 1, STF_ENTER, t);
+    for (int i = 0; i < calls; i++) {
+        tg_func(&g, 2, STF_ENTER, t + (uint64_t)(6 * i + 1) * step);
+        tg_func(&g, 2, STF_EXIT, t + (uint64_t)(6 * i + 1 + dur) * step);
+    }
+    tg_func(&g, 1, STF_EXIT, t + (uint64_t)(6 * calls + 1) * step);
+    tg_block_end(&g);
+    char *p = tr_write_trace(&g, true);
+    tg_free(&g);
+    return p;
+}
+
+/* sledtrace diff --format FMT [--sort KEY] --old ... --new ... of three runs a side, each side's
+ * runs alike: old runs steps[0..2] ticks a step with f lasting old_dur steps, new runs steps[3..5]
+ * with new_dur. Returns stdout (malloc'd); stderr must be empty. */
+static char *noise_diff(const char *fmt, const char *key, const uint64_t steps[6], int calls,
+                        int old_dur, int new_dur)
+{
+    char *p[6];
+    for (int i = 0; i < 6; i++)
+        p[i] = noise_trace(steps[i], calls, i < 3 ? old_dur : new_dur);
+    const char *argv[] = {tr_bin(), "diff", "--format", fmt,  "--sort", key,  "--old", p[0],
+                          p[1],     p[2],   "--new",    p[3], p[4],     p[5], NULL};
+    struct tr_out r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert_str_eq(r.e, "");
+    char *out = strdup(r.o);
+    tr_out_free(&r);
+    for (int i = 0; i < 6; i++)
+        tr_remove_trace(p[i]);
+    return out;
+}
+
+static const uint64_t steps_10ns[6] = {26, 26, 26, 26, 26, 26};
+
+/* The issue's case: one call of f goes from 30 to 40 ns on a clock of 10 ns steps, in each of
+ * 3 runs a side. The old rule flagged it (spreads 30..30 and 40..40 apart, +33% >= 10%); it is
+ * one step, which rounding alone makes of any duration between 30 and 40 ns (here the same in
+ * every run): under the floor of 10 ns x sqrt(1) per side, shown as within the resolution. */
+Test(tools, diff_one_call_one_step_not_flagged)
+{
+    char *o = noise_diff("csv", "total", steps_10ns, 1, 3, 4);
+    cr_assert_str_eq(o, "function,flag,old_calls,new_calls,old,new,change,change_pct,old_min,"
+                        "old_max,new_min,new_max,old_total,new_total,old_self,new_self,"
+                        "old_median,new_median,old_p99,new_p99,noise_floor,within_resolution\n"
+                        "f,,1,1,30,40,10,33.33,30,30,40,40,30,40,30,40,30,40,30,40,20,1\n"
+                        "main,,1,1,70,70,0,0.00,70,70,70,70,70,70,40,30,70,70,70,70,20,1\n");
+    free(o);
+    /* the median call: one step per side, the same floor */
+    o = noise_diff("csv", "median", steps_10ns, 1, 3, 4);
+    cr_assert_not_null(strstr(o, "\nf,,1,1,30,40,10,33.33,30,30,40,40,30,40,30,40,30,40,30,40,"
+                                 "20,1\n"),
+                       "%s", o);
+    free(o);
+    /* text: ~ in the flag column, the resolutions in the summary */
+    o = noise_diff("text", "total", steps_10ns, 1, 3, 4);
+    cr_assert_str_eq(
+        o, "flag        old calls    new calls   old (median)   new (median)       change         %"
+           "  function\n"
+           "~                   1            1           30ns           40ns        +10ns    +33.3%"
+           "  f\n"
+           "         runs: old 30ns..30ns, new 40ns..40ns\n"
+           "~                   1            1           70ns           70ns         +0ns     +0.0%"
+           "  main\n"
+           "         runs: old 70ns..70ns, new 70ns..70ns\n"
+           "# 2 functions; total compared, 3 old and 3 new runs; flagged: spreads apart, at least "
+           "10% changed and not within the clock's resolution (~; old 10 ns, new 10 ns); every "
+           "column: --format csv\n");
+    free(o);
+}
+
+/* The same step on each of 1000 calls: the totals move by 10 us, over the floor of
+ * 10 ns x sqrt(1000) per side (632 ns), and f is flagged; its median call still moves by one
+ * step only, and is not. */
+Test(tools, diff_thousand_calls_one_step_flagged)
+{
+    char *o = noise_diff("csv", "total", steps_10ns, 1000, 3, 4);
+    cr_assert_str_eq(o, "function,flag,old_calls,new_calls,old,new,change,change_pct,old_min,"
+                        "old_max,new_min,new_max,old_total,new_total,old_self,new_self,"
+                        "old_median,new_median,old_p99,new_p99,noise_floor,within_resolution\n"
+                        "f,slower,1000,1000,30000,40000,10000,33.33,30000,30000,40000,40000,"
+                        "30000,40000,30000,40000,30,40,30,40,632,0\n"
+                        "main,,1,1,60010,60010,0,0.00,60010,60010,60010,60010,60010,60010,30010,"
+                        "20010,60010,60010,60010,60010,20,1\n");
+    free(o);
+    o = noise_diff("csv", "median", steps_10ns, 1000, 3, 4);
+    cr_assert_not_null(strstr(o, "\nf,,1000,1000,30,40,10,33.33,30,30,40,40,30000,40000,30000,"
+                                 "40000,30,40,30,40,20,1\n"),
+                       "%s", o);
+    free(o);
+    /* two steps of the median call are beyond the floor of one step a side */
+    o = noise_diff("csv", "median", steps_10ns, 1000, 3, 5);
+    cr_assert_not_null(strstr(o, "\nf,slower,1000,1000,30,50,20,66.67,"), "%s", o);
+    free(o);
+}
+
+/* A side's resolution is the coarsest of its traces': one old run on a 20 ns clock (52 ticks)
+ * makes the old side's 20 ns, and the floor of one call 20 + 10 ns. f lasts 40 ns in every run,
+ * main 70 ns on the 10 ns clock and 140 ns on the 20 ns one (seven steps). */
+Test(tools, diff_side_resolution_is_the_coarsest)
+{
+    const uint64_t steps[6] = {26, 52, 26, 26, 26, 26};
+    char *p[6];
+    for (int i = 0; i < 6; i++)
+        p[i] = noise_trace(steps[i], 1, steps[i] == 52 ? 2 : 4);
+    const char *argv[] = {tr_bin(), "diff",  "--format", "json", "--old", p[0], p[1],
+                          p[2],     "--new", p[3],       p[4],   p[5],    NULL};
+    struct tr_out r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert_str_eq(
+        r.o, "{\"key\": \"total\", \"old_runs\": 3, \"new_runs\": 3, \"functions\": [\n"
+             "  {\"function\": \"f\", \"flag\": \"\", \"old_calls\": 1, \"new_calls\": 1, "
+             "\"old\": 40, \"new\": 40, \"change\": 0, \"change_pct\": 0.00, \"old_min\": 40, "
+             "\"old_max\": 40, \"new_min\": 40, \"new_max\": 40, \"old_total\": 40, "
+             "\"new_total\": 40, \"old_self\": 40, \"new_self\": 40, \"old_median\": 40, "
+             "\"new_median\": 40, \"old_p99\": 40, \"new_p99\": 40, \"noise_floor\": 30, "
+             "\"within_resolution\": true},\n"
+             "  {\"function\": \"main\", \"flag\": \"\", \"old_calls\": 1, \"new_calls\": 1, "
+             "\"old\": 70, \"new\": 70, \"change\": 0, \"change_pct\": 0.00, \"old_min\": 70, "
+             "\"old_max\": 140, \"new_min\": 70, \"new_max\": 70, \"old_total\": 70, "
+             "\"new_total\": 70, \"old_self\": 30, \"new_self\": 30, \"old_median\": 70, "
+             "\"new_median\": 70, \"old_p99\": 70, \"new_p99\": 70, \"noise_floor\": 30, "
+             "\"within_resolution\": true}\n"
+             "], \"old_resolution_ns\": 20.000, \"new_resolution_ns\": 10.000}\n");
+    tr_out_free(&r);
+    for (int i = 0; i < 6; i++)
+        tr_remove_trace(p[i]);
+}
