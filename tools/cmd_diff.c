@@ -109,6 +109,8 @@ static void help(FILE *out)
           "  --format FMT        text (default), csv or json (these add total, self, median\n"
           "                      and p99 of both sides, the noise floor and within_resolution)\n"
           "  --top N             only the first N rows\n"
+          "  --raw-times         times as measured, the tracer's own cost included\n"
+          "                      (default: corrected, when the traces record that cost)\n"
           "  --names MODE        C++ names: short (default), full or mangled\n",
           out);
 }
@@ -399,6 +401,8 @@ int cmd_diff(int argc, char **argv)
         int m;
         if (strcmp(o, "--old") == 0 || strcmp(o, "--new") == 0) {
             side = o[2] == 'o' ? 0 : 1;
+        } else if (strcmp(o, "--raw-times") == 0) {
+            tool_raw_times = true; /* read by account, which summarises each trace */
         } else if ((m = tool_option(argc, argv, &i, "diff", "--sort", &v)) != 0) {
             int k = m < 0 ? -1 : tool_choice("diff", "sort key", v, key_names, 5);
             if (k < 0)
