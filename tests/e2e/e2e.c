@@ -378,7 +378,11 @@ static int cmp_long(const void *a, const void *b)
 static char *account_csv(const char *trace)
 {
     char cmd[PATH_MAX * 2];
-    snprintf(cmd, sizeof cmd, "SLEDTRACE_NO_DEMANGLE=1 '%s' account --format csv '%s' 2>&1",
+    /* The summary (stderr) after the rows: through one pipe, stdout's buffer would be written
+     * in pieces once the rows pass 4 KiB, and the summary land inside a row. */
+    snprintf(cmd, sizeof cmd,
+             "f=$(mktemp) && SLEDTRACE_NO_DEMANGLE=1 '%s' account --format csv '%s' 2>\"$f\"; "
+             "rc=$?; cat \"$f\"; rm -f \"$f\"; exit $rc",
              E2E_SLEDTRACE, trace);
     FILE *p = popen(cmd, "r");
     cr_assert_not_null(p);
