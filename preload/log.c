@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct str_config str_cfg = {
@@ -156,6 +157,56 @@ static const char *keep(const char *name, const char *v)
     return copy;
 }
 
+/* SLEDTRACE_EXCLUDE_FILE: the file's text, read whole here, at start-up, so that a program
+ * that chdirs or installs a seccomp filter later still has it at a dlopen (filter.c parses it
+ * when the first function is tested). Opened without blocking, and only a regular file is read:
+ * a FIFO with no writer must not hang the program. A file that cannot be read is said once (a
+ * warning, held like any other, so quiet in processes that trace nothing; at info level in a
+ * descendant of `sledtrace run`'s program, as for patterns that match nothing), and the process
+ * is traced as if the variable were not given: the file only makes tracing cheaper, a trace
+ * with every function is still right, and a run that is not traced at all may not be
+ * repeatable; `sledtrace run --exclude-file` refuses a file it cannot read before the program
+ * starts. NULL when unread. */
+enum { MAX_EXCLUDE_FILE = 16 << 20 };
+
+static const char *read_exclude_file(const char *path)
+{
+    const char *why = NULL;
+    char *text = NULL;
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0 || fstat(fd, &st) != 0)
+        why = strerror(errno);
+    else if (!S_ISREG(st.st_mode))
+        why = "not a regular file";
+    else if (st.st_size > MAX_EXCLUDE_FILE)
+        why = "larger than 16 MiB";
+    else if (!(text = malloc((size_t)st.st_size + 1)))
+        why = "out of memory";
+    size_t len = 0;
+    while (!why && len < (size_t)st.st_size) {
+        ssize_t n = read(fd, text + len, (size_t)st.st_size - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            why = strerror(errno);
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+    }
+    if (fd >= 0)
+        close(fd);
+    if (why) {
+        free(text);
+        str_log(str_cfg.descendant ? STR_INFO : STR_WARN,
+                "SLEDTRACE_EXCLUDE_FILE=%s: cannot read it (%s); tracing as if it were not given",
+                path, why);
+        return NULL;
+    }
+    text[len] = '\0'; /* a NUL byte inside ends it too */
+    return text;
+}
+
 /* The output directory, made absolute once: a program that chdirs later still traces (and its
  * fork children still trace) where the user asked. Kept relative if the working directory
  * cannot be named (deleted, or too long). */
@@ -277,6 +328,9 @@ void str_config_load(void)
     v = getenv("SLEDTRACE_RUN_PID");
     if (v && *v && strtol(v, NULL, 10) != (long)getpid())
         str_cfg.descendant = 1;
+    v = getenv("SLEDTRACE_EXCLUDE_FILE"); /* after SLEDTRACE_RUN_PID: a descendant is quiet */
+    if (v && *v)
+        str_cfg.exclude_text = read_exclude_file(v);
     v = getenv("SLEDTRACE_RUN_ID");
     if (v && *v && strlen(v) <= 64 && strspn(v, "0123456789abcdef") == strlen(v))
         str_cfg.run_id = keep("SLEDTRACE_RUN_ID", v);

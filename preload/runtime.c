@@ -338,7 +338,7 @@ static void append_syms(unsigned objid)
     fclose(f);
 }
 
-/* SLEDTRACE_FILTER / SLEDTRACE_EXCLUDE: functions left out are never patched, so they cost
+/* SLEDTRACE_FILTER / SLEDTRACE_EXCLUDE(_FILE): functions left out are never patched, so they cost
  * nothing; functions without a symbol name match only "*". */
 static size_t apply_filters(struct stp_object *obj, const char *lib)
 {
@@ -361,8 +361,9 @@ static size_t apply_filters(struct stp_object *obj, const char *lib)
 static void log_filtered(const struct stp_object *obj, const char *lib, size_t left)
 {
     if (str_filter_active())
-        str_log(STR_INFO, "%s: %zu of %zu functions left out by SLEDTRACE_FILTER/SLEDTRACE_EXCLUDE",
-                lib, left, stp_object_nfuncs(obj));
+        str_log(STR_INFO,
+                "%s: %zu of %zu functions left out by SLEDTRACE_FILTER/EXCLUDE/EXCLUDE_FILE", lib,
+                left, stp_object_nfuncs(obj));
 }
 
 /* ---- proofs: the per-user cache, and threads to prove on ---- */

@@ -37,6 +37,7 @@ struct str_config {
     int toggle_signal;        /* SLEDTRACE_TOGGLE_SIGNAL, 0 = none */
     const char *filter;       /* SLEDTRACE_FILTER: comma-separated [LIB:]GLOB, NULL = everything */
     const char *exclude;      /* SLEDTRACE_EXCLUDE: same syntax */
+    const char *exclude_text; /* SLEDTRACE_EXCLUDE_FILE's text, read at start-up; NULL = none */
     unsigned file_mode;       /* SLEDTRACE_FILE_MODE: the trace's and sidecar's mode (octal) */
     int max_size_set;         /* SLEDTRACE_MAX_SIZE given: */
     uint64_t max_size;        /* bytes, 0 = no cap; else half the free space at start-up */
@@ -275,9 +276,10 @@ enum { STR_END_STATUS = 1, STR_END_SIGNAL = 2, STR_END_EXEC = 3 };
 STR_HIDDEN void str_set_end(int kind, int value);
 /* threads.c: the program installed a seccomp filter (prctl or the seccomp system call). */
 STR_HIDDEN extern _Atomic int str_seccomp_filter;
-/* filter.c: SLEDTRACE_FILTER / SLEDTRACE_EXCLUDE. str_filter_keep: whether function `name` of
- * object `lib` (its file's base name) is patched; str_filter_report warns once about each
- * pattern that has matched no function so far. Under the runtime's objs_lock. */
+/* filter.c: SLEDTRACE_FILTER / SLEDTRACE_EXCLUDE / SLEDTRACE_EXCLUDE_FILE. str_filter_keep:
+ * whether function `name` of object `lib` (its file's base name) is patched; str_filter_report
+ * warns once about each pattern that has matched no function so far. Under the runtime's
+ * objs_lock. */
 STR_HIDDEN int str_filter_active(void);
 STR_HIDDEN int str_filter_keep(const char *lib, const char *name);
 STR_HIDDEN void str_filter_report(void);

@@ -51,6 +51,9 @@ static void help(FILE *out, bool live)
         "  --filter PATTERNS     trace only these functions (SLEDTRACE_FILTER): comma-separated\n"
         "                        [LIB:]GLOB on function names, C++ names demangled or not\n"
         "  --exclude PATTERNS    leave these functions out (SLEDTRACE_EXCLUDE)\n"
+        "  --exclude-file FILE   leave out the functions FILE names: one pattern a line, '#'\n"
+        "                        comments (SLEDTRACE_EXCLUDE_FILE, given as an absolute path;\n"
+        "                        account --suggest-exclude -o FILE writes one)\n"
         "  --policy POLICY       lossless (default: wait for the writer), discard (drop and\n"
         "                        mark the gap), flight (keep the latest buffers only)\n"
         "  --clock CLOCK         auto (default), tsc, monotonic (SLEDTRACE_CLOCK)\n"
@@ -448,7 +451,7 @@ static int run_or_live(int argc, char **argv, bool live)
         {"--min-duration", "SLEDTRACE_MIN_DURATION", {NULL}, 0, 0, 0, NULL, 1},
     };
     enum { NSET = sizeof set / sizeof set[0] };
-    const char *out = NULL, *preload = NULL;
+    const char *out = NULL, *preload = NULL, *exclude_file = NULL;
     uint64_t report = 0;
     int i = 1;
     for (; i < argc; i++) {
@@ -474,6 +477,8 @@ static int run_or_live(int argc, char **argv, bool live)
             out = v;
         if (!m && (m = opt_value(argc, argv, &i, "--preload", &v)) > 0)
             preload = v;
+        if (!m && (m = opt_value(argc, argv, &i, "--exclude-file", &v)) > 0)
+            exclude_file = v;
         if (!m && !live && strcmp(o, "--report") == 0)
             m = 1, report = 10;
         if (!m && !live && strncmp(o, "--report=", 9) == 0) {
@@ -500,6 +505,21 @@ static int run_or_live(int argc, char **argv, bool live)
     for (size_t k = 0; k < NSET; k++)
         if (set[k].value && !check_setting(&set[k], cmd))
             return EXIT_USAGE;
+    /* The exclude file by its absolute path, so that a program or descendant that changes
+     * directory still reads it; one the runtime could not read is refused now. */
+    static char excl[PATH_MAX];
+    if (exclude_file) {
+        struct stat xs;
+        const char *why = NULL;
+        if (!realpath(exclude_file, excl) || stat(excl, &xs) != 0 || access(excl, R_OK) != 0)
+            why = strerror(errno);
+        else if (!S_ISREG(xs.st_mode))
+            why = "not a regular file";
+        if (why) {
+            tool_err("%s: --exclude-file %s: %s", cmd, exclude_file, why);
+            return EXIT_USAGE;
+        }
+    }
     char **prog = argv + i;
     if (out && !*out) {
         tool_err("%s: empty output directory", cmd);
@@ -605,6 +625,8 @@ static int run_or_live(int argc, char **argv, bool live)
         for (size_t k = 0; k < NSET && ok; k++)
             if (set[k].value)
                 ok = setenv(set[k].var, set[k].value, 1) == 0;
+        if (ok && exclude_file)
+            ok = setenv("SLEDTRACE_EXCLUDE_FILE", excl, 1) == 0;
         if (!ok) {
             tool_err("setenv: %s", strerror(errno));
             _exit(127);

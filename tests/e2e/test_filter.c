@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "e2e.h"
@@ -134,13 +135,12 @@ Test(filter, pattern_matching_nothing_warns)
 /* 12.5: C++ patterns on demangled names (cxxfilter.cpp): with or without the parameter list,
  * "::" never taken for the LIB: separator, mangled names still accepted. `want` is the exact
  * account CSV rows (function,count) of the program's functions, in any order. */
-static void check_cxx(const char *filter, const char *const *want)
+static void check_cxx_env(const char *env, const char *const *want)
 {
-    char work[PATH_MAX], out[PATH_MAX], trace[PATH_MAX], env[256];
-    const char *bin = BIN("cxxfilter");
+    char work[PATH_MAX], out[PATH_MAX], trace[PATH_MAX];
+    const char *bin = BIN("cxxfilter"), *filter = env;
     e2e_workdir(work, sizeof work);
     snprintf(out, sizeof out, "%s/out", work);
-    snprintf(env, sizeof env, "SLEDTRACE_FILTER=%s", filter);
     struct e2e_spec s = {.prog = bin, .preload = 1, .outdir = out, .env = {env}};
     struct e2e_run t, a;
     e2e_run(work, &s, &t);
@@ -175,6 +175,13 @@ static void check_cxx(const char *filter, const char *const *want)
     e2e_run_free(&a);
     e2e_run_free(&t);
     e2e_rmtree(work);
+}
+
+static void check_cxx(const char *filter, const char *const *want)
+{
+    char env[256];
+    snprintf(env, sizeof env, "SLEDTRACE_FILTER=%s", filter);
+    check_cxx_env(env, want);
 }
 
 Test(filter, cxx_demangled_patterns)
@@ -223,6 +230,191 @@ Test(filter, survives_a_wiped_environment_and_chdir)
     e2e_read_trace(trace, &tr);
     e2e_check_trace(&tr, &e, "child");
     cr_assert_eq(e2e_dir_entries(out), 4, "the parent's and the child's trace and sidecar");
+    e2e_run_free(&t);
+    e2e_rmtree(work);
+}
+
+/* ---- SLEDTRACE_EXCLUDE_FILE ---------------------------------------------------------------- */
+
+/* Writes text to <work>/name; its path in buf. */
+static void write_file(char *buf, size_t len, const char *work, const char *name, const char *text)
+{
+    snprintf(buf, len, "%s/%s", work, name);
+    FILE *f = fopen(buf, "w");
+    cr_assert_not_null(f, "%s", buf);
+    fputs(text, f);
+    cr_assert_eq(fclose(f), 0);
+}
+
+/* Runs manyprog (2 rounds) with env; `gone(name)` says which functions must be absent. Every
+ * other function has exactly the count the program prints, and the thread's enters are the
+ * kept ones' sum. stderr must be `err`. */
+static void check_many(const char *const *env, int (*gone)(const char *name), const char *err)
+{
+    char work[PATH_MAX], out[PATH_MAX], trace[PATH_MAX];
+    const char *bin = BIN("manyprog");
+    e2e_workdir(work, sizeof work);
+    snprintf(out, sizeof out, "%s/out", work);
+    struct e2e_spec s = {.prog = bin, .argv1 = "2", .preload = 1, .outdir = out};
+    for (int i = 0; env[i]; i++)
+        s.env[i] = env[i];
+    struct e2e_run t;
+    e2e_run(work, &s, &t);
+    cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0, "status %#x", t.status);
+    cr_assert_str_eq(t.err, err);
+    struct e2e_expect e;
+    e2e_parse_expect(t.out, &e);
+    cr_assert_eq(e.nfuncs, 103);
+    int ngone = 0;
+    for (int i = 0; i < e.nfuncs; i++)
+        if (gone(e.f[i].name)) {
+            e.work[0] -= e.f[i].count;
+            e.f[i].count = 0; /* absent: never entered */
+            ngone++;
+        }
+    e2e_trace_path(trace, sizeof trace, out, bin, t.pid, "fdr");
+    struct e2e_trace tr;
+    e2e_read_trace(trace, &tr);
+    e2e_check_trace(&tr, &e, "manyprog");
+    cr_assert_eq(tr.nfuncs, 103 - ngone, "%d functions traced, want %d", tr.nfuncs, 103 - ngone);
+    e2e_run_free(&t);
+    e2e_rmtree(work);
+}
+
+/* tinyNN's number, or -1 for another function. */
+static int tiny_no(const char *name)
+{
+    int n;
+    char end;
+    return sscanf(name, "tiny%2d%c", &n, &end) == 1 && strlen(name) == 6 ? n : -1;
+}
+
+/* The file of exclude_file_adds_up: tiny00..tiny69 by name, tiny85 escaped, tiny86 limited to
+ * the program, tiny9? as a glob; SLEDTRACE_EXCLUDE adds tiny80. */
+static int gone_file(const char *name)
+{
+    int n = tiny_no(name);
+    return n >= 0 && (n < 70 || n == 80 || n == 85 || n == 86 || n >= 90);
+}
+
+/* More patterns than SLEDTRACE_EXCLUDE ever allowed (72 exact names), one a line, with comments,
+ * blank lines, blanks around a pattern and a CRLF line end; its patterns and SLEDTRACE_EXCLUDE's
+ * add up. Every pattern matches, so nothing is said. */
+Test(filter, exclude_file_adds_up)
+{
+    char work[PATH_MAX], path[PATH_MAX], var[PATH_MAX + 32];
+    e2e_workdir(work, sizeof work);
+    char text[4096] = "# written for manyprog\n\n";
+    for (int i = 0; i < 70; i++)
+        snprintf(text + strlen(text), sizeof text - strlen(text), "%stiny%02d%s\n",
+                 i % 7 == 3 ? "  \t" : "", i,
+                 i == 5   ? " \t"
+                 : i == 6 ? "\r"
+                          : "");
+    strcat(text, "   \n# an escaped literal, one limited to the program, a glob\n"
+                 "tin\\y85\nmanyprog:tiny86\ntiny9?");
+    write_file(path, sizeof path, work, "exclude.txt", text);
+    snprintf(var, sizeof var, "SLEDTRACE_EXCLUDE_FILE=%s", path);
+    check_many((const char *const[]){var, "SLEDTRACE_EXCLUDE=tiny80", NULL}, gone_file, "");
+    e2e_rmtree(work);
+}
+
+static int gone_none(const char *name)
+{
+    (void)name;
+    return 0;
+}
+
+/* A file that cannot be read: one warning, and the run is traced as if it were not given. */
+Test(filter, exclude_file_unreadable)
+{
+    check_many((const char *const[]){"SLEDTRACE_EXCLUDE_FILE=/nonexistent/exclude.txt", NULL},
+               gone_none,
+               "sledtrace: warning: SLEDTRACE_EXCLUDE_FILE=/nonexistent/exclude.txt: cannot read "
+               "it (No such file or directory); tracing as if it were not given\n");
+    /* a directory, and a FIFO nobody writes to (must not hang) */
+    check_many((const char *const[]){"SLEDTRACE_EXCLUDE_FILE=/", NULL}, gone_none,
+               "sledtrace: warning: SLEDTRACE_EXCLUDE_FILE=/: cannot read it (not a regular "
+               "file); tracing as if it were not given\n");
+    char work[PATH_MAX], fifo[PATH_MAX], var[PATH_MAX + 32], want[2 * PATH_MAX];
+    e2e_workdir(work, sizeof work);
+    snprintf(fifo, sizeof fifo, "%s/fifo", work);
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    snprintf(var, sizeof var, "SLEDTRACE_EXCLUDE_FILE=%s", fifo);
+    snprintf(want, sizeof want,
+             "sledtrace: warning: %s: cannot read it (not a regular file); tracing as if it "
+             "were not given\n",
+             var);
+    check_many((const char *const[]){var, NULL}, gone_none, want);
+    e2e_rmtree(work);
+}
+
+static int is_tiny01(const char *name)
+{
+    return strcmp(name, "tiny01") == 0;
+}
+
+/* C++ names in the file: a demangled name with its parameter list, a mangled one (what account
+ * --suggest-exclude writes), one limited to the program. */
+Test(filter, exclude_file_cxx)
+{
+    char work[PATH_MAX], path[PATH_MAX], var[PATH_MAX + 32];
+    e2e_workdir(work, sizeof work);
+    write_file(path, sizeof path, work, "exclude.txt",
+               "# app::safe(long)\n_ZN3app4safeEl\napp::risky(double)\ncxxfilter:helper\n");
+    snprintf(var, sizeof var, "SLEDTRACE_EXCLUDE_FILE=%s", path);
+    check_cxx_env(var, (const char *const[]){"app::risky(long)=3",
+                                             "app::Widget::risky_method(long)=4", NULL});
+    e2e_rmtree(work);
+}
+
+/* A pattern of the file that matches nothing is said with its line; past 8 such warnings the
+ * others are counted in one line. */
+Test(filter, exclude_file_pattern_matching_nothing)
+{
+    char work[PATH_MAX], path[PATH_MAX], var[PATH_MAX + 32];
+    e2e_workdir(work, sizeof work);
+    write_file(path, sizeof path, work, "exclude.txt",
+               "# stale\ntiny01\nnope1\n\nnope2\nnope3\nnope4\nnope5\nnope6\nnope7\nnope8\nnope9\n"
+               "nope10\n");
+    snprintf(var, sizeof var, "SLEDTRACE_EXCLUDE_FILE=%s", path);
+    char want[4096] = "";
+    static const int lines[] = {3, 5, 6, 7, 8, 9, 10, 11};
+    for (int i = 0; i < 8; i++)
+        snprintf(want + strlen(want), sizeof want - strlen(want),
+                 "sledtrace: warning: SLEDTRACE_EXCLUDE_FILE line %d: 'nope%d' matches no "
+                 "function (patterns are shell globs on function names, C++ names demangled or "
+                 "not; LIB:GLOB limits one to an object)\n",
+                 lines[i], i + 1);
+    strcat(want, "sledtrace: warning: SLEDTRACE_EXCLUDE_FILE: 2 more patterns match no function "
+                 "(SLEDTRACE_LOG=info names them)\n");
+    check_many((const char *const[]){var, NULL}, is_tiny01, want);
+    e2e_rmtree(work);
+}
+
+/* run --exclude-file: the runtime gets the file by its absolute path (a program that changes
+ * directory still finds it); a file it could not read is a usage error before the program
+ * starts. */
+Test(filter, run_exclude_file)
+{
+    char work[PATH_MAX], path[PATH_MAX], want[PATH_MAX + 8];
+    e2e_workdir(work, sizeof work);
+    write_file(path, sizeof path, work, "exclude.txt", "tiny*\n");
+    struct e2e_run t;
+    e2e_run_sh(work, &t,
+               "env -C '%s' '" E2E_SLEDTRACE "' run -o out --exclude-file exclude.txt -- sh -c "
+               "'echo \"$SLEDTRACE_EXCLUDE_FILE\"'",
+               work);
+    snprintf(want, sizeof want, "%s\n", path);
+    cr_assert_str_eq(t.out, want);
+    e2e_run_free(&t);
+    e2e_run_sh(work, &t,
+               "env -C '%s' '" E2E_SLEDTRACE "' run -o out --exclude-file missing.txt -- '%s' 2",
+               work, BIN("manyprog"));
+    cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 2, "status %#x", t.status);
+    cr_assert_str_eq(t.out, "", "the program ran");
+    cr_assert_str_eq(t.err,
+                     "sledtrace: run: --exclude-file missing.txt: No such file or directory\n");
     e2e_run_free(&t);
     e2e_rmtree(work);
 }
