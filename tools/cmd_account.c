@@ -25,6 +25,7 @@
  * a relative error of at most 1/256 (under 0.4%), in ticks; the conversion to nanoseconds
  * rounds to the nearest, which can add half a nanosecond. */
 #include "callstack_walk.h"
+#include "suggest.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -82,7 +83,11 @@ static void help(FILE *out)
           "  --raw-times        times as measured, the tracer's own cost included\n"
           "                     (default: corrected, when the trace records that cost)\n"
           "  --syms FILE        symbols file (default: TRACE with .fdr replaced by .syms)\n"
-          "  --names MODE  C++ names: short (default: namespaces and name), full or mangled\n",
+          "  --names MODE  C++ names: short (default: namespaces and name), full or mangled\n"
+          "  --suggest-exclude[=N] [-o FILE]\n"
+          "                     the functions whose tracing costs more than their own work,\n"
+          "                     and a file that leaves them out of the next run (sledtrace\n"
+          "                     account --suggest-exclude --help)\n",
           out);
 }
 
@@ -717,6 +722,8 @@ int cmd_account(int argc, char **argv)
     g_threads = NULL;
     g_elided = false;
     g_corrected = false;
+    if (tool_suggest_wanted(argc, argv)) /* its own options and output: cmd_suggest.c */
+        return cmd_suggest(argc, argv);
     if (tool_wants_help(argc, argv)) {
         help(stdout);
         return EXIT_OK;

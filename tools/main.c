@@ -27,6 +27,8 @@ static void usage(FILE *out)
           "  account TRACE [--format text|csv|json] [--sort KEY] [--top N] [--per-thread]\n"
           "          [--syms FILE]\n"
           "                                  per-function call statistics\n"
+          "  account TRACE --suggest-exclude[=N] [-o FILE]\n"
+          "                                  functions cheaper to leave out than to trace\n"
           "  convert TRACE --format fdr -o OUT\n"
           "                                  one block per thread (safe for llvm-xray 14)\n"
           "  convert TRACE --format chrome|yaml [-o OUT] [--syms FILE]\n"

@@ -418,3 +418,106 @@ Test(filter, run_exclude_file)
     e2e_run_free(&t);
     e2e_rmtree(work);
 }
+
+/* ---- account --suggest-exclude, round trip: suggest -> file -> run with it ---------------- */
+
+/* Traces prog (argv1) into <work>/out, gives the trace a calibration saying a call costs the
+ * tracer cost_ns (calibadd.c: until the runtime writes its own), and has account write its
+ * suggestion (extra: more options) to <work>/suggest.txt. Returns the file's text (malloc'd). */
+static char *suggest(const char *work, const char *prog, const char *argv1, const char *cost_ns,
+                     const char *extra)
+{
+    char out[PATH_MAX], trace[PATH_MAX], file[PATH_MAX];
+    snprintf(out, sizeof out, "%s/out", work);
+    snprintf(file, sizeof file, "%s/suggest.txt", work);
+    struct e2e_spec s = {.prog = prog, .argv1 = argv1, .preload = 1, .outdir = out};
+    struct e2e_run t, a;
+    e2e_run(work, &s, &t);
+    cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0, "status %#x", t.status);
+    e2e_trace_path(trace, sizeof trace, out, prog, t.pid, "fdr");
+    e2e_run_sh(work, &a, "'" E2E_CALIBADD "' '%s' %s", trace, cost_ns);
+    cr_assert(WIFEXITED(a.status) && WEXITSTATUS(a.status) == 0, "%s", a.err);
+    e2e_run_free(&a);
+    e2e_run_sh(work, &a, "'" E2E_SLEDTRACE "' account '%s' --suggest-exclude%s -o '%s'", trace,
+               extra, file);
+    cr_assert(WIFEXITED(a.status) && WEXITSTATUS(a.status) == 0, "%s%s", a.out, a.err);
+    cr_assert_str_empty(a.err);
+    e2e_run_free(&a);
+    e2e_run_free(&t);
+    e2e_rmtree(out);
+    char *text = e2e_slurp(file, NULL);
+    cr_assert_not_null(text);
+    return text;
+}
+
+/* The file's patterns (its lines that are not comments), each as one string in `set`
+ * (newline-separated, with a newline at each end); how many. */
+static int patterns(const char *text, char *set, size_t len)
+{
+    int n = 0;
+    snprintf(set, len, "\n");
+    for (const char *l = text; *l;) {
+        size_t k = strcspn(l, "\n");
+        if (k && *l != '#') {
+            snprintf(set + strlen(set), len - strlen(set), "%.*s\n", (int)k, l);
+            n++;
+        }
+        l += k + (l[k] == '\n');
+    }
+    return n;
+}
+
+static char g_set[8192]; /* the suggested patterns, for gone_suggested */
+
+static int gone_suggested(const char *name)
+{
+    char line[128];
+    snprintf(line, sizeof line, "\nmanyprog:%s\n", name);
+    return strstr(g_set, line) != NULL;
+}
+
+/* manyprog, said to cost 200ns a call to trace: its tiny leaves (a few ns of work) are
+ * suggested, medium and work (microseconds) and main never. Every line of the file is an exact
+ * pattern; run with it, those functions are gone and every other count is exact. An interrupt
+ * inside a tiny call can lift its own time above 200ns, so a few may be missing from the list:
+ * whatever it lists is what the second run leaves out. */
+Test(filter, suggest_round_trip)
+{
+    char work[PATH_MAX], path[PATH_MAX], var[PATH_MAX + 32];
+    e2e_workdir(work, sizeof work);
+    char *text = suggest(work, BIN("manyprog"), "2", "200", "");
+    int n = patterns(text, g_set, sizeof g_set);
+    cr_assert_geq(n, 95, "%d suggestions:\n%s", n, text);
+    cr_assert_leq(n, 100, "%s", text);
+    for (const char *l = g_set + 1; *l; l = strchr(l, '\n') + 1) {
+        int no;
+        char end;
+        cr_assert(sscanf(l, "manyprog:tiny%2d%c", &no, &end) == 2 && end == '\n',
+                  "not a tiny function's exact pattern: %.40s", l);
+    }
+    free(text);
+    snprintf(path, sizeof path, "%s/suggest.txt", work);
+    snprintf(var, sizeof var, "SLEDTRACE_EXCLUDE_FILE=%s", path);
+    check_many((const char *const[]){var, NULL}, gone_suggested, "");
+    e2e_rmtree(work);
+}
+
+/* C++: the file names mangled symbols, which the runtime matches whether or not it can
+ * demangle. Said to cost 1ms a call, every function qualifies; the first two by calls are
+ * helper (7) and app::safe (5). */
+Test(filter, suggest_round_trip_cxx)
+{
+    char work[PATH_MAX], path[PATH_MAX], var[PATH_MAX + 32], set[1024];
+    e2e_workdir(work, sizeof work);
+    char *text = suggest(work, BIN("cxxfilter"), NULL, "1000000", "=2");
+    cr_assert_eq(patterns(text, set, sizeof set), 2, "%s", text);
+    cr_assert_str_eq(set, "\ncxxfilter:_Z6helperl\ncxxfilter:_ZN3app4safeEl\n");
+    cr_assert(strstr(text, "\n# helper: 7 calls, own "), "%s", text);
+    cr_assert(strstr(text, "\n# app::safe: 5 calls, own "), "%s", text);
+    free(text);
+    snprintf(path, sizeof path, "%s/suggest.txt", work);
+    snprintf(var, sizeof var, "SLEDTRACE_EXCLUDE_FILE=%s", path);
+    check_cxx_env(var, (const char *const[]){"app::risky(long)=3", "app::risky(double)=2",
+                                             "app::Widget::risky_method(long)=4", NULL});
+    e2e_rmtree(work);
+}
