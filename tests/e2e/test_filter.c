@@ -521,3 +521,30 @@ Test(filter, suggest_round_trip_cxx)
                                              "app::Widget::risky_method(long)=4", NULL});
     e2e_rmtree(work);
 }
+
+/* Quiet descendants: a process `sledtrace run`'s program started that cannot read the file (it
+ * was removed meanwhile) says so only at the info level, and is traced whole. */
+Test(filter, exclude_file_unreadable_in_a_descendant)
+{
+    char work[PATH_MAX], path[PATH_MAX];
+    e2e_workdir(work, sizeof work);
+    write_file(path, sizeof path, work, "exclude.txt", "tiny*\n");
+    struct e2e_run t;
+    e2e_run_sh(work, &t,
+               "env -C '%s' '" E2E_SLEDTRACE "' run -o out --exclude-file exclude.txt -- sh -c "
+               "'rm exclude.txt; \"$0\" 2; true' '%s'",
+               work, BIN("manyprog"));
+    cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0, "%s", t.err);
+    cr_assert_null(strstr(t.err, "warning"), "%s", t.err);
+    const char *w = strstr(t.err, "sledtrace: trace written to ");
+    cr_assert_not_null(w, "%s", t.err);
+    char trace[PATH_MAX];
+    cr_assert_eq(sscanf(w, "sledtrace: trace written to %4095s", trace), 1);
+    struct e2e_expect e;
+    e2e_parse_expect(t.out, &e);
+    struct e2e_trace tr;
+    e2e_read_trace(trace, &tr);
+    e2e_check_trace(&tr, &e, "descendant");
+    e2e_run_free(&t);
+    e2e_rmtree(work);
+}
