@@ -297,20 +297,23 @@ static int gone_file(const char *name)
     return n >= 0 && (n < 70 || n == 80 || n == 85 || n == 86 || n >= 90);
 }
 
-/* More patterns than SLEDTRACE_EXCLUDE ever allowed (72 exact names), one a line, with comments,
- * blank lines, blanks around a pattern and a CRLF line end; its patterns and SLEDTRACE_EXCLUDE's
- * add up. Every pattern matches, so nothing is said. */
+/* Far more patterns than SLEDTRACE_EXCLUDE ever allowed (64): 2800 exact names (tiny00..tiny69,
+ * each 40 times), one a line, with comments, blank lines, blanks around a pattern and a CRLF
+ * line end; its patterns and SLEDTRACE_EXCLUDE's add up. Every pattern matches, so nothing is
+ * said. */
 Test(filter, exclude_file_adds_up)
 {
     char work[PATH_MAX], path[PATH_MAX], var[PATH_MAX + 32];
     e2e_workdir(work, sizeof work);
-    char text[4096] = "# written for manyprog\n\n";
-    for (int i = 0; i < 70; i++)
-        snprintf(text + strlen(text), sizeof text - strlen(text), "%stiny%02d%s\n",
-                 i % 7 == 3 ? "  \t" : "", i,
-                 i == 5   ? " \t"
-                 : i == 6 ? "\r"
-                          : "");
+    static char text[64 * 1024];
+    snprintf(text, sizeof text, "# written for manyprog\n\n");
+    for (int k = 0; k < 40; k++)
+        for (int i = 0; i < 70; i++)
+            snprintf(text + strlen(text), sizeof text - strlen(text), "%stiny%02d%s\n",
+                     i % 7 == 3 ? "  \t" : "", i,
+                     i == 5   ? " \t"
+                     : i == 6 ? "\r"
+                              : "");
     strcat(text, "   \n# an escaped literal, one limited to the program, a glob\n"
                  "tin\\y85\nmanyprog:tiny86\ntiny9?");
     write_file(path, sizeof path, work, "exclude.txt", text);
