@@ -148,13 +148,13 @@ static void parse(struct list *l, const char *spec, const char *file)
     }
     if (!max)
         return;
-    /* every pattern's text, lib and literal are each at most its length + 1 */
-    size_t nb = 16;
+    size_t nb = 16; /* buckets: at most half of them used */
     while (nb < 2 * max)
         nb *= 2;
     l->p = malloc(max * sizeof *l->p);
     l->globs = malloc(max * sizeof *l->globs);
     l->bucket = calloc(nb, sizeof *l->bucket);
+    /* a pattern's text, lib and literal: each at most its length + 1 */
     l->arena = malloc(3 * (bytes + max));
     if (!l->p || !l->globs || !l->bucket || !l->arena || max >= UINT32_MAX) {
         str_log(STR_WARN, "%s: out of memory for %zu patterns; ignored", l->var, max);
