@@ -4,11 +4,15 @@
 # the work, compare.py decides). One check per function compared, then one for the whole run.
 #   mixleaf  mixleaf.c (leaves of ~1 ns to ~3.5 us): every function's share within 5 points
 #            of perf's.
+#   sqlite3  the sqlite3 shell from Debian's source (debsrc.sh, cached in CACHE) on
+#            workload.sql: every function perf puts at 2% or more within max(3 points, 30% of
+#            its share).
 # When perf cannot sample here (not installed, no event it can count, perf_event_paranoid)
-# the test is skipped and says why, on stdout ("1..0 # SKIP why": meson shows SKIP) and stderr. It never passes without comparing.
+# or, for sqlite3, the source cannot be fetched, the test is skipped and says why, on stdout
+# ("1..0 # SKIP why": meson shows SKIP) and stderr. It never passes without comparing.
 # PROFILE_RAW=1 compares account --raw-times instead (the times as measured).
 # Environment (tests/profile/meson.build): SLEDTRACE, PERF (empty when meson found none),
-# PYTHON, MIXLEAF_PLAIN, MIXLEAF_XRAY.
+# PYTHON, MIXLEAF_PLAIN, MIXLEAF_XRAY; for sqlite3 CACHE, CLANG, XRAY_NOLINK.
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -34,8 +38,22 @@ mixleaf)
     checks=(--every 5)
     args=(1)
     ;;
+sqlite3)
+    if ! out=$(CLANG=$CLANG XRAY_NOLINK=$XRAY_NOLINK "$here/debsrc.sh" sqlite3 "$CACHE"); then
+        if grep -q 'apt-get source' <<<"$out"; then
+            skip_all "$out"
+        fi
+        not_ok "sqlite3 built from Debian's source" "$out" "$(tail -20 "$CACHE/sqlite3.log")"
+        tap_end
+    fi
+    plain=$CACHE/sqlite3-plain xray=$CACHE/sqlite3-xray
+    sed -e 's/@ROWS@/50000/' -e 's/@LOOKUPS@/20000/' "$here/workload.sql" >"$work/workload.sql"
+    stdin=$work/workload.sql
+    checks=(--min-share 2 --abs 3 --rel 30)
+    args=(:memory:)
+    ;;
 *)
-    echo "usage: test_profile.sh mixleaf" >&2
+    echo "usage: test_profile.sh mixleaf|sqlite3" >&2
     exit 2
     ;;
 esac
