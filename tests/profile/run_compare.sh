@@ -190,7 +190,7 @@ rm -rf "$tdir"
 
 # ---- 4. the comparison -------------------------------------------------------------------------
 echo "$name: perf event $event at $freq Hz (call graphs: dwarf); sledtrace account${raw:+ ${raw[*]}}"
-grep '^# times:' "$work/account.err" | sed "s/^# /$name: account's /"
+awk -v n="$name" 'sub(/^# times:/, "") { print n ": account'"'"'s times:" $0 }' "$work/account.err"
 "$PYTHON" "$here/compare.py" --name "$name" --binary "$plain" --perf-script "$work/perf.script" \
     --syms "$work/trace.syms" --account "$work/account.csv" --display "$work/account-names.csv" \
     "${checks[@]}"
