@@ -137,6 +137,10 @@ if ! (cd "$chdir" && "$PERF" record -q -e "$event" -F "$freq" --call-graph dwarf
     fail "perf record of $plain failed" "$work/perf-record.err"
 fi
 timing "untraced run under perf record: $(took "$t0")"
+# the event perf did record: where a hardware event is missing, perf record falls back to
+# cpu-clock without a word
+recorded=$("$PERF" evlist -i "$work/perf.data" 2>/dev/null | head -1)
+recorded=${recorded:-$event}
 t0=$(now)
 if ! "$PERF" script -i "$work/perf.data" -F pid,ip,sym,dso --no-inline --no-demangle \
     >"$work/perf.script" 2>"$work/perf-script.err"; then
@@ -189,7 +193,9 @@ cp "${trace%.fdr}.syms" "$work/trace.syms" || fail "no .syms beside $trace"
 rm -rf "$tdir"
 
 # ---- 4. the comparison -------------------------------------------------------------------------
-echo "$name: perf event $event at $freq Hz (call graphs: dwarf); sledtrace account${raw:+ ${raw[*]}}"
+shown=$recorded
+[[ ${recorded%H} != "$event" ]] && shown="$recorded (asked for $event)"
+echo "$name: perf event $shown at $freq Hz (call graphs: dwarf); sledtrace account${raw:+ ${raw[*]}}"
 awk -v n="$name" 'sub(/^# times:/, "") { print n ": account'"'"'s times:" $0 }' "$work/account.err"
 "$PYTHON" "$here/compare.py" --name "$name" --binary "$plain" --perf-script "$work/perf.script" \
     --syms "$work/trace.syms" --account "$work/account.csv" --display "$work/account-names.csv" \
