@@ -20,10 +20,12 @@
 # (SLEDTRACE_BUFFER_KB x SLEDTRACE_BUFFERS per thread that records events).
 #
 # Also: start-up with many functions, the per-process cost of the preload for a program with
-# nothing to trace (/bin/true), and analysis speed.
+# nothing to trace (/bin/true), self times against perf (scripts/bench/profile.sh), and
+# analysis speed.
 #
 # Environment: BENCH_ROUNDS (default 7), BENCH_FIB_N (default 30), BENCH_MANY (functions in
-# the start-up programs, space-separated; default "20000 100000"), CLANG (default clang).
+# the start-up programs, space-separated; default "20000 100000"), BENCH_PROFILE (0 skips the
+# comparison with perf), CLANG (default clang).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -585,6 +587,16 @@ done
 # apt-get source; see the script): first run, second run, phases, RSS, compiler-rt's figure.
 echo
 RUNTIME=$preload CLANG=$CLANG scripts/bench/realprog.sh "$root/build/bench-real" || true
+
+# ---- self times against perf -------------------------------------------------------------------
+# mixleaf, sqlite3 and ninja built with and without sleds; each function's share of self time
+# from sledtrace account beside perf's sampling of the untraced build (scripts/bench/profile.sh,
+# sources and builds kept in build/bench/profile). BENCH_PROFILE=0 skips it.
+if [[ "${BENCH_PROFILE:-1}" != 0 ]]; then
+    echo
+    CLANG=$CLANG scripts/bench/profile.sh "$root/build/bench/profile" ||
+        echo "profile: not measured (scripts/bench/profile.sh failed)"
+fi
 
 # ---- per-process cost of the preload -------------------------------------------
 # LD_PRELOAD reaches every program a traced one starts; one with nothing to trace (here

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# tests/profile (issue 22), TAP: sledtrace's self times against an independent reference, a
+# sampling profile (perf record) of the same program built without XRay (run_compare.sh does
+# the work, compare.py decides). One check per function compared, then one for the whole run.
+#   mixleaf  mixleaf.c (leaves of ~1 ns to ~3.5 us): every function's share within 5 points
+#            of perf's.
+#   sqlite3  the sqlite3 shell from Debian's source (debsrc.sh, cached in CACHE) on
+#            workload.sql: every function perf puts at 2% or more within max(3 points, 30% of
+#            its share).
+# When perf cannot sample here (not installed, no event it can count, perf_event_paranoid)
+# or, for sqlite3, the source cannot be fetched, the test is skipped and says why, on stdout
+# ("1..0 # SKIP why": meson shows SKIP) and stderr. It never passes without comparing.
+# PROFILE_RAW=1 compares account --raw-times instead (the times as measured).
+# Environment (tests/profile/meson.build): SLEDTRACE, PERF (empty when meson found none),
+# PYTHON, MIXLEAF_PLAIN, MIXLEAF_XRAY; for sqlite3 CACHE, CLANG, XRAY_NOLINK.
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=../tap.sh
+. "$(dirname "$0")/../tap.sh"
+
+prog=${1:-}
+skip_all() {
+    echo "1..0 # SKIP $*"
+    echo "profile $prog: SKIPPED: $*" >&2
+    exit 0
+}
+[[ -n ${PERF:-} ]] || skip_all "perf not found (Debian package linux-perf; scripts/setup.sh installs it)"
+export PERF SLEDTRACE PYTHON
+# meson sets it for every test; glibc would then fill every block malloc hands out or takes back
+unset MALLOC_PERTURB_
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+case $prog in
+mixleaf)
+    plain=$MIXLEAF_PLAIN xray=$MIXLEAF_XRAY stdin=/dev/null
+    checks=(--every 5)
+    args=(1)
+    ;;
+sqlite3)
+    if ! out=$(CLANG=$CLANG XRAY_NOLINK=$XRAY_NOLINK "$here/debsrc.sh" sqlite3 "$CACHE"); then
+        if grep -q 'apt-get source' <<<"$out"; then
+            skip_all "$out"
+        fi
+        not_ok "sqlite3 built from Debian's source" "$out" "$(tail -20 "$CACHE/sqlite3.log")"
+        tap_end
+    fi
+    plain=$CACHE/sqlite3-plain xray=$CACHE/sqlite3-xray
+    sed -e 's/@ROWS@/50000/' -e 's/@LOOKUPS@/20000/' "$here/workload.sql" >"$work/workload.sql"
+    stdin=$work/workload.sql
+    checks=(--min-share 2 --abs 3 --rel 30)
+    args=(:memory:)
+    ;;
+*)
+    echo "usage: test_profile.sh mixleaf|sqlite3" >&2
+    exit 2
+    ;;
+esac
+
+"$here/run_compare.sh" --name "$prog" --plain "$plain" --xray "$xray" --work "$work/run" \
+    --stdin "$stdin" -- "${checks[@]}" -- "${args[@]}" >"$work/out" 2>"$work/err"
+rc=$?
+if ((rc == 77)); then
+    skip_all "$(cat "$work/out")"
+fi
+# the table and the summary as diagnostics, always
+sed 's/^/# /' "$work/out"
+# one check per compared function: the table's rows end in ok or FAIL
+while read -r line; do
+    read -r -a f <<<"$line"
+    n=${#f[@]}
+    fn=${f[*]:0:n-6}
+    what="$prog: $fn: sledtrace ${f[n - 4]}%, perf ${f[n - 5]}% (within ${f[n - 2]} points)"
+    if [[ ${f[n - 1]} == ok ]]; then
+        ok "$what"
+    else
+        not_ok "$what"
+    fi
+done < <(awk '($NF == "ok" || $NF == "FAIL") && $(NF - 4) ~ /^[0-9.]+$/' "$work/out")
+case $rc in
+0) ok "$prog: sledtrace's self-time shares agree with perf's" ;;
+1) not_ok "$prog: sledtrace's self-time shares agree with perf's" ;;
+*) not_ok "$prog: the comparison ran" "$(cat "$work/out" "$work/err")" ;;
+esac
+tap_end
