@@ -43,7 +43,7 @@
  * SLEDTRACE_LOG=info only: the trace is then read as measured.
  *
  * Cost. The warm-up round has MIN_CALLS calls; the first round CALLS, and the others as many
- * as fit ROUNDS rounds in BUDGET_NS by the first one's time (all CALLS with rdtsc; about 26
+ * as fit ROUNDS rounds in BUDGET_NS by the first kept one's time (all CALLS with rdtsc; about 26
  * with the monotonic clock, whose reads cost three times as much on the development VM). Each
  * round also makes OFF_CALLS unpatched calls of each shape. In all about 75 us with rdtsc and
  * 90 us with the monotonic clock there (SLEDTRACE_LOG=info prints it), plus one round per
@@ -204,9 +204,9 @@ static uint32_t clamp_u32(int64_t v)
 
 /* Runs the rounds with the cursor pointed at the scratch buffer. Returns the number of rounds
  * kept (gap means in m[gap][round]), counts the discarded ones and sets the calls per round:
- * CALLS, or fewer when the first round (after a short warm-up) says that ROUNDS of them would
- * take more than BUDGET_NS (the monotonic clock's reads cost several times rdtsc's); the rounds
- * after the first then have that many. */
+ * CALLS, or fewer when the first round kept (after a short warm-up) says that ROUNDS of them
+ * would take more than BUDGET_NS (the monotonic clock's reads cost several times rdtsc's); the
+ * rounds after it then have that many. */
 static int measure_rounds(uint64_t read256, int64_t m[STF_GAPS][ROUNDS], int *discarded,
                           uint32_t *calls)
 {
@@ -218,25 +218,23 @@ static int measure_rounds(uint64_t read256, int64_t m[STF_GAPS][ROUNDS], int *di
         int64_t mr[STF_GAPS];
         for (int g = 0; g < STF_GAPS; g++)
             mr[g] = INT64_MIN;
-        uint64_t t0 = r == 0 ? mono_ns(CLOCK_MONOTONIC_RAW) : 0;
+        uint64_t t0 = mono_ns(CLOCK_MONOTONIC_RAW);
         int ok = run_round(&shapes[0], *calls, read256, mr) &&
                  run_round(&shapes[1], *calls, read256, mr);
+        uint64_t took = mono_ns(CLOCK_MONOTONIC_RAW) - t0;
         if (r < 0) { /* warm-up: MIN_CALLS */
             *calls = CALLS;
             continue;
-        }
-        if (r == 0) {
-            uint64_t took = mono_ns(CLOCK_MONOTONIC_RAW) - t0;
-            if (took * ROUNDS > BUDGET_NS) {
-                uint64_t c = CALLS * (uint64_t)BUDGET_NS / (took * ROUNDS);
-                *calls = c < MIN_CALLS ? MIN_CALLS : (uint32_t)c;
-            }
         }
         for (int g = 0; g < STF_GAPS && ok; g++)
             ok = mr[g] != INT64_MIN;
         if (!ok) {
             ++*discarded;
             continue;
+        }
+        if (kept == 0 && took * ROUNDS > BUDGET_NS) {
+            uint64_t c = CALLS * (uint64_t)BUDGET_NS / (took * ROUNDS);
+            *calls = c < MIN_CALLS ? MIN_CALLS : (uint32_t)c;
         }
         for (int g = 0; g < STF_GAPS; g++)
             m[g][kept] = mr[g];
