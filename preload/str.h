@@ -2,7 +2,8 @@
  *
  * Files: hot.c (the per-event path, called by the trampolines), buffers.c (per-thread chunks,
  * the flush queue, the flush thread, the final flush), runtime.c (start-up, configuration,
- * patching, exit paths), log.c (messages and configuration parsing).
+ * patching, exit paths), log.c (messages and configuration parsing), calib.c (the tracer's own
+ * cost, measured at start-up).
  *
  * Memory of a thread: one mapping holding its struct str_thread (cold state, side ring, chunk
  * descriptors) followed by `nchunks` chunks of `chunk_size` bytes. Chunks cycle FREE -> FILLING
