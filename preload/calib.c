@@ -43,11 +43,11 @@
  * SLEDTRACE_LOG=info only: the trace is then read as measured.
  *
  * Cost. The warm-up round has MIN_CALLS calls; the first round CALLS, and the others as many
- * as fit ROUNDS rounds in BUDGET_NS by the first kept one's time (all CALLS with rdtsc; about 26
- * with the monotonic clock, whose reads cost three times as much on the development VM). Each
- * round also makes OFF_CALLS unpatched calls of each shape. In all about 75 us with rdtsc and
- * 90 us with the monotonic clock there (SLEDTRACE_LOG=info prints it), plus one round per
- * disturbed one.
+ * as fit ROUNDS rounds in BUDGET_NS by the first kept one's time (62-64 with rdtsc on the
+ * development VM when its host is quiet, about 45 when busy; about 26 with the monotonic clock,
+ * whose reads cost three times as much). Each round also makes OFF_CALLS unpatched calls of
+ * each shape. In all, medians of 20 runs there: 75-90 us with rdtsc, 94-103 us with the
+ * monotonic clock (SLEDTRACE_LOG=info prints it), plus one round per disturbed one.
  *
  * Limits. What is measured is the common path of the plain trampolines: under
  * SLEDTRACE_MIN_DURATION exits go through stp_event_min (a few loads more), and the slow
