@@ -1253,6 +1253,11 @@ static int begin_file(int fd, const char *path, const char *spath)
     struct stf_header hd = {STF_VERSION, STF_TYPE_FDR, header_bits, 0, str_cfg.chunk_size};
     stf_encode_header(h, &hd);
     write_all(h, sizeof h);
+    /* The tracer's own cost (calib.c) in a block of its own, first; not counted as a chunk, so
+     * that a run that recorded nothing still leaves no file. */
+    uint8_t cb[STR_CALIB_BLOCK];
+    if (str_calib_block(cb, (int32_t)syscall(SYS_gettid), pid))
+        write_block(cb, sizeof cb, NULL, 0);
     return 0;
 }
 
@@ -1277,6 +1282,7 @@ int str_buffers_start(int fd, const char *path, const char *spath, const struct 
 {
     outputs = *o; /* before the flush thread starts: pthread_create orders it for that thread */
     header_bits = str_clock_init();
+    str_calib_measure(); /* before any sled is patched: the clock is chosen now */
     clock_gettime(CLOCK_MONOTONIC_RAW, &raw0);
     tsc0 = str_now();
     if (str_cfg.min_duration_ns) {

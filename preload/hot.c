@@ -166,34 +166,21 @@ static void slow_stack_release(void *top)
     atomic_fetch_and_explicit(&slow_busy, ~(1u << i), memory_order_release);
 }
 
-/* Every signal but the synchronous ones (SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGSEGV, SIGSYS),
- * SIGKILL and SIGSTOP, and glibc's two internal ones (32, 33), which its own pthread_sigmask
- * never blocks either. Bit n - 1 is signal n. */
+/* The signals the slow path blocks (str.h says which; calib.c blocks them too). */
 #define SIGBIT(n) (1ull << ((n)-1))
-static const uint64_t async_signals =
+const uint64_t str_async_signals =
     ~(SIGBIT(4) | SIGBIT(5) | SIGBIT(7) | SIGBIT(8) | SIGBIT(9) | SIGBIT(11) | SIGBIT(19) |
       SIGBIT(31) | SIGBIT(32) | SIGBIT(33));
-
-static inline void raw_sigmask(long how, const uint64_t *set, uint64_t *old)
-{
-    register long len __asm__("r10") = 8;
-    long r;
-    __asm__ volatile("syscall"
-                     : "=a"(r)
-                     : "a"((long)SYS_rt_sigprocmask), "D"(how), "S"(set), "d"(old), "r"(len)
-                     : "rcx", "r11", "memory");
-    (void)r;
-}
 
 /* Runs the slow path (str_refill) the way the block above says. */
 static void __attribute__((noinline)) slow_path(uint64_t *tsc)
 {
     uint64_t old = 0;
-    raw_sigmask(0 /* SIG_BLOCK */, &async_signals, &old);
+    str_raw_sigmask(0 /* SIG_BLOCK */, &str_async_signals, &old);
     void *stack = slow_stack_claim();
     stp_call_preserving_fpu(str_refill, tsc, stack);
     slow_stack_release(stack);
-    raw_sigmask(2 /* SIG_SETMASK */, &old, NULL);
+    str_raw_sigmask(2 /* SIG_SETMASK */, &old, NULL);
 }
 
 /* Room a slow path's pseudo-call takes: two function records, each after a possible TSCWrap. */

@@ -2,7 +2,8 @@
  *
  * Files: hot.c (the per-event path, called by the trampolines), buffers.c (per-thread chunks,
  * the flush queue, the flush thread, the final flush), runtime.c (start-up, configuration,
- * patching, exit paths), log.c (messages and configuration parsing).
+ * patching, exit paths), log.c (messages and configuration parsing), calib.c (the tracer's own
+ * cost, measured at start-up).
  *
  * Memory of a thread: one mapping holding its struct str_thread (cold state, side ring, chunk
  * descriptors) followed by `nchunks` chunks of `chunk_size` bytes. Chunks cycle FREE -> FILLING
@@ -15,6 +16,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/syscall.h>
 
 #define STR_HIDDEN __attribute__((visibility("hidden")))
 
@@ -66,6 +68,25 @@ STR_HIDDEN extern int str_clock_tsc;
 STR_HIDDEN extern str_vdso_gettime_fn str_vdso_gettime;
 STR_HIDDEN uint32_t str_clock_init(void);
 STR_HIDDEN uint64_t str_now(void);
+
+/* ---- signal masks without libc (hot.c's slow path, calib.c) ----
+ * str_async_signals (hot.c): every signal but the synchronous ones (SIGILL, SIGTRAP, SIGBUS,
+ * SIGFPE, SIGSEGV, SIGSYS), SIGKILL and SIGSTOP, and glibc's two internal ones (32, 33), which
+ * its own pthread_sigmask never blocks either. Bit n - 1 is signal n. str_raw_sigmask is
+ * rt_sigprocmask as a raw system call: no libc, no vector register (how: 0 SIG_BLOCK,
+ * 2 SIG_SETMASK). */
+STR_HIDDEN extern const uint64_t str_async_signals;
+
+static inline void str_raw_sigmask(long how, const uint64_t *set, uint64_t *old)
+{
+    register long len __asm__("r10") = 8;
+    long r;
+    __asm__ volatile("syscall"
+                     : "=a"(r)
+                     : "a"((long)SYS_rt_sigprocmask), "D"(how), "S"(set), "d"(old), "r"(len)
+                     : "rcx", "r11", "memory");
+    (void)r;
+}
 
 /* ---- per-thread state ---- */
 enum { STR_SIDE_N = 1024, STR_BLOCK_HEAD = 80 };
@@ -249,6 +270,14 @@ STR_HIDDEN void str_request_toggle(void);
 /* pthread_create failed for lack of memory: lets the flush thread free exited threads' memory
  * now; 1 if a retry may succeed (buffers.c). */
 STR_HIDDEN int str_reclaim(void);
+/* calib.c: the tracer's own cost per pair of records, measured once per process on the calling
+ * thread, which must not be recording (its cursor is borrowed), after str_clock_init and before
+ * any sled is patched; a fork child keeps its parent's result. Failures are logged at info level
+ * only. str_calib_block fills the block every trace starts with (format/stf.h, STF_TYPED_CALIB)
+ * for thread tid of process pid and returns its size, or 0 when there is no calibration. */
+enum { STR_CALIB_BLOCK = STR_BLOCK_HEAD + 16 + 64 };
+STR_HIDDEN void str_calib_measure(void);
+STR_HIDDEN size_t str_calib_block(uint8_t b[STR_CALIB_BLOCK], int32_t tid, int32_t pid);
 /* threads.c: the program's threads without /proc, and strict seccomp */
 STR_HIDDEN void str_threads_early(void);
 /* census.c: what threads.c counts, for buffers.c. str_threads_live: threads created by the

@@ -1,4 +1,5 @@
 /* sledtrace info: header, per-thread summary, record counts by kind, time span, drops, the
+ * tracer's own cost as the runtime measured it (its calibration record, format/stf.h), the
  * traced objects with their build ids (from the sidecar beside the trace), and the cost of
  * decoding (wall time, peak RSS). One streaming pass; memory grows with the number of threads
  * only (and the sidecar's size). */
@@ -19,12 +20,14 @@ static void help(FILE *out)
           "\n"
           "Summarize a trace: header fields, the clock's resolution as the records show it\n"
           "(the greatest common divisor of the time steps between a thread's consecutive\n"
-          "function records, and the smallest step), records by kind, time span, dropped\n"
-          "records, file size, one line per thread (blocks, records, calls, custom/typed\n"
-          "events, first/last TSC and time since the first record, events lost), the traced\n"
-          "objects (object id, GNU build id of the file when it was traced, path; from the\n"
-          "symbols file beside the trace, TRACE with .fdr replaced by .syms), and the time\n"
-          "and peak memory the decoding took.\n",
+          "function records, and the smallest step), the tracer's own cost per pair of\n"
+          "records as the runtime measured it at start-up (compiler-rt's traces and older\n"
+          "ones do not record it: their times are as measured), records by kind, time span,\n"
+          "dropped records, file size, one line per thread (blocks, records, calls, custom\n"
+          "and typed events other than the tracer's own, first/last TSC and time since the\n"
+          "first record, events lost), the traced objects (object id, GNU build id of the\n"
+          "file when it was traced, path; from the symbols file beside the trace, TRACE with\n"
+          ".fdr replaced by .syms), and the time and peak memory the decoding took.\n",
           out);
 }
 
@@ -180,6 +183,30 @@ static void fmt_ticks(char *buf, size_t len, uint64_t ticks, uint64_t freq)
     snprintf(buf, len, "%" PRIu64 " tick%s (%.3g %s)", ticks, ticks == 1 ? "" : "s", v, unit);
 }
 
+/* The tracer's cost per pair of records (calibration record): one line. Gaps are in 1/256
+ * tick; frequency 0 takes ticks as ns, as elsewhere. */
+static void print_tracer_cost(const struct stf_calib *c, bool have, uint64_t freq)
+{
+    if (!have) {
+        printf("tracer cost:   not recorded (times are as measured)\n");
+        return;
+    }
+    static const struct {
+        int gap;
+        const char *name;
+    } pairs[STF_GAPS] = {{STF_GAP_EX, "entry->exit"},  {STF_GAP_XE, "exit->entry"},
+                         {STF_GAP_EE, "entry->entry"}, {STF_GAP_XX, "exit->exit"},
+                         {STF_GAP_ET, "entry->tail"},  {STF_GAP_TE, "tail->entry"}};
+    double ns_per = (freq ? 1e9 / (double)freq : 1.0) / 256.0;
+    printf("tracer cost:  ");
+    for (int i = 0; i < STF_GAPS; i++)
+        printf(" %s %.1f ns (+-%.1f)%s", pairs[i].name, c->gap[pairs[i].gap] * ns_per,
+               c->spread[pairs[i].gap] * ns_per, i + 1 < STF_GAPS ? "," : "");
+    printf(" (calibrated at start-up: %" PRIu32 " rounds of %" PRIu32 " calls; clock step %" PRIu32
+           " tick%s)\n",
+           c->rounds, c->calls, c->step, c->step == 1 ? "" : "s");
+}
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -223,6 +250,9 @@ int cmd_info(int argc, char **argv)
     /* The clock's resolution as the trace shows it (resolution.h): the gcd of the non-zero
      * time steps between a thread's consecutive function records, and the smallest step. */
     struct tool_res res = {0};
+    /* The runtime's calibration: the first one before any function record (tools/vclock.h). */
+    struct stf_calib calib = {0};
+    bool has_calib = false, seen_func = false;
     struct u64map map = {0};
     struct thr *thr = NULL;
     size_t nthr = 0, capthr = 0;
@@ -253,11 +283,18 @@ int cmd_info(int argc, char **argv)
             blk_index = it.block;
         }
         uint64_t lost;
+        struct stf_calib c;
         if (it.kind == STF_M_CUSTOM_EVENT && stf_decode_loss(it.payload, it.payload_len, &lost)) {
             drops += lost;
             gaps++;
             blk.drops += lost;
             blk.gaps++;
+        } else if (it.kind == STF_M_TYPED_EVENT &&
+                   stf_decode_calib(it.event_type, it.payload, it.payload_len, &c)) {
+            if (!has_calib && !seen_func) { /* the tracer's, not an event of the program */
+                calib = c;
+                has_calib = true;
+            }
         } else if (it.kind == STF_M_CUSTOM_EVENT || it.kind == STF_M_TYPED_EVENT) {
             blk.events++;
         }
@@ -270,6 +307,7 @@ int cmd_info(int argc, char **argv)
         }
         if (it.kind == STF_K_FUNCTION) {
             tool_res_add(&res, it.delta);
+            seen_func = true;
             if (it.action < 4)
                 by_action[it.action]++;
             if (!blk.have_tsc || it.tsc < blk.first_tsc)
@@ -324,6 +362,7 @@ int cmd_info(int argc, char **argv)
         } else {
             printf("clock resolution: - (no two records at different times)\n");
         }
+        print_tracer_cost(&calib, has_calib, freq);
         printf("buffer size:   %" PRIu64 " bytes\n", h->buffer_size);
         printf("blocks:        %" PRIu64 "\n", st.blocks);
         printf("records:       %" PRIu64 "\n", st.records);

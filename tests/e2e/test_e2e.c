@@ -85,6 +85,15 @@ static void check_with_llvm_xray(const char *work, const char *bin, const char *
     long want_events = tr->tracer_records;
     for (int j = 0; j < e->nfuncs; j++)
         want_events += 2 * e->f[j].count;
+    /* and the runtime's calibration, a typed event of its own type (stf.h), first */
+    want_events++;
+    const char *first = strstr(r.out, "records:\n");
+    char calib[64];
+    snprintf(calib, sizeof calib, "  - { type: %u, ", (unsigned)STF_TYPED_CALIB);
+    const char *nl = first ? strchr(first + 9, '\n') : NULL;
+    const char *kind = first ? strstr(first, "kind: typed-event") : NULL;
+    cr_assert(nl && kind && kind < nl && strncmp(first + 9, calib, strlen(calib)) == 0,
+              "llvm-xray convert does not start with the calibration:\n%.400s", r.out);
     cr_assert_eq(events, want_events, "llvm-xray convert lists %ld records, expected %ld", events,
                  want_events);
     e2e_run_free(&r);

@@ -207,3 +207,60 @@ Test(correct, no_calibration_read_as_measured)
     tr_out_free(&r);
     tr_remove_trace(p);
 }
+
+/* The line of `sledtrace info` on p starting with prefix, its newline included. */
+static char *info_line(const char *p, const char *prefix)
+{
+    const char *argv[] = {tr_bin(), "info", p, NULL};
+    struct tr_out r = run(argv);
+    const char *l = strstr(r.o, prefix);
+    cr_assert(l && l[-1] == '\n', "no '%s' line in:\n%s", prefix, r.o);
+    char *line = strndup(l, strcspn(l, "\n") + 1);
+    cr_assert_not_null(line);
+    tr_out_free(&r);
+    return line;
+}
+
+/* info shows the calibration, each gap at the header's frequency (1 GHz: ticks are ns), and
+ * does not count it as an event of thread 100 (2 blocks, 23 records, 6 calls, 0 events). */
+Test(correct, info_shows_the_tracer_cost)
+{
+    char *p = write_trace(true);
+    char *line = info_line(p, "tracer cost:");
+    cr_assert_str_eq(line, "tracer cost:   entry->exit 4.0 ns (+-0.2), exit->entry 5.0 ns (+-0.2), "
+                           "entry->entry 3.0 ns (+-0.2), exit->exit 6.0 ns (+-0.2), entry->tail "
+                           "2.0 ns (+-0.2), tail->entry 7.0 ns (+-0.2) (calibrated at start-up: "
+                           "9 rounds of 64 calls; clock step 1 tick)\n");
+    free(line);
+    line = info_line(p, "         100        100");
+    cr_assert(strncmp(line, "         100        100        2           23            6        0 ",
+                      64) == 0,
+              "%s", line);
+    free(line);
+    tr_remove_trace(p);
+
+    p = write_trace(false);
+    line = info_line(p, "tracer cost:");
+    cr_assert_str_eq(line, "tracer cost:   not recorded (times are as measured)\n");
+    free(line);
+    tr_remove_trace(p);
+}
+
+/* A calibration record after the first function record is not the runtime's (it writes its
+ * own first): info, like the analyses (vclock_find), reads the trace as measured. */
+Test(correct, info_ignores_a_late_calibration)
+{
+    struct tg g;
+    tg_init(&g, 5, 1000000000, 4096);
+    tg_block_begin(&g, 100, 100, 0, 990);
+    tg_func(&g, MAIN, STF_ENTER, 1000);
+    put_calib(&g, 1005);
+    tg_func(&g, MAIN, STF_EXIT, 1200);
+    tg_block_end(&g);
+    char *p = tr_write_trace(&g, false);
+    tg_free(&g);
+    char *line = info_line(p, "tracer cost:");
+    cr_assert_str_eq(line, "tracer cost:   not recorded (times are as measured)\n");
+    free(line);
+    tr_remove_trace(p);
+}
