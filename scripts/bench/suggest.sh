@@ -12,11 +12,11 @@
 # loop; MIX_ROUNDS rounds). Each is built twice with $CLANG/$CLANGXX -O2
 # -fno-omit-frame-pointer (perf's call chains): with sleds and no XRay runtime, and without.
 #
-# The tracer's cost per call: until the runtime writes its calibration record in every trace,
-# this script measures it as scripts/bench.sh's fib does (fib(FIB_N), 2*F(N+1)-1 calls, timed
-# in-process: sledtrace's ns per call minus the uninstrumented build's, the least of 7 runs) and
-# gives each trace that record with tests/e2e/calibadd (every gap half the cost). A trace that
-# already has one keeps it (calibadd leaves it alone).
+# The tracer's cost per call: the runtime's calibration record, which every trace starts with.
+# The script also measures it as scripts/bench.sh's fib does (fib(FIB_N), 2*F(N+1)-1 calls,
+# timed in-process: sledtrace's ns per call minus the uninstrumented build's, the least of 7
+# runs), prints it beside, and gives that record (tests/e2e/calibadd, every gap half the cost)
+# only to a trace without one (a runtime built before the calibration).
 #
 # Usage: scripts/bench/suggest.sh   (after `meson setup build && meson compile -C build`)
 # Environment: BUILD (default build/ of the repository), CLANG, CLANGXX, RUNS (hyperfine runs,
@@ -83,7 +83,9 @@ trace() {
     SLEDTRACE_OUTPUT=$work/$name.out LD_PRELOAD=$lib "$bin" "$@" >/dev/null
     local t
     t=$(ls "$work/$name.out"/*.fdr)
-    "$calibadd" "$t" "$cost"
+    if "$st" info "$t" | grep -q '^tracer cost: *not recorded'; then
+        "$calibadd" "$t" "$cost"
+    fi
     echo "$t"
 }
 

@@ -1,15 +1,17 @@
-/* calibadd TRACE COST_NS: gives a trace the calibration record the runtime will write (issue
- * 22; format/stf.h, STF_TYPED_CALIB) when it has none, so that account --suggest-exclude can be
- * tested on real traces (test_run.c) and measured (scripts/bench/suggest.sh) before it does.
+/* calibadd TRACE COST_NS: gives a trace a calibration record (issue 22; format/stf.h,
+ * STF_TYPED_CALIB) that says what the test wants, so that account --suggest-exclude can be tested
+ * on real traces with a known cost per call (test_filter.c, test_run.c) and measured
+ * (scripts/bench/suggest.sh).
  *
  * The record says a leaf call costs the tracer COST_NS (a decimal, ns): every one of the six
  * gaps is COST_NS / 2 in the header's ticks, spread 0, clock step 1 tick. It goes in a block of
  * its own right after the header, as the runtime writes it (the main thread's tid and pid, the
- * first block's CPU, one tick before its TSC). A trace whose first block after the header is
- * already a calibration is left as it is. The file is rewritten whole (a temporary file beside
- * it, renamed). Exit status: 0, or 1 with a message. */
+ * first block's CPU, one tick before its TSC). When the first block after the header is already
+ * a calibration (the runtime's), its payload is replaced by this one. The file is rewritten
+ * whole (a temporary file beside it, renamed). Exit status: 0, or 1 with a message. */
 #include "stf.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,10 +56,10 @@ int main(int argc, char **argv)
         return fail(path, "not a sledtrace trace (v5, blocks with extents)");
     uint16_t type;
     memcpy(&type, b + 80 + 9, 2);
-    if (b[80] == ((STF_M_TYPED_EVENT << 1) | 1) && type == STF_TYPED_CALIB) {
-        free(buf);
-        return 0; /* the runtime wrote one */
-    }
+    int32_t size;
+    memcpy(&size, b + 80 + 1, 4);
+    bool replace = b[80] == ((STF_M_TYPED_EVENT << 1) | 1) && type == STF_TYPED_CALIB &&
+                   size >= STF_CALIB_PAYLOAD && len >= STF_HEADER_SIZE + 96 + STF_CALIB_PAYLOAD;
     int32_t tid, pid;
     uint16_t cpu;
     uint64_t tsc;
@@ -82,8 +84,10 @@ int main(int argc, char **argv)
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.calibadd", path);
     f = fopen(tmp, "wb");
+    if (replace) /* the runtime's: its payload becomes ours, in place */
+        stf_encode_calib(buf + STF_HEADER_SIZE + 96, &c);
     int ok = f && fwrite(buf, 1, STF_HEADER_SIZE, f) == STF_HEADER_SIZE &&
-             fwrite(blk, 1, sizeof blk, f) == sizeof blk &&
+             (replace || fwrite(blk, 1, sizeof blk, f) == sizeof blk) &&
              fwrite(buf + STF_HEADER_SIZE, 1, (size_t)len - STF_HEADER_SIZE, f) ==
                  (size_t)len - STF_HEADER_SIZE;
     if (f && fclose(f) != 0)

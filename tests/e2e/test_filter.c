@@ -425,7 +425,7 @@ Test(filter, run_exclude_file)
 /* ---- account --suggest-exclude, round trip: suggest -> file -> run with it ---------------- */
 
 /* Traces prog (argv1) into <work>/out, gives the trace a calibration saying a call costs the
- * tracer cost_ns (calibadd.c: until the runtime writes its own), and has account write its
+ * tracer cost_ns (calibadd.c replaces the runtime's own), and has account write its
  * suggestion (extra: more options) to <work>/suggest.txt. Returns the file's text (malloc'd). */
 static char *suggest(const char *work, const char *prog, const char *argv1, const char *cost_ns,
                      const char *extra)
