@@ -35,15 +35,15 @@ esac
 # lld: the order test relinks a program with sledtrace's symbol ordering file (-fuse-ld=lld).
 # chromium and graphviz: the viewers-chromium test opens the flame graph and the call graph (laid
 # out by graphviz's dot) in headless Chromium and reads back what a person would see there.
-# linux-perf: the profile tests compare sledtrace's self times with perf's sampling of the same
-# program built without XRay; dpkg-dev (dpkg-source), tcl (tclsh) and make: profile-sqlite builds
-# the sqlite3 shell from Debian's source package (tests/profile/debsrc.sh).
+# linux-perf: the profile test compares sledtrace's self times with perf's sampling of the same
+# program built without XRay (scripts/bench/profile.sh installs what its Debian-source builds
+# need besides).
 # python3-dev: the headers the Python module (tools/python) is built with, for Debian's python3;
 # python3-pytest runs its tests, and python3-numpy and python3-pandas, optional for the module's
 # users, are what its columnar exports are tested with.
 PACKAGES=(meson ninja-build pkg-config libelf-dev libcapstone-dev libcriterion-dev clang llvm
     libclang-rt-14-dev clang-19 clang-22 libclang-rt-22-dev clang-format man-db chromium graphviz lld tmux
-    linux-perf dpkg-dev tcl make python3-dev python3-pytest python3-numpy python3-pandas)
+    linux-perf python3-dev python3-pytest python3-numpy python3-pandas)
 BUILD_DIR=build
 MESON_OPTIONS=()
 if [[ $MODE == demo ]]; then

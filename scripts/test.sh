@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build sledtrace (installing missing packages first, see setup.sh) and run the
 # whole meson test suite. Prints each suite's Criterion synthesis, the checks of the TAP
-# suites (install, viewers-chromium, order, top, profile, profile-sqlite, and python, whose
+# suites (install, viewers-chromium, order, top, profile, and python, whose
 # pytest tests are listed as TAP lines by tests/python/conftest.py), and a closing "N passed, M
 # failed" line over both. The exit status is meson test's.
 set -euo pipefail
@@ -19,7 +19,7 @@ if [[ -f "$log" ]]; then
     grep -h 'Synthesis:' "$log" || true
     tap=$(grep -cE '^ok [0-9]+' "$log" || true)
     tap_failed=$(grep -cE '^not ok [0-9]+' "$log" || true)
-    echo "TAP (install, viewers-chromium, order, top, profile, profile-sqlite, python):" \
+    echo "TAP (install, viewers-chromium, order, top, profile, python):" \
         "$tap ok, $tap_failed not ok"
     # Tested = Passing + Failing + Crashing; a crash counts as a failure. Each check of a TAP
     # test (ok / not ok line) counts as one test.

@@ -154,6 +154,11 @@ def main():
     ap.add_argument("--abs", type=float, default=3.0)
     ap.add_argument("--rel", type=float, default=30.0)
     ap.add_argument("--min-samples", type=int, default=500)
+    ap.add_argument("--raw-account", help="account --raw-times --format csv of the same trace: "
+                    "its shares are shown beside, and their error summed the same way")
+    ap.add_argument("--better", type=float, help="decide by this instead of the tolerances: the "
+                    "summed |diff| of the checked functions at most this fraction of the raw "
+                    "times' (needs --raw-account); the tolerances are then only shown")
     a = ap.parse_args()
 
     instrumented = read_syms(a.syms)
@@ -170,6 +175,15 @@ def main():
 
     perf_pct = {k: 100.0 * v / attributed for k, v in pf.items()}
     st_pct = {k: 100.0 * v / st_sum for k, v in st.items()}
+    raw_pct = None
+    if a.raw_account:
+        raw, _ = read_account(a.raw_account)
+        raw_sum = sum(raw.values())
+        if raw_sum <= 0:
+            die(f"{a.raw_account}: no self time in the program's functions")
+        raw_pct = {k: 100.0 * v / raw_sum for k, v in raw.items()}
+    if a.better is not None and raw_pct is None:
+        die("--better needs --raw-account")
     names = set(perf_pct) | set(st_pct)
 
     rows = []
@@ -194,14 +208,23 @@ def main():
 
     width = max([len("function")] + [len(shown(r[0])) for r in rows])
     print(f"{a.name}: self-time shares of the program's functions, perf vs sledtrace")
+    rawcol = f"  {'raw %':>7}" if raw_pct is not None else ""
     print(f"{'function':<{width}}  {'id':>5}  {'perf %':>7}  {'sledtrace %':>11}  {'diff':>7}  "
-          f"{'tol':>5}  ok")
+          f"{'tol':>5}  ok{rawcol}")
     bad = 0
+    err = err_raw = 0.0
     for n, p, s, d, tol, checked, good in rows:
         verdict = ("ok" if good else "FAIL") if checked else "-"
         bad += checked and not good
+        rawv = ""
+        if raw_pct is not None:
+            r = raw_pct.get(n, 0.0)
+            rawv = f"  {r:7.2f}"
+            if checked:
+                err += abs(d)
+                err_raw += abs(r - p)
         print(f"{shown(n):<{width}}  {ids.get(n, '-'):>5}  {p:7.2f}  {s:11.2f}  {d:+7.2f}  "
-              f"{tol:5.2f}  {verdict}")
+              f"{tol:5.2f}  {verdict}{rawv}")
     print(f"perf: {attributed} of {total} samples in the program's instrumented functions; "
           f"sledtrace: {st_sum / 1e6:.3f} ms of self time in {len(st)} functions")
     if skipped:
@@ -212,6 +235,14 @@ def main():
         print(f"perf: program frames without sleds passed on the way up: {top}")
     checked_n = sum(1 for r in rows if r[5])
     print(f"{checked_n - bad} of {checked_n} checked functions within tolerance")
+    if raw_pct is not None:
+        print(f"summed |diff| of the checked functions: {err:.2f} points corrected, "
+              f"{err_raw:.2f} as measured (--raw-times)")
+    if a.better is not None:
+        good = err <= a.better * err_raw
+        print(f"corrected times {'closer' if good else 'NOT closer'} to perf than "
+              f"{a.better:g} x the raw times' error ({err:.2f} vs {a.better * err_raw:.2f})")
+        return 0 if good else 1
     return 1 if bad else 0
 
 

@@ -10,7 +10,8 @@
 #      samples with `perf script`;
 #   3. runs the XRay build under `sledtrace run`, reads `sledtrace account --format csv` of its
 #      trace (mangled names, and again with the names account shows), PROFILE_RAW=1 adding
-#      --raw-times; both programs' output must be the same;
+#      --raw-times, and once more with --raw-times (the raw column, and --better); both
+#      programs' output must be the same;
 #   4. compares with compare.py, which prints the table (function, perf %, sledtrace %, diff,
 #      tolerance, ok) and decides.
 #
@@ -185,7 +186,9 @@ raw=()
 t0=$(now)
 if ! "$SLEDTRACE" account "$trace" --format csv --names mangled "${raw[@]}" \
     >"$work/account.csv" 2>"$work/account.err" ||
-    ! "$SLEDTRACE" account "$trace" --format csv "${raw[@]}" >"$work/account-names.csv" 2>/dev/null; then
+    ! "$SLEDTRACE" account "$trace" --format csv "${raw[@]}" >"$work/account-names.csv" 2>/dev/null ||
+    ! "$SLEDTRACE" account "$trace" --format csv --names mangled --raw-times \
+        >"$work/account-raw.csv" 2>/dev/null; then
     fail "sledtrace account failed" "$work/account.err"
 fi
 timing "account (twice): $(took "$t0")"
@@ -199,4 +202,5 @@ echo "$name: perf event $shown at $freq Hz (call graphs: dwarf); sledtrace accou
 awk -v n="$name" 'sub(/^# times:/, "") { print n ": account'"'"'s times:" $0 }' "$work/account.err"
 "$PYTHON" "$here/compare.py" --name "$name" --binary "$plain" --perf-script "$work/perf.script" \
     --syms "$work/trace.syms" --account "$work/account.csv" --display "$work/account-names.csv" \
+    --raw-account "$work/account-raw.csv" \
     "${checks[@]}"
