@@ -5,10 +5,11 @@
 #   mixleaf  mixleaf.c (leaves of ~1 ns to ~3.5 us). What is checked: the comparison ran (perf
 #            sampled, both builds printed the same), and the corrected shares are closer to
 #            perf's than the shares as measured: their summed |diff| at most 0.85 times the raw
-#            times' (0.39 to 0.70 over 6 runs on the development VM, 1.0 without the correction). Issue 22 asks for every function
-#            within 5 points; that does not hold on these VMs (tools/DESIGN.md, "Corrected
-#            times": work the CPU overlaps with the tracer's, loads rdtsc does not wait for), so
-#            the per-function table and its 5-point verdicts are diagnostics ("# ").
+#            times' (0.39 to 0.70 over 6 runs on the development VM; 1.0 without the
+#            correction). Issue 22 asks for every function within 5 points; that does not hold
+#            on these VMs (tools/DESIGN.md, "Corrected times": work the CPU overlaps with the
+#            tracer's, loads rdtsc does not wait for), so the per-function table and its
+#            5-point verdicts are diagnostics ("# ").
 #   sqlite3  the sqlite3 shell from Debian's source (debsrc.sh, cached in CACHE) on
 #            workload.sql: every function perf puts at 2% or more within max(3 points, 30% of
 #            its share). Not in the suite (no meson test): scripts/bench/profile.sh runs it.
