@@ -48,6 +48,7 @@
  * Memory: the functions of every trace (names and a few numbers each); the traces themselves are
  * read by account, streaming. */
 #include "common.h"
+#include "csvread.h"
 #include "output.h"
 #include "resolution.h"
 
@@ -113,38 +114,6 @@ static void help(FILE *out)
           "                      (default: corrected, when the traces record that cost)\n"
           "  --names MODE        C++ names: short (default), full or mangled\n",
           out);
-}
-
-/* One CSV field at *p (account's quoting: "..." with "" for a quote); advances *p past it and
- * its comma. Returns a malloc'd copy. */
-static char *csv_take(const char **p)
-{
-    const char *s = *p;
-    size_t cap = strlen(s) + 1, n = 0;
-    char *out = malloc(cap);
-    if (!out)
-        return NULL;
-    if (*s == '"') {
-        for (s++; *s; s++) {
-            if (*s == '"' && s[1] == '"') {
-                out[n++] = '"';
-                s++;
-            } else if (*s == '"') {
-                s++;
-                break;
-            } else {
-                out[n++] = *s;
-            }
-        }
-    } else {
-        while (*s && *s != ',' && *s != '\n')
-            out[n++] = *s++;
-    }
-    out[n] = '\0';
-    if (*s == ',')
-        s++;
-    *p = s;
-    return out;
 }
 
 static struct fn *find_or_add(struct diff *d, const char *name)
@@ -233,7 +202,7 @@ static int add_trace(struct diff *d, int s, int r, const char *trace, const char
     const char *p = csv;
     int kcol[NKEYS] = {-1, -1, -1, -1, -1}, col = 0;
     while (*p && *p != '\n') {
-        char *h = csv_take(&p);
+        char *h = tool_csv_take(&p);
         if (!h) {
             free(csv);
             tool_err("out of memory");
@@ -257,7 +226,7 @@ static int add_trace(struct diff *d, int s, int r, const char *trace, const char
         char *name = NULL;
         double kv[NKEYS] = {0};
         for (col = 0; *p && *p != '\n'; col++) {
-            char *v = csv_take(&p);
+            char *v = tool_csv_take(&p);
             if (!v) {
                 free(name);
                 free(csv);

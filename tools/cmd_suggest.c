@@ -13,6 +13,7 @@
  * Memory: the rows of every function the trace entered; the trace is read by account,
  * streaming. */
 #include "common.h"
+#include "csvread.h"
 #include "names.h"
 #include "output.h"
 #include "suggest.h"
@@ -65,36 +66,6 @@ static void help(FILE *out)
           "  --names MODE           C++ names shown: short (default), full or mangled (the\n"
           "                         file always holds the mangled symbol)\n",
           out);
-}
-
-/* One CSV field at *p (account's quoting: "..." with "" for a quote), malloc'd; *p moves past
- * it and its comma. */
-static char *csv_field(const char **p)
-{
-    const char *s = *p;
-    char *out = malloc(strlen(s) + 1);
-    size_t n = 0;
-    if (!out)
-        return NULL;
-    if (*s == '"') {
-        for (s++; *s; s++) {
-            if (*s == '"' && s[1] == '"')
-                out[n++] = *s++;
-            else if (*s == '"') {
-                s++;
-                break;
-            } else
-                out[n++] = *s;
-        }
-    } else {
-        while (*s && *s != ',' && *s != '\n')
-            out[n++] = *s++;
-    }
-    out[n] = '\0';
-    if (*s == ',')
-        s++;
-    *p = s;
-    return out;
 }
 
 static void csv_put(FILE *f, const char *s)
@@ -204,7 +175,7 @@ static int read_rows(const char *csv, const struct stf_syms *syms, const char *t
         col[k] = -1;
     const char *p = csv;
     while (*p && *p != '\n') {
-        char *h = csv_field(&p);
+        char *h = tool_csv_take(&p);
         if (!h) {
             tool_err("out of memory");
             return -1;
@@ -226,7 +197,7 @@ static int read_rows(const char *csv, const struct stf_syms *syms, const char *t
         char *name = NULL;
         double v[NCOLS] = {0};
         for (int c = 0; *p && *p != '\n'; c++) {
-            char *f = csv_field(&p);
+            char *f = tool_csv_take(&p);
             if (!f) {
                 free(name);
                 tool_err("out of memory");
