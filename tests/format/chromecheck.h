@@ -45,15 +45,16 @@ void cc_expect(const char *what, const struct cc_result *got, const struct cc_re
 struct cc_thread *cc_thread_of(struct cc_result *r, int32_t pid, int32_t tid);
 
 /* The traces the nesting check and the viewer tests read, CC_CASES of them: crafted ones
- * (cc_rounding_trace, cc_shapes_trace, cc_span_trace over 30 days and over 2^63 ticks) and the
- * checked-in real traces in $SLEDTRACE_DATA. Case i
+ * (cc_rounding_trace, cc_shapes_trace, cc_span_trace over 30 days and over 2^63 ticks), the
+ * checked-in real traces in $SLEDTRACE_DATA, and the shapes trace with a calibration whose
+ * corrected times put calls below zero (issue 22: the export must still nest). Case i
  * writes its trace (crafted ones to a temporary file, removed again), converts it with
  * `sledtrace convert --format chrome` ($SLEDTRACE_BIN) into a new temporary JSON file and returns
  * its path (malloc'd); want gets what the trace holds: calls per thread and depth, the first
  * call's start and the last call's end in microseconds after the trace's base, plus the 1 us
  * the export adds (none for the 2^63-tick trace, whose times are written on a coarse grid).
  * name gets the case's name. */
-#define CC_CASES 7
+#define CC_CASES 8
 char *cc_case(int i, struct cc_result *want, const char **name);
 
 struct tg;
