@@ -11,6 +11,13 @@
  * known to trace something (str_log_release(1): printed then, in order) or known to trace
  * nothing (str_log_release(0): dropped; SLEDTRACE_LOG=info shows them as they happen). Errors are
  * never held. Held text is bounded; what does not fit is counted and said on release.
+ *
+ * Only the stderr the process started with: descriptor 2 is identified (device and inode) when
+ * the configuration is read at start-up (or at the first message, if one comes earlier), and a
+ * message is written only while descriptor 2 still names that file. A daemon that closed its
+ * stderr and whose next open() became descriptor 2 (a data file, a socket) never gets the
+ * runtime's text in it; a process started without a descriptor 2 gets none at all. One fstat per
+ * message (async-signal-safe: the fatal-signal path logs too).
  */
 #include "str.h"
 
@@ -38,6 +45,44 @@ struct str_config str_cfg = {
     .file_mode = 0600,
 };
 
+/* The stderr the process started with (see the top): captured once. */
+static struct {
+    int state; /* 0: not yet looked at, 1: dev and ino hold it, -1: there was none */
+    dev_t dev;
+    ino_t ino;
+} err_id;
+
+static void stderr_capture(void)
+{
+    struct stat st;
+    if (err_id.state)
+        return;
+    if (fstat(STDERR_FILENO, &st) == 0) {
+        err_id.dev = st.st_dev;
+        err_id.ino = st.st_ino;
+        err_id.state = 1;
+    } else {
+        err_id.state = -1;
+    }
+}
+
+/* Descriptor 2 still names the stderr the process started with. */
+static int stderr_ours(void)
+{
+    stderr_capture();
+    struct stat st;
+    return err_id.state == 1 && fstat(STDERR_FILENO, &st) == 0 && st.st_dev == err_id.dev &&
+           st.st_ino == err_id.ino;
+}
+
+static void put_stderr(const void *buf, size_t len)
+{
+    if (!stderr_ours())
+        return;
+    ssize_t w = write(STDERR_FILENO, buf, len);
+    (void)w;
+}
+
 static char held[2048];
 static size_t held_len;
 static unsigned held_over;
@@ -46,10 +91,8 @@ static int releasing; /* 0: holding warnings, 1: released (printing) */
 void str_log_release(int print)
 {
     int saved = errno;
-    if (!releasing && print && held_len) {
-        ssize_t w = write(STDERR_FILENO, held, held_len);
-        (void)w;
-    }
+    if (!releasing && print && held_len)
+        put_stderr(held, held_len);
     releasing = 1;
     held_len = 0;
     if (print && held_over)
@@ -103,8 +146,7 @@ void str_log(int level, const char *fmt, ...)
         errno = saved;
         return;
     }
-    ssize_t w = write(STDERR_FILENO, buf, len);
-    (void)w;
+    put_stderr(buf, len);
     errno = saved;
 }
 
@@ -258,6 +300,7 @@ static const char *resolve_cache(void)
 void str_config_load(void)
 {
     int saved = errno;
+    stderr_capture(); /* before the program can move descriptor 2 */
     const char *v = getenv("SLEDTRACE_LOG");
     if (v) {
         static const char *const levels[] = {"error", "warn", "info", "debug"};

@@ -75,6 +75,10 @@
  *   map-fixed     maps 64 KiB MAP_FIXED right below its executable (where a page of the
  *                 runtime's used to sit when ASLR is off, as under gdb or `setarch -R`), fills
  *                 it with int3, then makes FIXED_LOOPS calls of fib(8).
+ *   stderr-data   a daemon's descriptors (issue 23.4): closes its stderr and opens $HOSTILE_DATA,
+ *                 which so becomes descriptor 2, writes a line of its own data to it, makes 20
+ *                 fib(15) calls and returns: the runtime's messages (run with SLEDTRACE_LOG=info,
+ *                 so that the exit says something) must not land in the data file.
  *   fifo-sidecar  replaces its own sidecar ($SLEDTRACE_OUTPUT/sledtrace.PROG.PID.syms) with a
  *                 FIFO, as another user could in a shared directory, then dlopens $HOSTILE_LIB
  *                 (libslb.so) and calls b_entry(10): dlopen must not hang on the FIFO.
@@ -488,6 +492,24 @@ __attribute__((xray_never_instrument)) static int dup2_over(void)
     return 5;
 }
 
+__attribute__((xray_never_instrument)) static int stderr_data(void)
+{
+    const char *path = getenv("HOSTILE_DATA");
+    if (!path)
+        return 3;
+    close(2);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd != 2)
+        return 4;
+    static const char data[] = "program data\n";
+    if (write(fd, data, sizeof data - 1) != (ssize_t)(sizeof data - 1))
+        return 5;
+    for (int i = 0; i < 20; i++)
+        fibp(15);
+    printf("count fib %ld\nthreads 1\nthreadwork %ld\n", 20 * fib_calls(15), 20 * fib_calls(15));
+    return 0;
+}
+
 __attribute__((xray_never_instrument)) static int open_numbers(void)
 {
     fibp(5); /* the runtime is active */
@@ -874,6 +896,8 @@ __attribute__((xray_never_instrument)) int main(int argc, char **argv)
         return fork_raw();
     if (strcmp(how, "dup2-over") == 0)
         return dup2_over();
+    if (strcmp(how, "stderr-data") == 0)
+        return stderr_data();
     if (strcmp(how, "open-numbers") == 0)
         return open_numbers();
     if (strcmp(how, "seccomp-open") == 0)

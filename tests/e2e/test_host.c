@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -61,6 +62,45 @@ static void fork_busy(const char *bin)
     cr_assert_eq(e2e_dir_entries(out), 2 + 2 * 40, "files in %s", out);
     e2e_run_free(&t);
     e2e_rmtree(out);
+}
+
+/* 23.4: a daemon whose data file became descriptor 2 (it closed its stderr first) never gets
+ * the runtime's messages in it: they go only to the stderr the process started with (before:
+ * the exit's info line was appended to the file, 5 of 5). */
+static void stderr_became_data(const char *bin)
+{
+    char work[PATH_MAX], out[PATH_MAX], data[PATH_MAX], var[PATH_MAX + 16];
+    e2e_workdir(work, sizeof work);
+    snprintf(out, sizeof out, "%s/out", work);
+    snprintf(data, sizeof data, "%s/data.txt", work);
+    snprintf(var, sizeof var, "HOSTILE_DATA=%s", data);
+    struct e2e_spec s = {.prog = bin,
+                         .argv1 = "stderr-data",
+                         .preload = 1,
+                         .outdir = out,
+                         .env = {var, "SLEDTRACE_LOG=info"}};
+    struct e2e_run t;
+    e2e_run(work, &s, &t);
+    cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0, "status %#x\n%s\n%s", t.status,
+              t.out, t.err);
+    char *got = e2e_slurp(data, NULL);
+    cr_assert_str_eq(got ? got : "(none)", "program data\n");
+    free(got);
+    /* what the runtime said before the program moved descriptor 2 went to the real stderr */
+    cr_assert(strstr(t.err, "sledtrace: info: "), "%s", t.err);
+    check_parent_trace(bin, out, &t, "stderr-data");
+    e2e_run_free(&t);
+    e2e_rmtree(work);
+}
+
+Test(host, stderr_that_became_a_data_file_pie)
+{
+    stderr_became_data(BIN("hostile-pie-nort"));
+}
+
+Test(host, stderr_that_became_a_data_file_nopie_xray_runtime)
+{
+    stderr_became_data(BIN("hostile-nopie-rt"));
 }
 
 Test(host, fork_from_busy_threads_pie)
