@@ -1615,12 +1615,15 @@ static void report_losses(const struct losses *lost, uint64_t dropped)
                 "trace incomplete: %llu events of threads in strict seccomp mode were not "
                 "recorded (the kernel denies them the clock)",
                 (unsigned long long)strict);
-    if (lost->lost_nested || dropped)
+    /* each cause only when it happened: no "0 events ..." clause */
+    if (lost->lost_nested)
         str_log(STR_WARN,
                 "trace incomplete: %llu events recorded by signal handlers while their thread "
-                "was stalled inside the tracer were lost (side ring full), %llu events found no "
-                "buffer",
-                (unsigned long long)lost->lost_nested, (unsigned long long)dropped);
+                "was stalled inside the tracer were lost (side ring full)",
+                (unsigned long long)lost->lost_nested);
+    if (dropped)
+        str_log(STR_WARN, "trace incomplete: %llu events found no buffer",
+                (unsigned long long)dropped);
     if (lost->discarded)
         str_log(STR_WARN, "discard policy: %llu events dropped; the trace marks each gap",
                 (unsigned long long)lost->discarded);
