@@ -23,11 +23,13 @@
  * waits for the window to close (if it still is open) and says to return: the instruction runs
  * again. A fault handled after its window closed is retried once per thread and window. The patcher's own
  * mprotect calls are raw system calls, never the interposed one. Windows are serialised by the
- * caller (the runtime's objs_lock).
+ * caller (the runtime's objs_lock), and the thread that holds one has its asynchronous signals
+ * blocked meanwhile (window_signals: its own handlers could otherwise wait for it).
  */
 #include "stp_internal.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,8 +70,29 @@ static void nap(void)
     syscall(SYS_nanosleep, &ts, NULL);
 }
 
+/* A window's thread runs with its asynchronous signals blocked. A handler of the program's that
+ * ran on it meanwhile could execute a page of the window (stp_fault_in_rewrite would then wait
+ * for the window this very thread holds) or call mprotect (stp_program_mprotect_begin waits for
+ * it likewise): a hang, seen with a 20 us timer armed from .preinit_array while the runtime
+ * patched at start-up. The signals are delivered when the window closes. Every signal but the
+ * synchronous ones (SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGSEGV, SIGSYS), SIGKILL, SIGSTOP and
+ * glibc's internal 32 and 33 (preload/hot.c blocks the same set around its slow path); a raw
+ * rt_sigprocmask, as the rest of this file makes raw system calls. */
+#define SIGBIT(n) (1ull << ((n)-1))
+static const uint64_t async_signals =
+    ~(SIGBIT(4) | SIGBIT(5) | SIGBIT(7) | SIGBIT(8) | SIGBIT(9) | SIGBIT(11) | SIGBIT(19) |
+      SIGBIT(31) | SIGBIT(32) | SIGBIT(33));
+static __thread uint64_t window_mask __attribute__((tls_model("initial-exec")));
+
+static void window_signals(int block)
+{
+    syscall(SYS_rt_sigprocmask, block ? SIG_BLOCK : SIG_SETMASK,
+            block ? &async_signals : &window_mask, block ? &window_mask : NULL, 8);
+}
+
 static void window_open(uintptr_t lo, uintptr_t hi)
 {
+    window_signals(1);
     unsigned seq = atomic_load_explicit(&window_seq, memory_order_relaxed) + 1;
     unsigned w = (seq / 2) % WINDOWS;
     atomic_store_explicit(&windows[w].lo, lo, memory_order_relaxed);
@@ -85,6 +108,7 @@ static void window_open(uintptr_t lo, uintptr_t hi)
 static void window_close(void)
 {
     atomic_fetch_add_explicit(&window_seq, 1, memory_order_seq_cst);
+    window_signals(0);
 }
 
 int stp_fault_in_rewrite(uintptr_t addr)

@@ -75,6 +75,10 @@
  *   map-fixed     maps 64 KiB MAP_FIXED right below its executable (where a page of the
  *                 runtime's used to sit when ASLR is off, as under gdb or `setarch -R`), fills
  *                 it with int3, then makes FIXED_LOOPS calls of fib(8).
+ *   preinit-timer a timer armed from .preinit_array (before any constructor, the runtime's
+ *                 included) sends SIGALRM every 20 us, and its handler calls fib(3): the runtime
+ *                 patches while handlers run instrumented code. Then main makes 200 calls of
+ *                 fib(8), stops the timer and prints the ticks on stderr. It must not hang.
  *   stderr-data   a daemon's descriptors (issue 23.4): closes its stderr and opens $HOSTILE_DATA,
  *                 which so becomes descriptor 2, writes a line of its own data to it, makes 20
  *                 fib(15) calls and returns: the runtime's messages (run with SLEDTRACE_LOG=info,
@@ -492,6 +496,49 @@ __attribute__((xray_never_instrument)) static int dup2_over(void)
     return 5;
 }
 
+/* ---- preinit-timer ----------------------------------------------------------------------------- */
+
+static timer_t preinit_timer;
+static atomic_long preinit_ticks;
+static int preinit_armed;
+
+__attribute__((xray_never_instrument)) static void on_preinit_alarm(int sig)
+{
+    (void)sig;
+    int saved = errno;
+    fibp(3);
+    atomic_fetch_add(&preinit_ticks, 1);
+    errno = saved;
+}
+
+__attribute__((xray_never_instrument)) static void preinit(int argc, char **argv, char **envp)
+{
+    (void)envp;
+    if (argc < 2 || strcmp(argv[1], "preinit-timer") != 0)
+        return;
+    fibp = fib;
+    signal(SIGALRM, on_preinit_alarm);
+    struct sigevent ev = {.sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGALRM};
+    if (timer_create(CLOCK_MONOTONIC, &ev, &preinit_timer) != 0)
+        return;
+    struct itimerspec it = {{0, 20000}, {0, 20000}};
+    preinit_armed = timer_settime(preinit_timer, 0, &it, NULL) == 0;
+}
+
+__attribute__((section(".preinit_array"),
+               used)) static void (*const preinit_entry)(int, char **, char **) = preinit;
+
+__attribute__((xray_never_instrument)) static int preinit_timer_mode(void)
+{
+    if (!preinit_armed)
+        return 3;
+    for (int i = 0; i < 200; i++)
+        fibp(8);
+    timer_delete(preinit_timer);
+    fprintf(stderr, "ticks %ld\n", atomic_load(&preinit_ticks));
+    return 0;
+}
+
 __attribute__((xray_never_instrument)) static int stderr_data(void)
 {
     const char *path = getenv("HOSTILE_DATA");
@@ -896,6 +943,8 @@ __attribute__((xray_never_instrument)) int main(int argc, char **argv)
         return fork_raw();
     if (strcmp(how, "dup2-over") == 0)
         return dup2_over();
+    if (strcmp(how, "preinit-timer") == 0)
+        return preinit_timer_mode();
     if (strcmp(how, "stderr-data") == 0)
         return stderr_data();
     if (strcmp(how, "open-numbers") == 0)
