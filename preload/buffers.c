@@ -511,13 +511,13 @@ static uint64_t calibrate(unsigned min_ms)
     if (!str_clock_tsc)
         return 1000000000u; /* timestamps are nanoseconds */
     struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC_RAW, &now);
+    str_clock_raw(&now);
     uint64_t elapsed = ns_of(&now) - ns_of(&raw0);
     if (elapsed < min_ms * 1000000ull)
         pause_ns((long)(min_ms * 1000000ull - elapsed));
     /* Bracket the clock read between two TSC reads to halve the skew. */
     uint64_t a = str_now();
-    clock_gettime(CLOCK_MONOTONIC_RAW, &now);
+    str_clock_raw(&now);
     uint64_t b = str_now();
     uint64_t tsc = a + (b - a) / 2;
     uint64_t ns = ns_of(&now) - ns_of(&raw0);
@@ -696,7 +696,7 @@ static void *flush_main(void *arg)
         clock_gettime(CLOCK_MONOTONIC, &now);
         if (!calibrated) {
             struct timespec raw;
-            clock_gettime(CLOCK_MONOTONIC_RAW, &raw);
+            str_clock_raw(&raw);
             if (ns_of(&raw) - ns_of(&raw0) >= 5000000u) {
                 freq_estimate = calibrate(0);
                 write_header(freq_estimate);
@@ -1283,7 +1283,7 @@ int str_buffers_start(int fd, const char *path, const char *spath, const struct 
     outputs = *o; /* before the flush thread starts: pthread_create orders it for that thread */
     header_bits = str_clock_init();
     str_calib_measure(); /* before any sled is patched: the clock is chosen now */
-    clock_gettime(CLOCK_MONOTONIC_RAW, &raw0);
+    str_clock_raw(&raw0);
     tsc0 = str_now();
     if (str_cfg.min_duration_ns) {
         /* The threshold in ticks from the first event on: 2 ms of calibration at start-up,

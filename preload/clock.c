@@ -8,6 +8,11 @@
  * may use vector registers the trampolines do not save (the kernel builds the vDSO without
  * them), and no syscall. Without the symbol the hot path falls back to the raw syscall.
  * Everything here runs once, at start-up, before any event.
+ *
+ * The TSC's frequency is calibrated against CLOCK_MONOTONIC_RAW (buffers.c), read through
+ * str_clock_raw: the vDSO's function as well, else the raw system call, never libc's
+ * clock_gettime, which a preloaded library may interpose (libfaketime scales every duration:
+ * its x10 made every traced time ten times too long, issue 23.10).
  */
 #include "str.h"
 #include "stf.h"
@@ -16,9 +21,12 @@
 #include <elf.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 int str_clock_tsc = 1;
 str_vdso_gettime_fn str_vdso_gettime;
+static str_vdso_gettime_fn raw_gettime; /* the vDSO's, for str_clock_raw (NULL: none) */
 
 static int invariant_tsc(void)
 {
@@ -74,6 +82,7 @@ static void *vdso_symbol(const char *name)
 uint32_t str_clock_init(void)
 {
     int inv = invariant_tsc();
+    *(void **)&raw_gettime = vdso_symbol("__vdso_clock_gettime");
     if (str_cfg.clock == STR_CLOCK_TSC)
         str_clock_tsc = 1;
     else if (str_cfg.clock == STR_CLOCK_MONOTONIC)
@@ -87,4 +96,10 @@ uint32_t str_clock_init(void)
                 str_vdso_gettime ? "" : "; no vDSO: one syscall per event");
     }
     return str_clock_tsc && inv ? (STF_BIT_CONSTANT_TSC | STF_BIT_NONSTOP_TSC) : 0;
+}
+
+void str_clock_raw(struct timespec *ts)
+{
+    if (!raw_gettime || raw_gettime(CLOCK_MONOTONIC_RAW, ts) != 0)
+        syscall(SYS_clock_gettime, CLOCK_MONOTONIC_RAW, ts);
 }

@@ -67,6 +67,9 @@ typedef int (*str_vdso_gettime_fn)(int, struct timespec *);
 STR_HIDDEN extern int str_clock_tsc;
 STR_HIDDEN extern str_vdso_gettime_fn str_vdso_gettime;
 STR_HIDDEN uint32_t str_clock_init(void);
+/* CLOCK_MONOTONIC_RAW past any interposed clock_gettime (the vDSO's, else the system call): what
+ * the TSC is calibrated against. After str_clock_init. */
+STR_HIDDEN void str_clock_raw(struct timespec *ts);
 STR_HIDDEN uint64_t str_now(void);
 
 /* ---- signal masks without libc (hot.c's slow path, calib.c) ----

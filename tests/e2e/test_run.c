@@ -297,6 +297,35 @@ static long csv_field_of(const char *csv, const char *fn, int col)
     return strtol(p, NULL, 10);
 }
 
+/* 23.10: a preloaded library that makes libc's clock_gettime run ten times too fast
+ * (scaleclock.c, as libfaketime x10 does) made the runtime calibrate the TSC ten times too
+ * low, so every traced time came out ten times too long (a 200 us call at 2 ms). The
+ * calibration now reads CLOCK_MONOTONIC_RAW from the vDSO or the system call. durprog's slow()
+ * spins 200 us by CLOCK_MONOTONIC, which the stand-in leaves alone. */
+Test(run, interposed_clock_does_not_scale_the_times)
+{
+    char work[PATH_MAX], out[PATH_MAX], trace[PATH_MAX], pre[2 * PATH_MAX + 16], dir[PATH_MAX + 32];
+    const char *bin = BIN("durprog");
+    e2e_workdir(work, sizeof work);
+    snprintf(out, sizeof out, "%s/out", work);
+    snprintf(pre, sizeof pre, "LD_PRELOAD=%s:%s", E2E_SCALECLOCK, E2E_PRELOAD);
+    snprintf(dir, sizeof dir, "SLEDTRACE_OUTPUT=%s", out);
+    mkdir(out, 0700);
+    struct e2e_spec s = {.prog = bin, .env = {pre, dir}};
+    struct e2e_run t, a;
+    e2e_run(work, &s, &t);
+    cr_assert_eq(t.status, 0, "%s", t.err);
+    e2e_trace_path(trace, sizeof trace, out, bin, t.pid, "fdr");
+    e2e_run_sh(work, &a, "'" E2E_SLEDTRACE "' account --format csv '%s'", trace);
+    cr_assert_eq(a.status, 0, "%s", a.err);
+    long median = csv_field_of(a.out, "slow", 8); /* median_ns */
+    cr_assert(median >= 180000 && median <= 1000000, "slow's median %ld ns, not about 200 us",
+              median);
+    e2e_run_free(&t);
+    e2e_run_free(&a);
+    e2e_rmtree(work);
+}
+
 Test(run, min_duration_counts_what_it_does_not_record)
 {
     char work[PATH_MAX], out[PATH_MAX], trace[PATH_MAX];
