@@ -292,11 +292,22 @@ static void syms_finish(const char *text, size_t len)
     if (!syms_now[0] || !len || atomic_load_explicit(&str_seccomp_filter, memory_order_relaxed))
         return;
     int fd = open(syms_now, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0)
+    if (fd < 0) {
+        /* said (issue 23.15): after setresuid or chroot, the sidecar may be out of reach */
+        str_log(STR_WARN,
+                "%s: cannot be reopened (%s): the process's exit and its threads' names are "
+                "not in it",
+                syms_now, strerror(errno));
         return;
+    }
     struct stat st;
-    if (fstat(fd, &st) == 0 && st.st_dev == syms_st.st_dev && st.st_ino == syms_st.st_ino &&
-        S_ISREG(st.st_mode)) {
+    if (fstat(fd, &st) != 0 || st.st_dev != syms_st.st_dev || st.st_ino != syms_st.st_ino ||
+        !S_ISREG(st.st_mode)) {
+        str_log(STR_WARN,
+                "%s: no longer the file the runtime created: the process's exit and its "
+                "threads' names are not written to it",
+                syms_now);
+    } else {
         while (len > 0) {
             ssize_t n = write(fd, text, len);
             if (n < 0 && errno == EINTR)

@@ -75,6 +75,9 @@
  *   map-fixed     maps 64 KiB MAP_FIXED right below its executable (where a page of the
  *                 runtime's used to sit when ASLR is off, as under gdb or `setarch -R`), fills
  *                 it with int3, then makes FIXED_LOOPS calls of fib(8).
+ *   setuid-exit   makes 20 fib(12) calls, then gives up root (setresuid to 65534) and returns:
+ *                 the sidecar (mode 0600, root's) cannot be reopened for its end lines. Needs
+ *                 root.
  *   preinit-timer a timer armed from .preinit_array (before any constructor, the runtime's
  *                 included) sends SIGALRM every 20 us, and its handler calls fib(3): the runtime
  *                 patches while handlers run instrumented code. Then main makes 200 calls of
@@ -93,6 +96,7 @@
  *                 makes fib(12) calls for about 300 ms, and calls pthread_exit in main: the
  *                 process must end by itself, with status 0, once that thread has.
  */
+#define _GNU_SOURCE /* setresuid, setresgid */
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -494,6 +498,16 @@ __attribute__((xray_never_instrument)) static int dup2_over(void)
              "test -e /proc/self/fd/%d && echo 'after exec: open' || echo 'after exec: closed'", n);
     execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
     return 5;
+}
+
+__attribute__((xray_never_instrument)) static int setuid_exit(void)
+{
+    for (int i = 0; i < 20; i++)
+        fibp(12);
+    if (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0)
+        return 3;
+    printf("count fib %ld\nthreads 1\nthreadwork %ld\n", 20 * fib_calls(12), 20 * fib_calls(12));
+    return 0;
 }
 
 /* ---- preinit-timer ----------------------------------------------------------------------------- */
@@ -943,6 +957,8 @@ __attribute__((xray_never_instrument)) int main(int argc, char **argv)
         return fork_raw();
     if (strcmp(how, "dup2-over") == 0)
         return dup2_over();
+    if (strcmp(how, "setuid-exit") == 0)
+        return setuid_exit();
     if (strcmp(how, "preinit-timer") == 0)
         return preinit_timer_mode();
     if (strcmp(how, "stderr-data") == 0)
