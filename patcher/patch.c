@@ -70,24 +70,23 @@ static void nap(void)
     syscall(SYS_nanosleep, &ts, NULL);
 }
 
-/* A window's thread runs with its asynchronous signals blocked. A handler of the program's that
- * ran on it meanwhile could execute a page of the window (stp_fault_in_rewrite would then wait
- * for the window this very thread holds) or call mprotect (stp_program_mprotect_begin waits for
- * it likewise): a hang, seen with a 20 us timer armed from .preinit_array while the runtime
- * patched at start-up. The signals are delivered when the window closes. Every signal but the
- * synchronous ones (SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGSEGV, SIGSYS), SIGKILL, SIGSTOP and
- * glibc's internal 32 and 33 (preload/hot.c blocks the same set around its slow path); a raw
- * rt_sigprocmask, as the rest of this file makes raw system calls. */
 #define SIGBIT(n) (1ull << ((n)-1))
-static const uint64_t async_signals =
+const uint64_t stp_async_signals =
     ~(SIGBIT(4) | SIGBIT(5) | SIGBIT(7) | SIGBIT(8) | SIGBIT(9) | SIGBIT(11) | SIGBIT(19) |
       SIGBIT(31) | SIGBIT(32) | SIGBIT(33));
+
+/* A window's thread runs with its asynchronous signals blocked (stp_async_signals). A handler
+ * of the program's that ran on it meanwhile could execute a page of the window
+ * (stp_fault_in_rewrite would then wait for the window this very thread holds) or call mprotect
+ * (stp_program_mprotect_begin waits for it likewise): a hang, seen with a 20 us timer armed from
+ * .preinit_array while the runtime patched at start-up. The signals are delivered when the
+ * window closes. A raw rt_sigprocmask, as the rest of this file makes raw system calls. */
 static __thread uint64_t window_mask __attribute__((tls_model("initial-exec")));
 
 static void window_signals(int block)
 {
     syscall(SYS_rt_sigprocmask, block ? SIG_BLOCK : SIG_SETMASK,
-            block ? &async_signals : &window_mask, block ? &window_mask : NULL, 8);
+            block ? &stp_async_signals : &window_mask, block ? &window_mask : NULL, 8);
 }
 
 static void window_open(uintptr_t lo, uintptr_t hi)

@@ -226,6 +226,12 @@ void stp_tramp_typed(void);
 void stp_call_preserving_fpu(void (*fn)(void *), void *arg, void *stack);
 void stp_fpu_init(void);
 
+/* The asynchronous signals, as an rt_sigprocmask set (bit n - 1 is signal n): every signal but
+ * the synchronous ones (SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGSEGV, SIGSYS), SIGKILL, SIGSTOP and
+ * glibc's internal 32 and 33, which its own pthread_sigmask never blocks either. The patcher
+ * blocks them while it rewrites code; the runtime around its slow path and its calibration. */
+extern const uint64_t stp_async_signals;
+
 /* Defined by the user of this library: the event handler the trampolines call.
  * action: 0 enter, 1 exit, 2 tail exit, 3 enter with argument `arg`. */
 void stp_event(uint32_t id, uint32_t action);

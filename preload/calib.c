@@ -57,6 +57,7 @@
  */
 #include "str.h"
 #include "stf.h"
+#include "stp.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -120,10 +121,11 @@ static const struct shape shapes[2] = {
      {-1, STF_GAP_ET, STF_GAP_TE, -1}},
 };
 
-static uint64_t mono_ns(clockid_t id)
+/* CLOCK_MONOTONIC_RAW in ns, as the TSC's own calibration reads it (str_clock_raw). */
+static uint64_t raw_ns(void)
 {
     struct timespec ts;
-    clock_gettime(id, &ts);
+    str_clock_raw(&ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
@@ -218,10 +220,10 @@ static int measure_rounds(uint64_t read256, int64_t m[STF_GAPS][ROUNDS], int *di
         int64_t mr[STF_GAPS];
         for (int g = 0; g < STF_GAPS; g++)
             mr[g] = INT64_MIN;
-        uint64_t t0 = mono_ns(CLOCK_MONOTONIC_RAW);
+        uint64_t t0 = raw_ns();
         int ok = run_round(&shapes[0], *calls, read256, mr) &&
                  run_round(&shapes[1], *calls, read256, mr);
-        uint64_t took = mono_ns(CLOCK_MONOTONIC_RAW) - t0;
+        uint64_t took = raw_ns() - t0;
         if (r < 0) { /* warm-up: MIN_CALLS */
             *calls = CALLS;
             continue;
@@ -257,8 +259,8 @@ void str_calib_measure(void)
         return;
     }
     uint64_t old_mask = 0;
-    str_raw_sigmask(0 /* SIG_BLOCK */, &str_async_signals, &old_mask);
-    uint64_t ns0 = mono_ns(CLOCK_MONOTONIC_RAW), tick0 = str_now();
+    str_raw_sigmask(0 /* SIG_BLOCK */, &stp_async_signals, &old_mask);
+    uint64_t ns0 = raw_ns(), tick0 = str_now();
 
     uintptr_t pos0 = atomic_load_explicit(&c->pos, memory_order_relaxed);
     uintptr_t end0 = atomic_load_explicit(&c->end, memory_order_relaxed);
@@ -280,7 +282,7 @@ void str_calib_measure(void)
     atomic_store_explicit(&c->stable, stable0, memory_order_relaxed);
     c->last_tsc = last0;
 
-    uint64_t ns1 = mono_ns(CLOCK_MONOTONIC_RAW), tick1 = str_now();
+    uint64_t ns1 = raw_ns(), tick1 = str_now();
     str_raw_sigmask(2 /* SIG_SETMASK */, &old_mask, NULL);
 
     double us = (double)(ns1 - ns0) / 1e3;

@@ -166,17 +166,11 @@ static void slow_stack_release(void *top)
     atomic_fetch_and_explicit(&slow_busy, ~(1u << i), memory_order_release);
 }
 
-/* The signals the slow path blocks (str.h says which; calib.c blocks them too). */
-#define SIGBIT(n) (1ull << ((n)-1))
-const uint64_t str_async_signals =
-    ~(SIGBIT(4) | SIGBIT(5) | SIGBIT(7) | SIGBIT(8) | SIGBIT(9) | SIGBIT(11) | SIGBIT(19) |
-      SIGBIT(31) | SIGBIT(32) | SIGBIT(33));
-
 /* Runs the slow path (str_refill) the way the block above says. */
 static void __attribute__((noinline)) slow_path(uint64_t *tsc)
 {
     uint64_t old = 0;
-    str_raw_sigmask(0 /* SIG_BLOCK */, &str_async_signals, &old);
+    str_raw_sigmask(0 /* SIG_BLOCK */, &stp_async_signals, &old);
     void *stack = slow_stack_claim();
     stp_call_preserving_fpu(str_refill, tsc, stack);
     slow_stack_release(stack);

@@ -73,13 +73,8 @@ STR_HIDDEN void str_clock_raw(struct timespec *ts);
 STR_HIDDEN uint64_t str_now(void);
 
 /* ---- signal masks without libc (hot.c's slow path, calib.c) ----
- * str_async_signals (hot.c): every signal but the synchronous ones (SIGILL, SIGTRAP, SIGBUS,
- * SIGFPE, SIGSEGV, SIGSYS), SIGKILL and SIGSTOP, and glibc's two internal ones (32, 33), which
- * its own pthread_sigmask never blocks either. Bit n - 1 is signal n. str_raw_sigmask is
- * rt_sigprocmask as a raw system call: no libc, no vector register (how: 0 SIG_BLOCK,
- * 2 SIG_SETMASK). */
-STR_HIDDEN extern const uint64_t str_async_signals;
-
+ * str_raw_sigmask is rt_sigprocmask as a raw system call: no libc, no vector register (how:
+ * 0 SIG_BLOCK, 2 SIG_SETMASK). The set they block is the patcher's stp_async_signals (stp.h). */
 static inline void str_raw_sigmask(long how, const uint64_t *set, uint64_t *old)
 {
     register long len __asm__("r10") = 8;

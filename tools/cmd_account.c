@@ -338,9 +338,15 @@ static double g_spread, g_step;
 /* total with the elided calls' time: a recursive function's elided calls lie inside its
  * recorded outermost frames (whose union total already is), so theirs is added only to the
  * others'. LIMIT: a function recursive only through elided calls counts that time twice. */
+static int64_t total_signed(const struct fstat *f)
+{
+    return (int64_t)(f->total + (f->recursive ? 0 : f->elided_ticks));
+}
+
+/* total as shown: a corrected sum below zero is 0 (and marked approximate). */
 static uint64_t total_of(const struct fstat *f)
 {
-    return cs_ticks(f->total + (f->recursive ? 0 : f->elided_ticks));
+    return cs_ticks((uint64_t)total_signed(f));
 }
 
 /* self as shown: a sum of corrected self times below zero is 0 (and marked approximate). */
@@ -620,7 +626,7 @@ static void put_row(enum format fmt, bool per_thread, const struct cs_thread *th
         for (int k = 0; k < 7; k++)
             if ((double)v[k] < (k < 2 ? sums : g_step > 2 * g_spread ? g_step : 2 * g_spread))
                 approx |= 1u << k;
-        if ((int64_t)(f->total + (f->recursive ? 0 : f->elided_ticks)) < 0)
+        if (total_signed(f) < 0)
             approx |= 1u;
         if ((int64_t)f->self < 0)
             approx |= 2u;

@@ -96,11 +96,6 @@ void vclock_funcs(struct vclock *v, struct stf_func *f, size_t n)
         f[i].tsc = vclock_func(v, f[i].tsc, f[i].id, f[i].action);
 }
 
-double vclock_leaf_in(const struct stf_calib *c)
-{
-    return c->gap[STF_GAP_EX] / 256.0;
-}
-
 double vclock_leaf_cost(const struct stf_calib *c)
 {
     return (c->gap[STF_GAP_EX] + (double)c->gap[STF_GAP_XE]) / 256.0;

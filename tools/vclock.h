@@ -93,10 +93,8 @@ void vclock_item(struct vclock *v, struct stf_item *it);
 /* Corrects n function records in place. */
 void vclock_funcs(struct vclock *v, struct stf_func *f, size_t n);
 
-/* The correction one call of a leaf gets (gap[E][X]) and the whole tracer cost of such a call
- * (gap[E][X] + gap[X][E]), both in ticks (as doubles: fractions kept); the larger spread of
- * the two, in ticks. */
-double vclock_leaf_in(const struct stf_calib *c);
+/* The whole tracer cost of one call of a leaf (gap[E][X] + gap[X][E]), in ticks (a double:
+ * fractions kept); the larger spread of the two gaps, in ticks. */
 double vclock_leaf_cost(const struct stf_calib *c);
 double vclock_leaf_spread(const struct stf_calib *c);
 
