@@ -103,6 +103,20 @@ Test(host, timer_signals_while_patching_nopie_xray_runtime)
     timer_during_patching(BIN("hostile-nopie-rt"));
 }
 
+/* stderr is exactly the warning that the sidecar's end lines could not be appended, for why
+ * (the reason the open failed with). */
+static void expect_sidecar_end_missing(const struct e2e_run *t, const char *out, const char *bin,
+                                       const char *why)
+{
+    char syms[PATH_MAX], want[2 * PATH_MAX];
+    e2e_trace_path(syms, sizeof syms, out, bin, t->pid, "syms");
+    snprintf(want, sizeof want,
+             "sledtrace: warning: %s: cannot be reopened (%s): the process's exit and its "
+             "threads' names are not in it\n",
+             syms, why);
+    cr_assert_str_eq(t->err, want);
+}
+
 /* 23.15: after setresuid the sidecar (root's, 0600) cannot be reopened for its end lines (the
  * exit, the threads' names); before, they were missing with no message. The trace itself, open
  * all along, is whole. Needs root. */
@@ -111,15 +125,10 @@ Test(host, setresuid_says_the_sidecar_end_is_missing)
     if (geteuid() != 0)
         cr_skip_test("setresuid to another user needs root");
     const char *bin = BIN("hostile-pie-nort");
-    char out[PATH_MAX], syms[PATH_MAX], want[2 * PATH_MAX];
+    char out[PATH_MAX];
     struct e2e_run t;
     run_hostile(bin, "setuid-exit", NULL, &t, out, sizeof out);
-    e2e_trace_path(syms, sizeof syms, out, bin, t.pid, "syms");
-    snprintf(want, sizeof want,
-             "sledtrace: warning: %s: cannot be reopened (Permission denied): the process's "
-             "exit and its threads' names are not in it\n",
-             syms);
-    cr_assert_str_eq(t.err, want);
+    expect_sidecar_end_missing(&t, out, bin, "Permission denied");
     check_parent_trace(bin, out, &t, "setuid-exit");
     e2e_run_free(&t);
     e2e_rmtree(out);
@@ -560,15 +569,10 @@ Test(host, chroot_then_main_thread_exits)
     if (geteuid() != 0)
         cr_skip_test("chroot needs root");
     const char *bin = BIN("hostile-pie-nort");
-    char out[PATH_MAX], syms[PATH_MAX], want[2 * PATH_MAX];
+    char out[PATH_MAX];
     struct e2e_run t;
     run_hostile(bin, "chroot-exit", NULL, &t, out, sizeof out);
-    e2e_trace_path(syms, sizeof syms, out, bin, t.pid, "syms");
-    snprintf(want, sizeof want,
-             "sledtrace: warning: %s: cannot be reopened (No such file or directory): the "
-             "process's exit and its threads' names are not in it\n",
-             syms);
-    cr_assert_str_eq(t.err, want);
+    expect_sidecar_end_missing(&t, out, bin, "No such file or directory");
     check_parent_trace(bin, out, &t, "chroot-exit");
     e2e_run_free(&t);
     e2e_rmtree(out);
