@@ -505,6 +505,7 @@ void stf_cursor_stats(const struct stf_cursor *c, struct stf_reader_stats *out);
  *     o<TAB>objid<TAB>0xbias<TAB>path
  *     b<TAB>objid<TAB>buildid
  *     f<TAB>objid<TAB>fid<TAB>0xaddress<TAB>name
+ *     r<TAB>objid<TAB>first     (objects from the 15th on: their ids are first + fid)
  * Lookups are keyed on (objid, fid). Unknown line types are ignored. A 'b' line gives the GNU
  * build id of an object's file (its NT_GNU_BUILD_ID note's bytes, two hex digits each, 1 to
  * STF_BUILD_ID_MAX bytes; fields after it are ignored); an object without one has no 'b' line,
@@ -575,12 +576,19 @@ size_t stf_syms_rename_objects(struct stf_syms *s, char *(*fn)(const char *path,
                                void *arg);
 
 /* Map a trace function id to (objid, fid): the runtime packs the object number (0: the
- * executable, then shared objects in the order they were found) into the top 4 of the 28 bits. */
+ * executable, then shared objects in the order they were found) into the top 4 of the 28 bits,
+ * for objects 0 to 14. From the 15th on, each object has a range of its own among the ids from
+ * STF_ID_RANGES_FIRST, given by its sidecar's 'r' line: stf_syms_split knows them. */
+enum { STF_ID_RANGES_FIRST = 15u << 24 };
+
 static inline void stf_split_id(uint32_t id, uint32_t *objid, uint32_t *fid)
 {
     *objid = id >> 24;
     *fid = id & 0xffffffu;
 }
+
+/* stf_split_id with s's ranges ('r' lines); s may be NULL. */
+void stf_syms_split(const struct stf_syms *s, uint32_t id, uint32_t *objid, uint32_t *fid);
 
 /* Name for a trace function id: a tracer pseudo-function's name (stf_tracer_name), the
  * symbol, or "#<id>" formatted into buf. */

@@ -56,6 +56,13 @@ struct stf_syms {
     int end_value;
     struct tname *tnames; /* the `thread` lines */
     size_t ntnames, captnames;
+    struct range *ranges; /* the `r` lines, sorted by first id once loaded */
+    size_t nranges, capranges;
+};
+
+/* An object's own range of ids (an 'r' line): trace id = first + fid. */
+struct range {
+    uint32_t first, objid;
 };
 
 struct tname {
@@ -94,6 +101,29 @@ static int process_line(struct stf_syms *s, char *line)
         }
         return 1;
     }
+    if (line[0] == 'r' && line[1] == '\t') {
+        /* r<TAB>objid<TAB>first: ids from `first` belong to objid. Malformed: ignored (its
+         * functions then show as ids). */
+        char *p = line + 2, *end;
+        unsigned long obj = strtoul(p, &end, 10);
+        if (end == p || *end != '\t')
+            return 1;
+        p = end + 1;
+        unsigned long first = strtoul(p, &end, 10);
+        if (end == p || *end || obj > UINT32_MAX || first >= (1ul << 28) ||
+            first < STF_ID_RANGES_FIRST)
+            return 1;
+        if (s->nranges == s->capranges) {
+            size_t nc = s->capranges ? 2 * s->capranges : 16;
+            struct range *nr = realloc(s->ranges, nc * sizeof *nr);
+            if (!nr)
+                return -1;
+            s->ranges = nr;
+            s->capranges = nc;
+        }
+        s->ranges[s->nranges++] = (struct range){(uint32_t)first, (uint32_t)obj};
+        return 1;
+    }
     if (strncmp(line, "thread\t", 7) == 0) {
         char *p = line + 7, *end;
         long pid = strtol(p, &end, 10);
@@ -118,6 +148,29 @@ static int process_line(struct stf_syms *s, char *line)
         return 1;
     }
     return 0;
+}
+
+static int range_cmp(const void *a, const void *b)
+{
+    const struct range *x = a, *y = b;
+    return x->first < y->first ? -1 : x->first > y->first;
+}
+
+void stf_syms_split(const struct stf_syms *s, uint32_t id, uint32_t *objid, uint32_t *fid)
+{
+    stf_split_id(id, objid, fid);
+    if (!s || !s->nranges || id < s->ranges[0].first)
+        return;
+    size_t lo = 0, hi = s->nranges; /* the last range starting at or below id */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->ranges[mid].first <= id)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    *objid = s->ranges[lo].objid;
+    *fid = id - s->ranges[lo].first;
 }
 
 void stf_syms_take_process(struct stf_syms *dst, struct stf_syms *src)
@@ -591,6 +644,8 @@ int stf_syms_load_stream(struct stf_syms **out, FILE *fp, const char *path, char
         stf_syms_free(s);
         return rc;
     }
+    if (s->nranges > 1)
+        qsort(s->ranges, s->nranges, sizeof *s->ranges, range_cmp);
     *out = s;
     return STF_OK;
 }
@@ -607,6 +662,7 @@ void stf_syms_free(struct stf_syms *s)
     }
     for (size_t i = 0; i < s->nwarn && i < STF_SYMS_WARNINGS_KEPT; i++)
         free(s->warn[i]);
+    free(s->ranges);
     for (size_t i = 0; i < s->ntnames; i++)
         free(s->tnames[i].name);
     free(s->tnames);
@@ -716,7 +772,7 @@ const char *stf_syms_name(const struct stf_syms *s, uint32_t id, char *buf, size
     if (tracer)
         return tracer;
     uint32_t objid, fid;
-    stf_split_id(id, &objid, &fid);
+    stf_syms_split(s, id, &objid, &fid);
     const char *n = stf_syms_lookup(s, objid, fid);
     if (n)
         return n;

@@ -524,6 +524,27 @@ void stp_object_func(const struct stp_object *obj, size_t i, uint32_t *id, uintp
     *name = f->name_off == SIZE_MAX ? "" : obj->names + f->name_off;
 }
 
+static int call_kind(unsigned kind)
+{
+    return kind != STP_CUSTOM_EVENT && kind != STP_TYPED_EVENT;
+}
+
+size_t stp_func_whole(struct stp_object *obj, const struct stp_func *fn)
+{
+    struct stp_sled *v = obj->sleds + fn->first_sled;
+    uint8_t bad = STP_OK;
+    for (uint32_t k = 0; k < fn->nsleds && bad == STP_OK; k++)
+        if (call_kind(v[k].kind) && v[k].status != STP_OK && v[k].status != STP_FILTERED)
+            bad = v[k].status;
+    size_t n = 0;
+    for (uint32_t k = 0; k < fn->nsleds && bad != STP_OK; k++)
+        if (call_kind(v[k].kind) && v[k].status == STP_OK) {
+            v[k].status = bad;
+            n++;
+        }
+    return n;
+}
+
 void stp_object_sled(const struct stp_object *obj, size_t i, uintptr_t *addr, enum stp_kind *kind,
                      uint32_t *fid, enum stp_status *status)
 {
@@ -604,6 +625,8 @@ const char *stp_status_name(enum stp_status s)
         [STP_PROTECT_FAILED] = "mprotect refused",
         [STP_FILTERED] = "left out by SLEDTRACE_FILTER/SLEDTRACE_EXCLUDE",
         [STP_BRANCH_INTO] = "a branch in its function lands inside it",
+        [STP_BREAKPOINT] = "a debugger's breakpoint (int3) on its sled",
+        [STP_CHANGED] = "its sled changed by someone else (a debugger?) since its proof",
     };
     return (unsigned)s < STP_NSTATUS ? names[s] : "unknown";
 }

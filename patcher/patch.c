@@ -8,7 +8,10 @@
  * Writes: pages holding sleds are made read+write (never write+execute), written, and given back
  * the protection /proc/self/maps showed. Within a sled, bytes 2..10 are written first (dead code
  * behind `jmp +9` or `ret`), then the first two bytes with one aligned 16-bit atomic store, the
- * order xray-facts section 3 gives for patching under running threads.
+ * order xray-facts section 3 gives for patching under running threads. No byte is written
+ * over anything but what the proof saw or what the patcher itself left (as_proven, as_patched):
+ * a debugger's int3 placed since, or a fresh copy of a reloaded library at the same address,
+ * is left alone (STP_CHANGED; stp_object_intact tells the runtime about the second).
  *
  * The window. Other threads may run code in those pages meanwhile (a toggle, a dlopen whose
  * plugin constructor started a thread), and the program may change their protection itself (a
@@ -257,8 +260,8 @@ static void encode(uint8_t b[STP_SLED_SIZE], const struct stp_sled *s, uint32_t 
                    uint64_t target)
 {
     int32_t rel = (int32_t)(int64_t)(target - (s->addr + STP_SLED_SIZE));
-    uint32_t id = id_base | s->fid;
-    b[0] = 0x41; /* mov $id, %r10d */
+    uint32_t id = id_base + s->fid; /* a base ends in 24 zero bits, or is a range's start */
+    b[0] = 0x41;                    /* mov $id, %r10d */
     b[1] = 0xba;
     memcpy(b + 2, &id, 4);
     b[6] = s->kind == STP_EXIT ? 0xe9 : 0xe8; /* jmp replaces ret; call otherwise */
@@ -295,15 +298,105 @@ static void write_event_sled(const struct stp_sled *s, uint64_t target)
         memcpy(p, &head, 2);
 }
 
+/* The first two bytes of a sled, patched (on) or not. */
+static uint16_t head_bytes(unsigned kind, int on)
+{
+    if (kind == STP_CUSTOM_EVENT || kind == STP_TYPED_EVENT)
+        return on ? 0x9066 : kind == STP_CUSTOM_EVENT ? 0x0feb : 0x14eb;
+    if (on)
+        return 0xba41;                         /* 41 ba: mov $id, %r10d */
+    return kind == STP_EXIT ? 0x2ec3 : 0x09eb; /* c3 2e: ret; eb 09: jmp +9 */
+}
+
+/* "Never write a head without checking the bytes under it." Whether sled s holds what the
+ * patcher itself left there: its patched body (the id and the call or jmp to target) behind a
+ * head on or off. The head is read once: a debugger may write an int3 over it at any time, and
+ * the check is only as good as the moment it is made (a writer that races the patcher's own
+ * window is not excluded; ptrace writes are rare and the window is short). */
+static int as_patched(const struct stp_sled *s, uint32_t id_base, uint64_t target)
+{
+    const uint8_t *p = (const uint8_t *)(uintptr_t)s->addr;
+    uint16_t head;
+    memcpy(&head, p, 2);
+    if (head != head_bytes(s->kind, 1) && head != head_bytes(s->kind, 0))
+        return 0;
+    if (s->kind == STP_CUSTOM_EVENT || s->kind == STP_TYPED_EVENT) {
+        unsigned off = stp_event_call_offset(s->kind);
+        int32_t rel = (int32_t)(int64_t)(target - (s->addr + off + 5)), was;
+        memcpy(&was, p + off + 1, 4);
+        return was == rel;
+    }
+    uint8_t b[STP_SLED_SIZE];
+    encode(b, s, id_base, target);
+    return memcmp(p + 2, b + 2, STP_SLED_SIZE - 2) == 0;
+}
+
+/* Before the first patch: the sled still holds the bytes its proof saw, the template (its head
+ * off) or the patched form carrying its function's id (compiler-rt's patch_premain leaves it
+ * calling compiler-rt's trampolines). Event sleds: their unpatched head. Anything else, such as
+ * an int3 a debugger put there since the proof, is left alone. */
+static int as_proven(const struct stp_sled *s, uint32_t id_base, uint64_t target)
+{
+    const uint8_t *p = (const uint8_t *)(uintptr_t)s->addr;
+    if (s->kind == STP_CUSTOM_EVENT || s->kind == STP_TYPED_EVENT) {
+        uint16_t head;
+        memcpy(&head, p, 2);
+        return head == head_bytes(s->kind, 0);
+    }
+    static const uint8_t nop9[STP_SLED_SIZE - 2] = {0x66, 0x0f, 0x1f, 0x84, 0x00,
+                                                    0x00, 0x02, 0x00, 0x00};
+    uint16_t head;
+    memcpy(&head, p, 2);
+    if (head == head_bytes(s->kind, 0) && memcmp(p + 2, nop9, sizeof nop9) == 0)
+        return 1;
+    uint32_t id;
+    memcpy(&id, p + 2, 4);
+    return (head == head_bytes(s->kind, 1) && p[6] == (s->kind == STP_EXIT ? 0xe9 : 0xe8) &&
+            (id == s->fid || id == id_base + s->fid)) ||
+           as_patched(s, id_base, target);
+}
+
 static int sled_cmp(const void *a, const void *b)
 {
     const struct stp_sled *x = *(struct stp_sled *const *)a, *y = *(struct stp_sled *const *)b;
     return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
+static uint64_t stub_for(const struct stp_object *obj, unsigned kind)
+{
+    return (uint64_t)(uintptr_t)obj->stub_page + STUB_SLOT * kind;
+}
+
+/* Sleds of func (-1: all) that no longer hold what `ok` expects become STP_CHANGED, with the
+ * rest of their function (stp_func_whole). Returns how many functions it marked. Reads the code
+ * outside any window: only a writer other than the patcher can change it, and that is what is
+ * looked for. */
+static size_t mark_changed(struct stp_object *obj, long func,
+                           int (*ok)(const struct stp_sled *, uint32_t, uint64_t))
+{
+    size_t n = 0;
+    for (size_t f = func < 0 ? 0 : (size_t)func; f < obj->nfuncs; f++) {
+        const struct stp_func *fn = &obj->funcs[f];
+        int marked = 0;
+        for (uint32_t k = 0; k < fn->nsleds; k++) {
+            struct stp_sled *s = &obj->sleds[fn->first_sled + k];
+            if (s->status == STP_OK && !ok(s, obj->id_base, stub_for(obj, s->kind))) {
+                s->status = STP_CHANGED;
+                marked = 1;
+            }
+        }
+        stp_func_whole(obj, fn);
+        n += marked;
+        if (func >= 0)
+            break;
+    }
+    return n;
+}
+
 int stp_object_patch(struct stp_object *obj, const struct stp_targets *t)
 {
     uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    mark_changed(obj, -1, as_proven); /* since the proof: a debugger's int3 */
     struct stp_sled **todo = malloc((obj->nsleds ? obj->nsleds : 1) * sizeof *todo);
     if (!todo)
         return STP_E_NOMEM;
@@ -405,20 +498,27 @@ int stp_object_patch(struct stp_object *obj, const struct stp_targets *t)
     return rc;
 }
 
-/* The first two bytes of a sled, patched (on) or not. */
-static uint16_t head_bytes(unsigned kind, int on)
-{
-    if (kind == STP_CUSTOM_EVENT || kind == STP_TYPED_EVENT)
-        return on ? 0x9066 : kind == STP_CUSTOM_EVENT ? 0x0feb : 0x14eb;
-    if (on)
-        return 0xba41;                         /* 41 ba: mov $id, %r10d */
-    return kind == STP_EXIT ? 0x2ec3 : 0x09eb; /* c3 2e: ret; eb 09: jmp +9 */
-}
-
-int stp_object_toggle(struct stp_object *obj, long func, int on)
+int stp_object_intact(const struct stp_object *obj)
 {
     if (!obj->stub_page)
+        return 1;
+    for (size_t i = 0; i < obj->nsleds; i++) {
+        const struct stp_sled *s = &obj->sleds[i];
+        if (s->status == STP_OK)
+            return as_patched(s, obj->id_base, stub_for(obj, s->kind));
+    }
+    return 1;
+}
+
+int stp_object_toggle(struct stp_object *obj, long func, int on, size_t *changed)
+{
+    if (changed)
+        *changed = 0;
+    if (!obj->stub_page)
         return 0;
+    size_t marked = mark_changed(obj, func, as_patched);
+    if (changed)
+        *changed = marked;
     uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
     int rc = 0;
     uint32_t fid = func < 0 ? 0 : (uint32_t)func + 1;

@@ -45,6 +45,9 @@ enum stp_status {
     STP_PROTECT_FAILED,      /* mprotect refused (EACCES/EPERM: SELinux, PaX...) */
     STP_FILTERED,            /* left out on purpose (stp_object_leave_out) */
     STP_BRANCH_INTO,         /* a branch in the function targets the inside of the sled */
+    STP_BREAKPOINT,          /* an int3 (a debugger's breakpoint) over the sled's first byte */
+    STP_CHANGED,             /* its bytes were not what the patcher left (or found) when it came
+                                to write them: someone else wrote there; never touched again */
     STP_NSTATUS
 };
 
@@ -103,8 +106,9 @@ const char *stp_object_path(const struct stp_object *obj);
 enum { STP_BUILD_ID_MAX = 64 };
 size_t stp_object_build_id(const struct stp_object *obj, const uint8_t **id);
 
-/* Ids written into this object's sleds are `base | function id` (default 0): the runtime packs
- * an object number into the high bits, as clang's -fxray-shared does. */
+/* Ids written into this object's sleds are `base + function id` (default 0): the runtime packs
+ * an object number into the high bits, as clang's -fxray-shared does, or gives the object a
+ * range of its own (format/stf.h, stf_syms_split). */
 void stp_object_set_id_base(struct stp_object *obj, uint32_t base);
 
 /* Leaves function i (0-based, as stp_object_func) unpatched: its proven sleds get STP_FILTERED. */
@@ -181,8 +185,19 @@ int stp_object_patch(struct stp_object *obj, const struct stp_targets *t);
  * aligned atomic store (the rest stays patched behind the jmp or ret), the pages holding them
  * being writable, and not executable, only for the time of the toggle (a thread executing them
  * meanwhile faults: see stp_code_being_written). Only after stp_object_patch; not thread-safe
- * with itself. Returns 0 or STP_E_PROTECT. */
-int stp_object_toggle(struct stp_object *obj, long func, int on);
+ * with itself. A head is written only over the bytes the patcher left there (patched, on or
+ * off): a sled found otherwise (a debugger's int3 over it) becomes STP_CHANGED and is left
+ * alone for good, with the rest of its function; *changed (if not NULL) gets how many
+ * functions this call found so. The object must be
+ * mapped (see stp_object_intact). Returns 0 or STP_E_PROTECT. */
+int stp_object_toggle(struct stp_object *obj, long func, int on, size_t *changed);
+
+/* Whether the code at the object's address is still the image stp_object_patch patched: 1 when
+ * its first patched sled holds the bytes written there (its head on or off), 0 when it does not
+ * (the object was unloaded and a fresh copy of the file mapped at the same address: it must be
+ * proven and patched as a new object), 1 also when nothing was patched. Reads the object's code:
+ * the caller makes sure it is mapped (e.g. inside dl_iterate_phdr, which holds off dlclose). */
+int stp_object_intact(const struct stp_object *obj);
 
 /* Code being written (patch.c, "The window"): pages are writable and not executable while
  * sleds are rewritten. stp_fault_in_rewrite(addr), for a fault at addr (SEGV_ACCERR): 1 when it

@@ -67,13 +67,19 @@ struct stp_object {
 /* Reads n bytes of fd at off, all of them (EINTR retried): 0, or -1. */
 int stp_pread_all(int fd, void *buf, size_t n, uint64_t off);
 
+/* A function is traced whole or not at all: an entry patched without its exits (or the
+ * reverse) records calls that never end (or end without starting). When one of fn's entry,
+ * exit, tail or log-args sleds is refused (any status but STP_OK and STP_FILTERED), its other
+ * proven ones of those kinds get the same status. Returns how many it changed. */
+size_t stp_func_whole(struct stp_object *obj, const struct stp_func *fn);
+
 /* The executable segment holding [addr, addr + len), or NULL. */
 const struct stp_seg *stp_find_seg(const struct stp_object *obj, uint64_t addr, size_t len);
 
 /* ---- the proof cache (cache.c) ---- */
 
 /* Raised whenever verify.c proves differently: older cache files are then ignored. */
-enum { STP_PROOF_RULES = 1 };
+enum { STP_PROOF_RULES = 2 }; /* 2: STP_BREAKPOINT */
 
 /* One object's cache file, loaded: digest[8 * f] (u64, 0 = none) per function, status[i] per
  * sled; buf NULL when nothing was loaded. */

@@ -64,6 +64,11 @@ static enum stp_status check_bytes(const uint8_t *b, unsigned kind, uint32_t exp
             (struct shape){X86_INS_MOV, 6, kind == STP_EXIT ? X86_INS_JMP : X86_INS_CALL, 5, 0};
         return STP_OK;
     }
+    /* A debugger's breakpoint over the first byte of either form: refused, but named as such
+     * (the runtime says it louder than other refusals: the user may not know it matters). */
+    if (b[0] == 0xcc && (memcmp(b + 1, tmpl + 1, STP_SLED_SIZE - 1) == 0 ||
+                         (b[1] == 0xba && id == expect_id && b[6] == op)))
+        return STP_BREAKPOINT;
     return STP_BAD_BYTES;
 }
 
@@ -360,6 +365,7 @@ static int sweep_jobs(struct jobs *j)
             tg.lost = 0;
             check_function(&w, &tg, (const uint8_t *)(uintptr_t)fn->addr, j->v[i].hi - fn->addr,
                            fn->addr, order, fn->nsleds);
+            stp_func_whole(obj, fn);
         }
     }
     free(order);
@@ -435,6 +441,7 @@ static void apply_cached(struct stp_object *obj, const struct stp_func *fn,
         if (s->status == STP_OK && s->kind != STP_CUSTOM_EVENT && s->kind != STP_TYPED_EVENT)
             s->status = check_bytes((const uint8_t *)(uintptr_t)s->addr, s->kind, s->fid, &shape);
     }
+    stp_func_whole(obj, fn);
 }
 
 /* Writes the cache file. digest[f]: this run's digest of each function it proved, and the old

@@ -111,25 +111,36 @@ static const char *base_name(const char *p)
 }
 
 /* Traced objects: [0] is the executable, then instrumented shared objects in the order they
- * were found (at start-up, then by dlopen). An object's number is the high 4 bits of the 28-bit
- * ids its sleds carry, `(object << 24) | function`, as with clang's -fxray-shared; the sidecar
- * maps them back to names. A loaded object is identified by its load address, its name and its
- * file (device and inode): a library dlclose'd and dlopen'd again, even at the same address, is
- * a new image that must be proven and patched again. It gets its old number back when it is
- * the same file (same ids, same names: the sidecar entry stays right), so a plugin reloaded in
- * a loop does not use up the 15 numbers; another file never reuses a number, so a trace's ids
- * stay unambiguous after a dlclose. objs_lock serialises dlopen/dlclose scans (start-up runs
- * alone). */
-enum { MAX_OBJECTS = 16, OBJECT_SHIFT = 24 };
+ * were found (at start-up, then by dlopen). Ids: the sleds of objects 0 to 14 carry
+ * `(object << 24) + function`, as with clang's -fxray-shared; from the 15th on, objects get
+ * ranges of their own, packed in the last 16M ids (28-bit ids: 0xf000000 up), which the sidecar
+ * gives ('r' lines, format/stf.h): so a plugin-heavy program is not limited to 15 libraries.
+ * The sidecar maps ids back to names.
+ *
+ * Identity. A loaded object is its load address, its name, its file (device and inode) and its
+ * code: a library dlclose'd and dlopen'd again, even at the same address, is a new image that
+ * must be proven and patched again. Another thread's dlclose and dlopen can both happen between
+ * two scans, so the address alone cannot tell: the scan checks that the object's first patched
+ * sled still holds the bytes written there (stp_object_intact; a fresh copy holds the
+ * compiler's). The check, and every write into an object after its patching (switch_all), is
+ * made inside dl_iterate_phdr, whose lock keeps a listed object mapped. A reloaded file gets its
+ * old number back (same ids, same names: the sidecar entry stays right), so a plugin reloaded
+ * in a loop uses no new number; another file never reuses a number, so a trace's ids stay
+ * unambiguous after a dlclose. The array grows; objs_lock serialises the scans and the
+ * switches (start-up runs alone). */
+enum { OBJECT_SHIFT = 24, PACKED_OBJECTS = 15, RANGE_FIRST = 15u << 24, ID_END = 1u << 28 };
 struct traced {
     struct stp_object *obj;
     const char *name; /* path as the sidecar shows it */
     int live;         /* still loaded */
     dev_t dev;        /* its file */
     ino_t ino;
+    uint32_t id_base; /* its sleds carry id_base + function id */
+    unsigned seen;    /* the last scan that found it loaded (scan_objects) */
 };
-static struct traced objs[MAX_OBJECTS];
-static unsigned nobjs;
+static struct traced *objs;
+static unsigned nobjs, objs_cap, scan_gen;
+static uint32_t range_next = RANGE_FIRST; /* the next free id of the ranges */
 static pthread_mutex_t objs_lock = PTHREAD_MUTEX_INITIALIZER;
 static char syms_now[PATH_MAX]; /* this process's sidecar, for objects that come later */
 static struct stat syms_st;     /* and its identity */
@@ -138,7 +149,11 @@ static struct stat syms_st;     /* and its identity */
  * dlclose and switch_all, which then see the objects and buffers set up before it. */
 static _Atomic int tracing;
 /* No instrumented object at start-up: the first dlopen'd one starts tracing. Cleared (under
- * objs_lock) at that attempt; read relaxed by dlopen only as a hint, re-checked under the lock. */
+ * objs_lock) when that attempt is over, after `tracing` is set if it worked: a dlopen in another
+ * thread meanwhile waits for the lock and scans, rather than leave its library unpatched (seen:
+ * 8 threads that loaded plugins while a start was under way, none traced). The release store
+ * that clears it pairs with dlopen's acquire load, made before it loads `tracing`: a dlopen that
+ * finds it cleared finds `tracing` as the attempt left it. */
 static _Atomic int lazy;
 static int patched_now = 1; /* sleds switched on (sledtrace_patch/unpatch, toggle signal) */
 
@@ -157,6 +172,8 @@ static void syms_object(FILE *f, unsigned objid)
     const struct traced *o = &objs[objid];
     fprintf(f, "o\t%u\t0x%llx\t%s\n", objid,
             (unsigned long long)(o->obj ? stp_object_bias(o->obj) : 0), one_line(o->name));
+    if (objid >= PACKED_OBJECTS)
+        fprintf(f, "r\t%u\t%u\n", objid, o->id_base);
     const uint8_t *id;
     size_t idlen = o->obj ? stp_object_build_id(o->obj, &id) : 0;
     if (idlen) {
@@ -453,6 +470,41 @@ static void log_counts(const struct stp_object *obj, const char *name)
     }
 }
 
+/* Functions a debugger's breakpoint sits on, or whose sleds someone changed since their proof:
+ * told at the warning level (a user who set a breakpoint wants to know the function is not
+ * traced), with the first one's name. */
+static void warn_untouched(const struct stp_object *obj, const char *name)
+{
+    for (int st = STP_BREAKPOINT; st <= STP_CHANGED; st++) {
+        size_t funcs = 0, n = stp_object_nsleds(obj);
+        uint32_t last = 0, first = 0;
+        for (size_t i = 0; i < n; i++) {
+            uintptr_t addr;
+            enum stp_kind kind;
+            uint32_t fid;
+            enum stp_status s;
+            stp_object_sled(obj, i, &addr, &kind, &fid, &s);
+            if ((int)s == st && fid != last) {
+                funcs++;
+                last = fid;
+                first = first ? first : fid;
+            }
+        }
+        if (!funcs)
+            continue;
+        uint32_t id;
+        uintptr_t addr;
+        const char *fname;
+        stp_object_func(obj, first - 1, &id, &addr, &fname);
+        char more[32] = "";
+        if (funcs > 1)
+            snprintf(more, sizeof more, " and %zu more", funcs - 1);
+        str_log(STR_WARN, "%s: %zu function%s left untraced (%s): %s%s", name, funcs,
+                funcs == 1 ? "" : "s", stp_status_name((enum stp_status)st), *fname ? fname : "?",
+                more);
+    }
+}
+
 static int patch(struct stp_object *obj, const char *name)
 {
     struct stp_targets t = {{0}};
@@ -467,6 +519,7 @@ static int patch(struct stp_object *obj, const char *name)
     if (rc != 0)
         str_log(STR_WARN, "%s: %s; some sleds left untouched", name, stp_strerror(rc));
     log_counts(obj, name);
+    warn_untouched(obj, name);
     return rc;
 }
 
@@ -476,15 +529,42 @@ static int patch(struct stp_object *obj, const char *name)
  * lock, where dlopen would deadlock) must load it outside and come back (scan_objects). */
 enum { ADD_NONE = -1, ADD_NEED_CAPSTONE = -2, ADD_NEED_LIBELF = -3 };
 
-/* An object number to give the file: that of an unloaded object of the same file, else a new
- * one; -1 when all are used. */
-static int number_for(const char *path, const struct stat *st)
+/* An object number to give the file: that of an unloaded object of the same file (its id base
+ * too), else a new one (*base: its ids' base; a range of nfuncs + 1 ids from the 15th object
+ * on); -1 when the ids are used up. */
+static int number_for(const char *path, const struct stat *st, size_t nfuncs, uint32_t *base)
 {
     for (unsigned i = 1; i < nobjs; i++)
         if (!objs[i].live && objs[i].obj && st && objs[i].dev == st->st_dev &&
-            objs[i].ino == st->st_ino && strcmp(objs[i].name, path) == 0)
+            objs[i].ino == st->st_ino && strcmp(objs[i].name, path) == 0 &&
+            stp_object_nfuncs(objs[i].obj) == nfuncs) {
+            *base = objs[i].id_base;
             return (int)i;
-    return nobjs < MAX_OBJECTS ? (int)nobjs : -1;
+        }
+    if (nobjs < PACKED_OBJECTS) {
+        *base = nobjs << OBJECT_SHIFT;
+        return (int)nobjs;
+    }
+    uint64_t size = ((uint64_t)nfuncs + 1 + 15) & ~(uint64_t)15;
+    if (range_next + size > ID_END)
+        return -1;
+    *base = range_next;
+    return (int)nobjs;
+}
+
+/* Room for objs[nobjs]: 0, or -1 (out of memory). */
+static int objs_room(void)
+{
+    if (nobjs < objs_cap)
+        return 0;
+    unsigned cap = objs_cap ? 2 * objs_cap : 16;
+    struct traced *p = realloc(objs, cap * sizeof *p);
+    if (!p)
+        return -1;
+    memset(p + objs_cap, 0, (cap - objs_cap) * sizeof *p);
+    objs = p;
+    objs_cap = cap;
+    return 0;
 }
 
 /* Proves and patches a newly loaded object. Returns its number, ADD_NONE (not instrumented, or
@@ -499,14 +579,14 @@ static int add_object(const char *path, uintptr_t bias, const struct stat *st)
     int rc = stp_object_open(path, bias, &obj);
     if (rc == STP_E_NO_MAP || rc == STP_E_OPEN)
         return ADD_NONE; /* not instrumented, or not a file we can read */
-    int num = number_for(path, st);
-    if (rc == 0 && num < 0) {
+    uint32_t base = 0;
+    int num = rc == 0 ? number_for(path, st, stp_object_nfuncs(obj), &base) : 0;
+    if (rc == 0 && (num < 0 || objs_room() != 0)) {
         static int said;
         if (!said++)
-            str_log(STR_WARN,
-                    "%s: more than %d instrumented libraries; it and any loaded later are left "
-                    "alone (untraced)",
-                    path, MAX_OBJECTS - 1);
+            str_log(STR_WARN, "%s: %s; it and any like it loaded later are left alone (untraced)",
+                    path,
+                    num < 0 ? "the trace's 28-bit function ids are used up" : strerror(ENOMEM));
         stp_object_close(obj);
         return ADD_NONE;
     }
@@ -527,7 +607,8 @@ static int add_object(const char *path, uintptr_t bias, const struct stat *st)
         stp_object_close(obj);
         return ADD_NONE;
     }
-    if (stp_object_nfuncs(obj) >= STF_FID_TRACER_FIRST) {
+    if (stp_object_nfuncs(obj) >= STF_FID_TRACER_FIRST ||
+        (num >= PACKED_OBJECTS && base + stp_object_nfuncs(obj) >= ID_END)) {
         /* Its ids would reach the tracer's own pseudo-functions (stf.h). */
         str_log(STR_WARN, "%s: %zu functions, more than a trace can number; left alone", path,
                 stp_object_nfuncs(obj));
@@ -538,12 +619,16 @@ static int add_object(const char *path, uintptr_t bias, const struct stat *st)
     int reused = objid < nobjs;
     if (reused)
         stp_object_close(objs[objid].obj); /* the unloaded image's (its stub page stays) */
-    stp_object_set_id_base(obj, (uint32_t)objid << OBJECT_SHIFT);
-    objs[objid] =
-        (struct traced){obj, stp_object_path(obj), 1, st ? st->st_dev : 0, st ? st->st_ino : 0};
+    else if (objid >= PACKED_OBJECTS)
+        range_next = base + (uint32_t)(((uint64_t)stp_object_nfuncs(obj) + 1 + 15) & ~15ull);
+    stp_object_set_id_base(obj, base);
+    objs[objid] = (struct traced){
+        obj, stp_object_path(obj), 1, st ? st->st_dev : 0, st ? st->st_ino : 0, base, scan_gen};
     if (!reused)
         nobjs++;
     patch(obj, path);
+    if (!patched_now) /* tracing is switched off (sledtrace_unpatch, the toggle signal) */
+        stp_object_toggle(obj, -1, 0, NULL);
     if (!reused)
         append_syms(objid);
     str_log(STR_DEBUG, "%s: object %u%s", path, objid, reused ? " (loaded again)" : "");
@@ -552,48 +637,93 @@ static int add_object(const char *path, uintptr_t bias, const struct stat *st)
 
 static uintptr_t self_base;
 
+/* A shared object dl_iterate_phdr lists that could be traced (not the executable, listed first
+ * with no name, nor sledtrace itself, nor the vDSO). */
+static int candidate(const struct dl_phdr_info *info)
+{
+    const char *name = info->dlpi_name;
+    return name && *name && info->dlpi_addr != self_base && !strstr(name, "linux-vdso");
+}
+
+/* The live traced object that info lists (called inside dl_iterate_phdr: the object is
+ * mapped), NULL if none; *intact: whether it is still the image the runtime patched. st: its
+ * file, if known. */
+static struct traced *traced_as(const struct dl_phdr_info *info, const struct stat *st, int *intact)
+{
+    for (unsigned i = 1; i < nobjs; i++) {
+        struct traced *o = &objs[i];
+        if (o->live && stp_object_bias(o->obj) == info->dlpi_addr &&
+            strcmp(o->name, info->dlpi_name) == 0 &&
+            (!st || (o->dev == st->st_dev && o->ino == st->st_ino))) {
+            *intact = stp_object_intact(o->obj);
+            return o;
+        }
+    }
+    return NULL;
+}
+
 struct scan {
-    unsigned seen[MAX_OBJECTS];
     int need; /* the scan stopped at an object that needs ADD_NEED_CAPSTONE or ADD_NEED_LIBELF:
                  load it, scan again (0: it went through) */
 };
 
+/* The first pass: every traced object still loaded, as the image it patched, is seen. */
+static int mark_one(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size, (void)data;
+    if (!candidate(info))
+        return 0;
+    struct stat st;
+    int intact;
+    struct traced *o = traced_as(info, stat(info->dlpi_name, &st) == 0 ? &st : NULL, &intact);
+    if (o && intact)
+        o->seen = scan_gen;
+    return 0;
+}
+
+/* The second pass: what the first did not see is new (or a new image of an old file). */
 static int scan_one(struct dl_phdr_info *info, size_t size, void *data)
 {
     (void)size;
     struct scan *sc = data;
-    unsigned *seen = sc->seen;
+    if (!candidate(info))
+        return 0;
     const char *name = info->dlpi_name;
-    if (!name || !*name || info->dlpi_addr == self_base || strstr(name, "linux-vdso"))
-        return 0; /* the executable (listed first, with no name), sledtrace, the vDSO */
     struct stat st;
     int have = stat(name, &st) == 0;
-    for (unsigned i = 1; i < nobjs; i++)
-        if (objs[i].live && stp_object_bias(objs[i].obj) == info->dlpi_addr &&
-            strcmp(objs[i].name, name) == 0 &&
-            (!have || (objs[i].dev == st.st_dev && objs[i].ino == st.st_ino))) {
-            seen[i] = 1;
-            return 0;
-        }
+    int intact;
+    struct traced *o = traced_as(info, have ? &st : NULL, &intact);
+    if (o && intact)
+        return 0;
+    if (o) { /* replaced, between the passes, by a new image at the same address */
+        o->live = 0;
+        str_log(STR_DEBUG, "%s loaded again", o->name);
+    }
     int num = add_object(name, info->dlpi_addr, have ? &st : NULL);
     if (num == ADD_NEED_CAPSTONE || num == ADD_NEED_LIBELF) {
         sc->need = num;
         return 1; /* stop */
     }
-    if (num >= 0)
-        seen[num] = 1;
     return 0;
 }
 
 /* Patches every loaded object not seen yet and forgets those that are gone (dlclose). Capstone,
- * loaded by the proofs, is unloaded afterwards until the next object needs proving. */
+ * loaded by the proofs, is unloaded afterwards until the next object needs proving. Two passes:
+ * the objects gone (or replaced) are forgotten before the new ones are numbered, so that a file
+ * unloaded and loaded again between two scans, at any address, gets its own number back. */
 static void scan_objects(void)
 {
     struct scan sc;
     int loaded = 0;
+    scan_gen++;
+    dl_iterate_phdr(mark_one, NULL);
+    for (unsigned i = 1; i < nobjs; i++)
+        if (objs[i].live && objs[i].seen != scan_gen) {
+            objs[i].live = 0;
+            str_log(STR_DEBUG, "%s unloaded", objs[i].name);
+        }
     do {
         memset(&sc, 0, sizeof sc);
-        sc.seen[0] = 1;
         dl_iterate_phdr(scan_one, &sc);
         if (sc.need == ADD_NEED_LIBELF)
             loaded = stp_elf_load();
@@ -610,11 +740,6 @@ static void scan_objects(void)
                     elf ? STP_LIBELF_NAME : STP_CAPSTONE_NAME);
         return;
     }
-    for (unsigned i = 1; i < nobjs; i++)
-        if (objs[i].live && !sc.seen[i]) {
-            objs[i].live = 0;
-            str_log(STR_DEBUG, "%s unloaded", objs[i].name);
-        }
     stp_capstone_release();
 }
 
@@ -758,7 +883,7 @@ static void start(void)
     }
     exe[n] = '\0';
     Dl_info self;
-    if (dladdr(objs, &self))
+    if (dladdr(&self_base, &self))
         self_base = (uintptr_t)self.dli_fbase;
     uintptr_t bias = 0;
     dl_iterate_phdr(find_main, &bias);
@@ -770,6 +895,8 @@ static void start(void)
     if (rc == STP_E_NO_MAP) {
         /* No sleds in the executable: its instrumented libraries are traced, if it has any. */
         main_obj = NULL;
+        if (objs_room() != 0)
+            return;
         objs[0] = (struct traced){.obj = NULL, .name = exe_path, .live = 1};
         nobjs = 1;
         if (!instrumented_loaded()) {
@@ -803,6 +930,8 @@ static void start(void)
             str_log(STR_WARN, "%s: %s; running untraced", exe, stp_strerror(rc));
             return;
         }
+        if (objs_room() != 0)
+            return;
         objs[0] = (struct traced){.obj = main_obj, .name = exe_path, .live = 1};
         nobjs = 1;
         if (stp_object_has_xray_runtime(main_obj))
@@ -832,13 +961,15 @@ static void lazy_start(void)
 {
     if (atomic_load_explicit(&tracing, memory_order_acquire) || !instrumented_loaded())
         return;
-    atomic_store_explicit(&lazy, 0, memory_order_relaxed); /* one attempt; a failure is logged */
     str_log_release(1);
     char path[PATH_MAX];
-    if (begin_outputs(path, sizeof path) != 0)
+    if (begin_outputs(path, sizeof path) != 0) {
+        atomic_store_explicit(&lazy, 0, memory_order_release); /* one attempt; it is logged */
         return;
+    }
     scan_objects();
     atomic_store_explicit(&tracing, 1, memory_order_release); /* pairs: see its declaration */
+    atomic_store_explicit(&lazy, 0, memory_order_release);    /* pairs: see its declaration */
     str_log(STR_INFO, "an instrumented library was dlopen'd; tracing to %s", path);
 }
 
@@ -902,6 +1033,7 @@ __attribute__((visibility("default"))) void *dlopen(const char *file, int mode)
     if (!real)
         *(void **)&real = dlsym(RTLD_NEXT, "dlopen");
     void *h = real(file, mode);
+    int was_lazy = atomic_load_explicit(&lazy, memory_order_acquire); /* before `tracing` */
     if (h && atomic_load_explicit(&tracing, memory_order_acquire)) {
         int saved = errno;
         /* The scan (proofs and patching) is the tracer's time, not the caller's: in a thread
@@ -916,7 +1048,7 @@ __attribute__((visibility("default"))) void *dlopen(const char *file, int mode)
         if (record)
             stp_event(STF_ID_TRACER_PATCHING, 1);
         errno = saved;
-    } else if (h && atomic_load_explicit(&lazy, memory_order_relaxed)) {
+    } else if (h && was_lazy) {
         int saved = errno;
         pthread_mutex_lock(&objs_lock);
         if (atomic_load_explicit(&tracing, memory_order_acquire))
@@ -960,37 +1092,73 @@ __attribute__((visibility("default"))) int mprotect(void *addr, size_t len, int 
 
 /* ---- control: sledtrace.h, and SLEDTRACE_TOGGLE_SIGNAL (through the flush thread) ---- */
 
+/* A switch: on or off, every function or those named `name`; what it did. */
+struct switching {
+    int on;
+    const char *name;
+    int rc, count;
+    size_t changed; /* functions found changed by someone else (a debugger), left alone */
+};
+
+static void switch_object(struct traced *o, struct switching *sw)
+{
+    size_t changed = 0;
+    if (!sw->name) {
+        if (stp_object_toggle(o->obj, -1, sw->on, &changed) != 0)
+            sw->rc = -1;
+        sw->changed += changed;
+        return;
+    }
+    size_t n = stp_object_nfuncs(o->obj);
+    for (size_t f = 0; f < n; f++) {
+        uint32_t id;
+        uintptr_t addr;
+        const char *fname;
+        stp_object_func(o->obj, f, &id, &addr, &fname);
+        if (strcmp(fname, sw->name) != 0)
+            continue;
+        if (stp_object_toggle(o->obj, (long)f, sw->on, &changed) != 0)
+            sw->rc = -1;
+        sw->changed += changed;
+        sw->count++;
+    }
+}
+
+/* Shared objects are switched from inside dl_iterate_phdr, and only when it lists them as the
+ * image the runtime patched: one that another thread's dlclose has unloaded, or replaced by a
+ * fresh copy at the same address, is left to the scan that follows that dlopen or dlclose. */
+static int switch_one(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    if (!candidate(info))
+        return 0;
+    struct stat st;
+    int intact;
+    struct traced *o = traced_as(info, stat(info->dlpi_name, &st) == 0 ? &st : NULL, &intact);
+    if (o && intact)
+        switch_object(o, data);
+    return 0;
+}
+
 static int switch_all(int on, const char *name)
 {
     if (!atomic_load_explicit(&tracing, memory_order_acquire))
         return -1;
-    int saved = errno, rc = 0, count = 0;
+    int saved = errno;
+    struct switching sw = {.on = on, .name = name};
     pthread_mutex_lock(&objs_lock);
-    for (unsigned i = 0; i < nobjs; i++) {
-        if (!objs[i].live || !objs[i].obj)
-            continue;
-        if (!name) {
-            if (stp_object_toggle(objs[i].obj, -1, on) != 0)
-                rc = -1;
-            continue;
-        }
-        size_t n = stp_object_nfuncs(objs[i].obj);
-        for (size_t f = 0; f < n; f++) {
-            uint32_t id;
-            uintptr_t addr;
-            const char *fname;
-            stp_object_func(objs[i].obj, f, &id, &addr, &fname);
-            if (strcmp(fname, name) != 0)
-                continue;
-            if (stp_object_toggle(objs[i].obj, (long)f, on) != 0)
-                rc = -1;
-            count++;
-        }
-    }
+    if (objs[0].obj) /* the executable: never unloaded */
+        switch_object(&objs[0], &sw);
+    dl_iterate_phdr(switch_one, &sw);
     patched_now = name ? patched_now : on;
     pthread_mutex_unlock(&objs_lock);
+    if (sw.changed)
+        str_log(STR_WARN,
+                "%zu function%s whose sled someone else changed (a debugger's breakpoint?) left "
+                "as %s, no longer switched on or off",
+                sw.changed, sw.changed == 1 ? "" : "s", sw.changed == 1 ? "it is" : "they are");
     errno = saved;
-    return rc < 0 ? -1 : name ? count : 0;
+    return sw.rc < 0 ? -1 : name ? sw.count : 0;
 }
 
 __attribute__((visibility("default"))) int sledtrace_flush(void)

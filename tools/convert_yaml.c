@@ -181,7 +181,7 @@ static struct ythr *ythread(struct yaml *y, const struct stf_item *it)
 static const char *yname(const struct stf_syms *s, uint32_t id, char *buf, size_t len)
 {
     uint32_t obj, fid;
-    stf_split_id(id, &obj, &fid);
+    stf_syms_split(s, id, &obj, &fid);
     const char *nm = stf_tracer_name(id);
     if (!nm)
         nm = stf_syms_lookup(s, obj, fid);

@@ -405,9 +405,11 @@ static char *account_csv(const char *trace)
 }
 
 /* The count column of function `name` in account's CSV (names are quoted when they hold a
- * comma or a quote), 0 when it has no row. */
+ * comma or a quote), summed over its rows (one per object that has a function of that name),
+ * 0 when it has none. */
 static long account_count(const char *csv, const char *name)
 {
+    long sum = 0;
     for (const char *l = csv; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
         char field[256];
         size_t f = 0;
@@ -429,9 +431,9 @@ static long account_count(const char *csv, const char *name)
         field[f] = '\0';
         long id, count;
         if (*c == ',' && strcmp(field, name) == 0 && sscanf(c + 1, "%ld,%ld,", &id, &count) == 2)
-            return count;
+            sum += count;
     }
-    return 0;
+    return sum;
 }
 
 void e2e_check_trace(const struct e2e_trace *t, const struct e2e_expect *e, const char *what)
