@@ -637,6 +637,45 @@ static int add_object(const char *path, uintptr_t bias, const struct stat *st)
 
 static uintptr_t self_base;
 
+/* Every loaded object of every link-map namespace. dl_iterate_phdr lists only its caller's
+ * namespace (the program's): the libraries dlmopen put in others are reached through the
+ * dynamic linker's debugger interface, _r_debug, whose version 2 (glibc 2.35) links one
+ * r_debug per namespace, each heading its namespace's link_map list. That walk is made from
+ * inside a dl_iterate_phdr callback, whose lock (held for its whole duration) keeps every list
+ * as it is and every listed object mapped, as for the program's own. Objects of other
+ * namespaces get only dlpi_addr and dlpi_name. fn returns nonzero to stop. */
+struct all_objects {
+    int (*fn)(struct dl_phdr_info *, size_t, void *);
+    void *data;
+    const struct r_debug_extended *namespaces; /* _r_debug, the program's namespace's */
+    int first, stopped;
+};
+
+static int all_objects_one(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    struct all_objects *a = arg;
+    if (a->first) {
+        a->first = 0;
+        const struct r_debug_extended *ns = a->namespaces;
+        if (ns && ns->base.r_version >= 2)
+            for (ns = ns->r_next; ns; ns = ns->r_next)
+                for (const struct link_map *l = ns->base.r_map; l; l = l->l_next) {
+                    struct dl_phdr_info other = {.dlpi_addr = l->l_addr, .dlpi_name = l->l_name};
+                    if ((a->stopped = a->fn(&other, sizeof other, a->data)) != 0)
+                        return 1;
+                }
+    }
+    return (a->stopped = a->fn(info, size, a->data)) != 0;
+}
+
+static void each_object(int (*fn)(struct dl_phdr_info *, size_t, void *), void *data)
+{
+    /* Looked up (outside the callback: dlsym takes the dynamic linker's lock) rather than
+     * named: the header declares _r_debug as the smaller, version 1 structure. */
+    struct all_objects a = {fn, data, dlsym(RTLD_DEFAULT, "_r_debug"), 1, 0};
+    dl_iterate_phdr(all_objects_one, &a);
+}
+
 /* A shared object dl_iterate_phdr lists that could be traced (not the executable, listed first
  * with no name, nor sledtrace itself, nor the vDSO). */
 static int candidate(const struct dl_phdr_info *info)
@@ -716,7 +755,7 @@ static void scan_objects(void)
     struct scan sc;
     int loaded = 0;
     scan_gen++;
-    dl_iterate_phdr(mark_one, NULL);
+    each_object(mark_one, NULL);
     for (unsigned i = 1; i < nobjs; i++)
         if (objs[i].live && objs[i].seen != scan_gen) {
             objs[i].live = 0;
@@ -724,7 +763,7 @@ static void scan_objects(void)
         }
     do {
         memset(&sc, 0, sizeof sc);
-        dl_iterate_phdr(scan_one, &sc);
+        each_object(scan_one, &sc);
         if (sc.need == ADD_NEED_LIBELF)
             loaded = stp_elf_load();
         else if (sc.need == ADD_NEED_CAPSTONE)
@@ -815,7 +854,7 @@ static int probe_one(struct dl_phdr_info *info, size_t size, void *data)
 static int instrumented_loaded(void)
 {
     int found = 0;
-    dl_iterate_phdr(probe_one, &found);
+    each_object(probe_one, &found);
     return found;
 }
 
@@ -1024,15 +1063,12 @@ __attribute__((destructor)) static void sledtrace_fini(void)
     errno = saved;
 }
 
-/* dlopen and dlclose: a library loaded later is patched before dlopen returns (its own
- * constructors, which run inside dlopen, are not traced); one unloaded is forgotten. */
+/* dlopen, dlmopen and dlclose: a library loaded later is patched before dlopen returns (its
+ * own constructors, which run inside dlopen, are not traced); one unloaded is forgotten. */
 
-__attribute__((visibility("default"))) void *dlopen(const char *file, int mode)
+/* After a dlopen or dlmopen that returned h. */
+static void loaded(void *h)
 {
-    static void *(*real)(const char *, int);
-    if (!real)
-        *(void **)&real = dlsym(RTLD_NEXT, "dlopen");
-    void *h = real(file, mode);
     int was_lazy = atomic_load_explicit(&lazy, memory_order_acquire); /* before `tracing` */
     if (h && atomic_load_explicit(&tracing, memory_order_acquire)) {
         int saved = errno;
@@ -1058,6 +1094,27 @@ __attribute__((visibility("default"))) void *dlopen(const char *file, int mode)
         pthread_mutex_unlock(&objs_lock);
         errno = saved;
     }
+}
+
+__attribute__((visibility("default"))) void *dlopen(const char *file, int mode)
+{
+    static void *(*real)(const char *, int);
+    if (!real)
+        *(void **)&real = dlsym(RTLD_NEXT, "dlopen");
+    void *h = real(file, mode);
+    loaded(h);
+    return h;
+}
+
+/* A library in another link-map namespace (LM_ID_NEWLM, or one dlmopen made before) is traced
+ * like any other: the scans walk every namespace (each_object). */
+__attribute__((visibility("default"))) void *dlmopen(Lmid_t lmid, const char *file, int mode)
+{
+    static void *(*real)(Lmid_t, const char *, int);
+    if (!real)
+        *(void **)&real = dlsym(RTLD_NEXT, "dlmopen");
+    void *h = real(lmid, file, mode);
+    loaded(h);
     return h;
 }
 
@@ -1149,7 +1206,7 @@ static int switch_all(int on, const char *name)
     pthread_mutex_lock(&objs_lock);
     if (objs[0].obj) /* the executable: never unloaded */
         switch_object(&objs[0], &sw);
-    dl_iterate_phdr(switch_one, &sw);
+    each_object(switch_one, &sw);
     patched_now = name ? patched_now : on;
     pthread_mutex_unlock(&objs_lock);
     if (sw.changed)

@@ -221,3 +221,27 @@ Test(objects, switch_leaves_a_breakpoint_alone)
     e2e_run_free(&t);
     e2e_rmtree(work);
 }
+
+/* Issue 23.11: a library loaded with dlmopen into a new link-map namespace. Before: never
+ * patched, silently (dl_iterate_phdr lists only its caller's namespace). Both copies of
+ * libslb.so, the dlopen'd one and the dlmopen'd one, are traced, exactly. */
+Test(objects, library_in_another_link_map_namespace)
+{
+    char work[PATH_MAX], out[PATH_MAX], trace[PATH_MAX];
+    e2e_workdir(work, sizeof work);
+    snprintf(out, sizeof out, "%s/out", work);
+    struct e2e_spec s = {
+        .prog = BIN("dlmprog"), .argv1 = BIN("libslb.so"), .preload = 1, .outdir = out};
+    struct e2e_run t;
+    e2e_run(work, &s, &t);
+    cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0, "status %#x: %s", t.status, t.err);
+    cr_assert_str_empty(t.err, "%s", t.err);
+    struct e2e_expect e;
+    e2e_parse_expect(t.out, &e);
+    e2e_trace_path(trace, sizeof trace, out, BIN("dlmprog"), t.pid, "fdr");
+    struct e2e_trace tr;
+    e2e_read_trace(trace, &tr);
+    e2e_check_trace(&tr, &e, "dlmprog");
+    e2e_run_free(&t);
+    e2e_rmtree(work);
+}
