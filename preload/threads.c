@@ -102,7 +102,10 @@ STR_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*
     int rc = real(t, attr, run, s);
     if ((rc == EAGAIN || rc == ENOMEM) && str_reclaim())
         rc = real(t, attr, run, s); /* exited threads' buffers were still held: once more */
-    if (rc == EAGAIN || rc == ENOMEM) {
+    const char *tight;
+    /* Under a tight task limit the failure is the program's own (the runtime has no flush
+     * thread there, limits.c): said by the program, not here. */
+    if (rc == ENOMEM || (rc == EAGAIN && !str_tasks_tight(&tight))) {
         static _Atomic int said;
         if (!atomic_exchange_explicit(&said, 1, memory_order_relaxed))
             str_log(STR_WARN,
