@@ -311,7 +311,8 @@ static void read_memory(const struct cgroups *cg)
                  "a quarter of the %llu MiB the cgroup's %s (%s) left at start-up",
                  (unsigned long long)(base >> 20), what, at);
     else
-        snprintf(budget_why, sizeof budget_why, "a quarter of the %llu MiB of MemAvailable",
+        snprintf(budget_why, sizeof budget_why,
+                 "a quarter of the %llu MiB of MemAvailable at start-up",
                  (unsigned long long)(base >> 20));
 }
 
