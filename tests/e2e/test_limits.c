@@ -507,3 +507,30 @@ Test(limits, forks_in_a_pids_cgroup, .fini = cgroup_cleanup)
     struct limits_ctx c = {.procs = procs};
     forks_limited(BIN("limitsprog-pie-nort"), &c, "forks:24");
 }
+
+/* The flush thread cannot be started (RLIMIT_NPROC 1: the process itself is the one task; the
+ * toggle signal asks for a flush thread even under a tight limit): the process is traced
+ * without one, every call recorded, nothing said at the default level (before: "cannot start
+ * the flush thread; running untraced", no trace). */
+Test(limits, flush_thread_that_cannot_start)
+{
+    if (geteuid() != 0)
+        cr_skip_test("RLIMIT_NPROC does not bind root, and another user needs root to become");
+    const char *bin = BIN("fib-pie-nort");
+    char work[PATH_MAX], out[PATH_MAX];
+    workdir_for(work, sizeof work, out, sizeof out, 61007);
+    struct limits_ctx c = {.uid = 61007, .nproc = 1};
+    struct e2e_run t;
+    run_env(work, bin, "12", &c, out, "SLEDTRACE_TOGGLE_SIGNAL=USR1", NULL, &t);
+    cr_assert_str_empty(t.err);
+    char trace[PATH_MAX];
+    struct e2e_expect e;
+    e2e_parse_expect(t.out, &e);
+    struct e2e_trace tr;
+    e2e_trace_path(trace, sizeof trace, out, bin, t.pid, "fdr");
+    e2e_read_trace(trace, &tr);
+    e2e_check_trace(&tr, &e, "no flush thread");
+    verify(work, trace);
+    e2e_run_free(&t);
+    e2e_rmtree(work);
+}
