@@ -76,6 +76,7 @@ void str_altstack_thread(void)
         errno = saved;
         return;
     }
+    str_munlock_new(m, size + GUARD); /* under mlockall(MCL_FUTURE): memlock.c */
     if (mprotect(m, GUARD, PROT_NONE) != 0) {
         munmap(m, size + GUARD);
         errno = saved;
@@ -88,6 +89,12 @@ void str_altstack_thread(void)
         alt.map = NULL;
     }
     errno = saved;
+}
+
+void str_altstack_range(void **map, size_t *len)
+{
+    *map = alt.map;
+    *len = alt.map ? alt.size + GUARD : 0;
 }
 
 void str_altstack_thread_exit(void)

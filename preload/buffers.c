@@ -28,6 +28,19 @@
  * rewrites the header with the TSC frequency calibrated over the whole run. When the main thread
  * has called pthread_exit and every other thread has exited, the flush thread does the same
  * itself and ends, so that glibc's last-thread exit(0) is not held up by it.
+ *
+ * Solo: a process without a flush thread (its task limits are tight, limits.c; its flush thread
+ * could not be started; or it was stopped so that the program's fork or pthread_create could
+ * succeed, str_reclaim). Nothing else changes: a thread that hands a chunk over writes the queue
+ * itself right after (solo_write, under the writer flag), so its next chunk is free at once and
+ * nothing waits or is lost; each thread's chunks still reach the file in order (the queue is
+ * written whole, oldest first, by one writer at a time). What is lost is the period: a thread's
+ * current chunk reaches the file when it is full, when the thread exits, at sledtrace_flush()
+ * and at the end, so a SIGKILL loses what the threads hold. The dump and toggle signals are
+ * served at the next chunk switch of any thread (solo_requests). A vfork child never writes (it
+ * must take no lock): when its chunks are all queued it drops its events, counted.
+ * Memory ordering: `solo` is set once, seq_cst, before the flush thread is woken to end, and
+ * read with acquire by the threads that would otherwise wait for it.
  */
 #include "str.h"
 #include "stp.h"
@@ -83,6 +96,15 @@ static uint64_t freq_estimate; /* from the flush thread's start-up calibration *
 static struct timespec raw0;
 static uint32_t header_bits;
 static int32_t pid;
+/* Solo (see the top): no flush thread. flusher_live: a flush thread was started and not yet
+ * joined (under drop_lock once the process runs); flusher_tid: its kernel task, to wait for its
+ * release. */
+static _Atomic int solo;
+static int flusher_live;
+static _Atomic int32_t flusher_tid;
+static pthread_mutex_t drop_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The header carries a first frequency estimate (5 ms after start-up); under the writer flag. */
+static int freq_written;
 
 /* One writer of the file at a time: the flush thread, the final flush, or the crash path.
  * Taken with an acquire CAS, given back with a release store that pairs with the next taker's
@@ -453,7 +475,9 @@ static void flush_committed(struct losses *final)
 
 static void free_thread(struct str_thread *th)
 {
-    munmap(th, th->map_size);
+    size_t size = th->map_size;
+    munmap(th, size);
+    str_mem_give(size);
 }
 
 /* Takes the whole queue, oldest first. */
@@ -530,6 +554,8 @@ static uint64_t calibrate(unsigned min_ms)
 static void final_flush(void);
 static void final_flush_writes(void);
 static int fork_activate(void);
+static int solo_write(void);
+static void solo_requests(void);
 
 /* ---- the sidecar's end: how the process ended, and its threads' names ----
  * A thread's name (names.c) is taken when it is retired, and for the threads still running
@@ -676,15 +702,34 @@ static void write_elided_block(struct str_thread *th)
         chunks_written++;
 }
 
+/* The header's first frequency, once 5 ms have passed (never waited for), so that a trace cut
+ * short still has one. The caller holds the writer flag. */
+static void first_frequency(void)
+{
+    if (freq_written)
+        return;
+    struct timespec raw;
+    str_clock_raw(&raw);
+    if (ns_of(&raw) - ns_of(&raw0) < 5000000u)
+        return;
+    freq_estimate = calibrate(0);
+    write_header(freq_estimate);
+    freq_written = 1;
+    set_min_ticks(freq_estimate);
+}
+
 static void *flush_main(void *arg)
 {
     (void)arg;
-    int calibrated = 0; /* the header's first frequency: once 5 ms have passed, never waited for */
+    atomic_store_explicit(&flusher_tid, (int32_t)syscall(SYS_gettid), memory_order_relaxed);
+    str_munlock_stack(); /* a program under mlockall(MCL_FUTURE): memlock.c */
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);
     uint64_t period = str_cfg.flush_ms * 1000000ull;
     uint64_t deadline = ns_of(&next) + period;
-    while (atomic_load_explicit(&state, memory_order_seq_cst) == ST_ACTIVE) {
+    /* Solo, once set (str_reclaim), ends the loop: the program's threads write from then on. */
+    while (atomic_load_explicit(&state, memory_order_seq_cst) == ST_ACTIVE &&
+           !atomic_load_explicit(&solo, memory_order_seq_cst)) {
         uint32_t seq = atomic_load_explicit(&wake_seq, memory_order_seq_cst);
         writer_take_for(0);
         if (atomic_load_explicit(&state, memory_order_seq_cst) != ST_ACTIVE) {
@@ -694,16 +739,7 @@ static void *flush_main(void *arg)
         write_queue();
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
-        if (!calibrated) {
-            struct timespec raw;
-            str_clock_raw(&raw);
-            if (ns_of(&raw) - ns_of(&raw0) >= 5000000u) {
-                freq_estimate = calibrate(0);
-                write_header(freq_estimate);
-                calibrated = 1;
-                set_min_ticks(freq_estimate);
-            }
-        }
+        first_frequency();
         int period_due = ns_of(&now) >= deadline;
         if (str_cfg.policy == STR_FLIGHT) {
             /* A flight recorder writes only when asked (or at the end). */
@@ -734,12 +770,13 @@ static void *flush_main(void *arg)
         uint64_t left = deadline - ns_of(&now);
         if (left > period)
             left = period;
-        if (!calibrated && left > 5000000u)
+        if (!freq_written && left > 5000000u)
             left = 5000000u;
         struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
         atomic_store_explicit(&flusher_sleeping, 1, memory_order_seq_cst);
         if (atomic_load_explicit(&queue_head, memory_order_seq_cst) == NULL &&
-            atomic_load_explicit(&state, memory_order_seq_cst) == ST_ACTIVE)
+            atomic_load_explicit(&state, memory_order_seq_cst) == ST_ACTIVE &&
+            !atomic_load_explicit(&solo, memory_order_seq_cst))
             futex(&wake_seq, FUTEX_WAIT_PRIVATE, seq, &ts);
         atomic_store_explicit(&flusher_sleeping, 0, memory_order_seq_cst);
     }
@@ -771,31 +808,59 @@ static void start_block(struct str_cursor *cur, struct str_thread *th, uint64_t 
     atomic_store_explicit(&cur->end, (uintptr_t)p + str_cfg.chunk_size, memory_order_relaxed);
 }
 
-/* A thread's buffers; a vfork child's (vfork_child) are neither registered nor keyed: the
- * child must take no lock (it may die holding it, and its parent would then wait forever), and
- * its parent retires them when the vfork returns (str_vfork_end). */
-static struct str_thread *new_thread(int vfork_child)
+static int reclaim_exited(void);
+
+/* A pool of n chunks, populated up front: a page fault inside the recording path keeps the
+ * thread at nest 1 for as long as it lasts (on these VMs, long enough for dozens of signal
+ * handlers to queue their events in the side ring); inside mmap it is one uninterrupted cost at
+ * start-up. Never left locked (memlock.c). */
+static void *map_pool(size_t size)
 {
-    size_t head = sizeof(struct str_thread) + str_cfg.nchunks * sizeof(struct str_chunk);
-    head = (head + 4095) & ~(size_t)4095;
-    size_t size = head + str_cfg.nchunks * str_cfg.chunk_size;
-    /* Populated up front: a page fault inside the recording path keeps the thread at nest 1 for
-     * as long as it lasts (on these VMs, long enough for dozens of signal handlers to queue
-     * their events in the side ring); inside mmap it is one uninterrupted cost at start-up. */
     void *m =
         mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-    if (m == MAP_FAILED && errno == ENOMEM && str_reclaim()) /* exited threads' buffers */
+    if (m == MAP_FAILED && errno == ENOMEM && reclaim_exited()) /* exited threads' buffers */
         m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1,
                  0);
-    if (m == MAP_FAILED) {
-        static _Atomic int said;
-        if (!atomic_exchange_explicit(&said, 1, memory_order_relaxed))
-            str_log(STR_WARN,
-                    "cannot allocate a thread's buffers (%zu KiB: SLEDTRACE_BUFFERS x "
-                    "SLEDTRACE_BUFFER_KB, %s); its events are dropped and counted",
-                    size / 1024, strerror(errno));
-        return NULL;
+    if (m != MAP_FAILED)
+        str_munlock_new(m, size);
+    return m;
+}
+
+static size_t pool_head(unsigned n)
+{
+    size_t head = sizeof(struct str_thread) + n * sizeof(struct str_chunk);
+    return (head + 4095) & ~(size_t)4095;
+}
+
+/* A thread's buffers; a vfork child's (vfork_child) are neither registered nor keyed: the
+ * child must take no lock (it may die holding it, and its parent would then wait forever), and
+ * its parent retires them when the vfork returns (str_vfork_end). The pool is SLEDTRACE_BUFFERS
+ * chunks when the memory budget (limits.c) and the mapping allow it, else halved down to 2;
+ * NULL when not even 2 fit (counted for the exit's warning). */
+static struct str_thread *new_thread(int vfork_child)
+{
+    unsigned n = str_cfg.nchunks;
+    size_t size = 0;
+    void *m = MAP_FAILED;
+    int cause = 0; /* 0: the budget; else the mapping's errno */
+    for (;;) {
+        size = pool_head(n) + n * str_cfg.chunk_size;
+        if (str_mem_take(size)) {
+            m = map_pool(size);
+            if (m != MAP_FAILED)
+                break;
+            cause = errno;
+            str_mem_give(size);
+        }
+        if (n <= 2)
+            break;
+        n = n / 2 < 2 ? 2 : n / 2;
     }
+    if (m == MAP_FAILED || n < str_cfg.nchunks)
+        str_mem_short(m == MAP_FAILED ? 0 : n, cause);
+    if (m == MAP_FAILED)
+        return NULL;
+    size_t head = pool_head(n);
     struct str_thread *th = m;
     th->map_size = size;
     th->cursor = &str_cursor;
@@ -803,7 +868,7 @@ static struct str_thread *new_thread(int vfork_child)
     th->pid = vfork_child ? (int32_t)syscall(SYS_getpid) : pid;
     th->self = pthread_self();
     th->birth = str_thread_birth;
-    th->nchunks = str_cfg.nchunks;
+    th->nchunks = n;
     for (unsigned i = 0; i < th->nchunks; i++) {
         th->chunks[i].owner = th;
         th->chunks[i].base = (uint8_t *)m + head + i * str_cfg.chunk_size;
@@ -811,6 +876,7 @@ static struct str_thread *new_thread(int vfork_child)
     if (vfork_child)
         return th;
     str_altstack_thread();
+    str_altstack_range(&th->alt_map, &th->alt_size);
     pthread_mutex_lock(&registry_lock);
     th->next = registry;
     registry = th;
@@ -844,7 +910,11 @@ static void hand_over_at(struct str_thread *th, uintptr_t pos, int final)
     atomic_store_explicit(&c->state, STR_QUEUED, memory_order_relaxed);
     uint32_t q = atomic_fetch_add_explicit(&th->queued, 1, memory_order_relaxed) + 1;
     push(c);
-    if (final || q * 2 >= th->nchunks)
+    /* Acquire: pairs with the seq_cst store that made the process solo. Solo, th may be freed
+     * by the write (its final chunk): not touched after it. */
+    if (atomic_load_explicit(&solo, memory_order_acquire))
+        solo_write();
+    else if (final || q * 2 >= th->nchunks)
         wake_flusher();
 }
 
@@ -888,6 +958,15 @@ static int next_chunk(struct str_thread *th, int wait)
     while (atomic_load_explicit(&c->state, memory_order_acquire) != STR_FREE) {
         if (atomic_load_explicit(&state, memory_order_relaxed) != ST_ACTIVE)
             return 0;
+        if (atomic_load_explicit(&solo, memory_order_acquire)) {
+            /* No flush thread (any more): write the queue here; a vfork child cannot. */
+            if (!solo_write())
+                return 0;
+            if (atomic_load_explicit(&c->state, memory_order_acquire) == STR_FREE)
+                break;
+            pause_ns(50000); /* a dump is writing it (flight): it comes back soon */
+            continue;
+        }
         if (!woke) {
             wake_flusher();
             woke = 1;
@@ -942,6 +1021,7 @@ void str_refill(void *arg)
     int old_type;
     pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, &old_type);
     refill(*(uint64_t *)arg);
+    solo_requests();
     if (old_type != PTHREAD_CANCEL_DEFERRED)
         pthread_setcanceltype(old_type, &old_type);
 }
@@ -990,8 +1070,10 @@ static void refill(uint64_t tsc)
         goto drop;
     if (!th) {
         th = new_thread(t->vfork);
-        if (!th)
+        if (!th) {
+            t->nomem = !t->vfork; /* for good: its events are dropped without a slow path */
             goto drop;
+        }
         t->th = th;
         start_block(cur, th, tsc);
         t->overhead = STF_ID_TRACER_SETUP;
@@ -1013,7 +1095,9 @@ static void refill(uint64_t tsc)
                   STR_BLOCK_HEAD) {
         hand_over(th, 0);
         if (!next_chunk(th, str_cfg.policy == STR_LOSSLESS)) {
-            if (str_cfg.policy == STR_DISCARD &&
+            /* Solo, only a vfork child gets here: its chunks wait for its parent (a gap). */
+            if ((str_cfg.policy == STR_DISCARD ||
+                 atomic_load_explicit(&solo, memory_order_relaxed)) &&
                 atomic_load_explicit(&state, memory_order_relaxed) == ST_ACTIVE)
                 th->dropping = 1;
             goto drop;
@@ -1245,6 +1329,7 @@ static int begin_file(int fd, const char *path, const char *spath)
     write_error = 0;
     capped = over_cap = 0;
     capped_events = 0;
+    freq_written = 0;
     max_size = str_cfg.max_size;
     struct statvfs vfs;
     if (!str_cfg.max_size_set)
@@ -1261,27 +1346,102 @@ static int begin_file(int fd, const char *path, const char *spath)
     return 0;
 }
 
-/* Starts the flush thread and makes tracing active. The flush thread must never receive the
- * program's signals: it is created with all of them blocked. */
+/* Starts the flush thread and makes tracing active; or, when the process's task limits are
+ * tight (limits.c) or the thread cannot be started, makes it active solo (see the top), with
+ * an info line: the trace loses nothing. A fork child of a solo process is solo too. The flush
+ * thread must never receive the program's signals: it is created with all of them blocked. */
 static int start_flusher(void)
 {
+    const char *why = NULL;
+    if (!atomic_load_explicit(&solo, memory_order_relaxed) && str_tasks_tight(&why)) {
+        /* The toggle and dump signals need a thread that acts while the program's may be
+         * idle: kept for them (str_reclaim still stops it if the program runs into the limit). */
+        if (str_cfg.toggle_signal || str_cfg.policy == STR_FLIGHT) {
+            str_log(STR_INFO,
+                    "%s: the flush thread is kept for %s; it is stopped if the program cannot "
+                    "make a thread or process",
+                    why, str_cfg.toggle_signal ? "SLEDTRACE_TOGGLE_SIGNAL" : "the dump signal");
+        } else {
+            str_log(STR_INFO,
+                    "%s: no flush thread (it would count against that limit); each thread "
+                    "writes the chunks it fills",
+                    why);
+            atomic_store_explicit(&solo, 1, memory_order_seq_cst);
+        }
+    }
     atomic_store_explicit(&state, ST_ACTIVE, memory_order_seq_cst);
+    if (atomic_load_explicit(&solo, memory_order_relaxed))
+        return 0;
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     int rc = str_thread_create(&flusher, flush_main, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
-        atomic_store_explicit(&state, ST_OFF, memory_order_seq_cst);
-        return -1;
+        str_log(STR_INFO,
+                "cannot start the flush thread (%s); each thread writes the chunks it fills",
+                strerror(rc));
+        /* Seq_cst: a thread that queued a chunk meanwhile and waits sees it (next_chunk). */
+        atomic_store_explicit(&solo, 1, memory_order_seq_cst);
+        return 0;
     }
+    flusher_live = 1;
     return 0;
+}
+
+/* Waits (at most 100 ms) until the kernel has released task tid of this process: its slot in
+ * RLIMIT_NPROC and the pids cgroup is given back only then, a little after pthread_join
+ * returns (the join is woken as the thread's memory is released, before the task is). */
+static void wait_task_gone(int32_t tid)
+{
+    for (int i = 0; tid > 0 && i < 2000; i++) {
+        if (syscall(SYS_tgkill, (long)pid, (long)tid, 0L) != 0 && errno == ESRCH)
+            return;
+        pause_ns(50000);
+    }
+}
+
+/* Stops the flush thread for good: the process goes solo. 1 if there was one to stop. */
+static int drop_flusher(void)
+{
+    if (atomic_load_explicit(&solo, memory_order_acquire) ||
+        atomic_load_explicit(&state, memory_order_acquire) != ST_ACTIVE ||
+        (int32_t)syscall(SYS_getpid) != pid)
+        return 0;
+    sigset_t mask;
+    block_async(&mask);
+    int old_state;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old_state);
+    pthread_mutex_lock(&drop_lock);
+    int dropped = 0;
+    if (flusher_live && atomic_load_explicit(&state, memory_order_seq_cst) == ST_ACTIVE) {
+        atomic_store_explicit(&solo, 1, memory_order_seq_cst);
+        wake_flusher();
+        futex(&wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL);
+        pthread_join(flusher, NULL);
+        flusher_live = 0;
+        wait_task_gone(atomic_load_explicit(&flusher_tid, memory_order_relaxed));
+        solo_write(); /* what it left queued */
+        dropped = 1;
+    }
+    pthread_mutex_unlock(&drop_lock);
+    pthread_setcancelstate(old_state, &old_state);
+    pthread_sigmask(SIG_SETMASK, &mask, NULL);
+    if (dropped)
+        str_log(STR_INFO,
+                "the program could not make a thread or process: the flush thread was stopped "
+                "to make room; each thread writes the chunks it fills%s",
+                str_cfg.toggle_signal || str_cfg.policy == STR_FLIGHT
+                    ? " (the toggle and dump signals act at the next chunk switch)"
+                    : "");
+    return dropped;
 }
 
 int str_buffers_start(int fd, const char *path, const char *spath, const struct str_outputs *o)
 {
     outputs = *o; /* before the flush thread starts: pthread_create orders it for that thread */
     header_bits = str_clock_init();
+    str_limits_read();   /* the memory budget and the task limits, before any thread's buffers */
     str_calib_measure(); /* before any sled is patched: the clock is chosen now */
     str_clock_raw(&raw0);
     tsc0 = str_now();
@@ -1322,6 +1482,10 @@ void str_fork_parent(void)
 void str_fork_child(void)
 {
     pthread_mutex_init(&registry_lock, NULL);
+    pthread_mutex_init(&drop_lock, NULL);
+    flusher_live = 0;
+    atomic_store_explicit(&flusher_tid, 0, memory_order_relaxed);
+    atomic_store_explicit(&str_mlock_future, 0, memory_order_relaxed); /* not inherited */
     /* The flush thread does not exist here: whatever it held or was asked for at the fork
      * (writing the file, a dump, a toggle) is the parent's. */
     atomic_store_explicit(&writer, 0, memory_order_relaxed);
@@ -1372,6 +1536,8 @@ void str_fork_child(void)
             me->chunks[i].flushed = 0;
         }
     }
+    str_mem_reset(me ? me->map_size : 0); /* the budget is read again at the first event */
+    str_tls.nomem = 0;
     pid = (int32_t)getpid();
     atomic_store_explicit(&state, ST_FORKED, memory_order_release);
     pthread_sigmask(SIG_SETMASK, &fork_mask, NULL);
@@ -1388,20 +1554,26 @@ static int fork_activate(void)
         return expect;
     char path[sizeof trace_path], spath[sizeof syms_path];
     int fd = outputs.open(path, sizeof path, spath, sizeof spath);
+    /* This process's own limits (its cgroup's usage, the rlimits it inherited); under a
+     * seccomp filter, which may kill for an open, the parent's. */
+    if (fd >= 0 && !atomic_load_explicit(&str_seccomp_filter, memory_order_relaxed))
+        str_limits_read();
     if (fd < 0 || begin_file(fd, path, spath) != 0 || start_flusher() != 0)
         return ST_OFF;
     return ST_ACTIVE;
 }
 
-/* The program's pthread_create failed for lack of memory (threads.c): the memory of threads that
- * have exited is freed by the flush thread once their last chunk is written, up to a period
- * later. Wakes it and waits (at most 200 ms) until the queue is written. Returns 1 if there was
- * anything to wait for, i.e. if a retry may succeed. Logs once that it happened. */
-int str_reclaim(void)
+/* The memory of threads that have exited is freed by the flush thread once their last chunk is
+ * written, up to a period later. Wakes it and waits (at most 200 ms) until the queue is written
+ * (solo: writes it). Returns 1 if there was anything to wait for, i.e. if a retry may succeed.
+ * Logs once that it happened. */
+static int reclaim_exited(void)
 {
     if (atomic_load_explicit(&state, memory_order_acquire) != ST_ACTIVE ||
         atomic_load_explicit(&queue_head, memory_order_acquire) == NULL)
         return 0;
+    if (atomic_load_explicit(&solo, memory_order_acquire))
+        return solo_write();
     static _Atomic int said;
     if (!atomic_exchange_explicit(&said, 1, memory_order_relaxed))
         str_log(STR_INFO,
@@ -1413,6 +1585,18 @@ int str_reclaim(void)
         pause_ns(1000000);
     pause_ns(1000000); /* the last chunk taken may still be being written */
     return 1;
+}
+
+/* The program's pthread_create (threads.c) or fork (tasks.c) failed with EAGAIN or ENOMEM: the
+ * buffers of exited threads are written and freed now, and the flush thread, a task and a
+ * stack of its own, is stopped for good (the process goes solo). 1 if a retry may succeed. */
+int str_reclaim(void)
+{
+    int saved = errno;
+    int r = reclaim_exited();
+    r |= drop_flusher();
+    errno = saved;
+    return r;
 }
 
 void str_request_toggle(void)
@@ -1444,10 +1628,15 @@ void str_buffers_finish(void)
     wake_flusher();
     futex(&wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL);
     /* pthread_join is a cancellation point: a cancellation pending on the exiting thread must
-     * not act in here. */
+     * not act in here. Solo, there is no flush thread to join. */
     int old_state;
     pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old_state);
-    pthread_join(flusher, NULL);
+    pthread_mutex_lock(&drop_lock);
+    if (flusher_live) {
+        pthread_join(flusher, NULL);
+        flusher_live = 0;
+    }
+    pthread_mutex_unlock(&drop_lock);
     final_flush();
     pthread_setcancelstate(old_state, &old_state);
 }
@@ -1489,6 +1678,96 @@ static void xfsz_unblock(struct xfsz_guard *g)
         sigtimedwait(&s, NULL, &zero);
     }
     pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+}
+
+/* Solo: the calling thread writes what is queued (see the top). Not in a vfork child, which
+ * shares its parent's memory but must take no lock: 0 then. */
+static int solo_write(void)
+{
+    if ((int32_t)syscall(SYS_getpid) != pid)
+        return 0;
+    struct xfsz_guard g;
+    xfsz_block(&g);
+    writer_take_for(0);
+    write_queue();
+    first_frequency();
+    writer_give();
+    xfsz_unblock(&g);
+    return 1;
+}
+
+static void *toggle_main(void *arg)
+{
+    (void)arg;
+    outputs.toggle();
+    return NULL;
+}
+
+/* Solo: the dump signal's request (flight policy) and the toggle signal's, at the end of a
+ * chunk switch (str_refill, asynchronous signals blocked, no lock held). The dump is written
+ * here; the sleds are switched by a thread started for it (patching from inside the tracer,
+ * perhaps in a handler that interrupted sledtrace_patch(), could wait for itself), which
+ * ends with the switch. */
+static void solo_requests(void)
+{
+    if (!atomic_load_explicit(&dump_requested, memory_order_relaxed) &&
+        !atomic_load_explicit(&toggle_requested, memory_order_relaxed))
+        return;
+    if (!atomic_load_explicit(&solo, memory_order_acquire) ||
+        atomic_load_explicit(&state, memory_order_acquire) != ST_ACTIVE ||
+        (int32_t)syscall(SYS_getpid) != pid)
+        return;
+    if (atomic_exchange_explicit(&dump_requested, 0, memory_order_acq_rel)) {
+        struct xfsz_guard g;
+        xfsz_block(&g);
+        writer_take_for(0);
+        flush_committed(NULL);
+        writer_give();
+        xfsz_unblock(&g);
+        str_log(STR_INFO, "flight recorder dumped: %llu bytes so far",
+                (unsigned long long)bytes_written);
+    }
+    if (atomic_exchange_explicit(&toggle_requested, 0, memory_order_acq_rel)) {
+        pthread_t t;
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        int rc = str_thread_create(&t, toggle_main, NULL);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (rc == 0)
+            pthread_detach(t);
+        else
+            str_log(STR_WARN, "SLEDTRACE_TOGGLE_SIGNAL ignored: no thread to switch the sleds (%s)",
+                    strerror(rc));
+    }
+}
+
+/* mlockall(MCL_CURRENT) locked the runtime's memory with the program's (memlock.c): the pools
+ * and alternate stacks of registered threads and the flush thread's stack are unlocked. */
+void str_buffers_munlock(void)
+{
+    sigset_t mask;
+    block_async(&mask);
+    pthread_mutex_lock(&registry_lock);
+    for (struct str_thread *th = registry; th; th = th->next) {
+        munlock(th, th->map_size);
+        if (th->alt_map)
+            munlock(th->alt_map, th->alt_size);
+    }
+    pthread_mutex_unlock(&registry_lock);
+    pthread_mutex_lock(&drop_lock);
+    pthread_attr_t a;
+    if (flusher_live && pthread_getattr_np(flusher, &a) == 0) {
+        void *lo;
+        size_t size, guard = 0;
+        if (pthread_attr_getstack(&a, &lo, &size) == 0) {
+            pthread_attr_getguardsize(&a, &guard);
+            munlock((char *)lo - guard, size + guard);
+        }
+        pthread_attr_destroy(&a);
+    }
+    pthread_mutex_unlock(&drop_lock);
+    pthread_sigmask(SIG_SETMASK, &mask, NULL);
 }
 
 int str_flush_now(void)
@@ -1624,9 +1903,16 @@ static void report_losses(const struct losses *lost, uint64_t dropped)
     if (dropped)
         str_log(STR_WARN, "trace incomplete: %llu events found no buffer",
                 (unsigned long long)dropped);
-    if (lost->discarded)
+    if (lost->discarded && str_cfg.policy == STR_DISCARD)
         str_log(STR_WARN, "discard policy: %llu events dropped; the trace marks each gap",
                 (unsigned long long)lost->discarded);
+    else if (lost->discarded)
+        str_log(STR_WARN,
+                "trace incomplete: %llu events of vfork children were dropped (their chunks were "
+                "all full, and without a flush thread only their parent could write them); the "
+                "trace marks each gap",
+                (unsigned long long)lost->discarded);
+    str_mem_report();
 }
 
 static void final_flush_writes(void)
@@ -1667,10 +1953,16 @@ static void final_flush_writes(void)
      * before, held up the exit of every short traced process (a shell's every command). */
     uint64_t freq = calibrate(2);
     write_header(freq);
-    str_log(STR_INFO,
-            "trace: %llu bytes in %llu blocks, TSC %llu Hz; the flush thread used %.1f ms of CPU",
-            (unsigned long long)bytes_written, (unsigned long long)chunks_written,
-            (unsigned long long)freq, (double)flusher_cpu_ns / 1e6);
+    if (atomic_load_explicit(&solo, memory_order_relaxed) && !flusher_cpu_ns)
+        str_log(STR_INFO, "trace: %llu bytes in %llu blocks, TSC %llu Hz; no flush thread",
+                (unsigned long long)bytes_written, (unsigned long long)chunks_written,
+                (unsigned long long)freq);
+    else
+        str_log(STR_INFO,
+                "trace: %llu bytes in %llu blocks, TSC %llu Hz; the flush thread used %.1f ms "
+                "of CPU",
+                (unsigned long long)bytes_written, (unsigned long long)chunks_written,
+                (unsigned long long)freq, (double)flusher_cpu_ns / 1e6);
     if (write_error)
         str_log(STR_ERROR, "trace incomplete: %llu bytes not written: %s",
                 (unsigned long long)bytes_lost, strerror(write_error));

@@ -5,7 +5,8 @@
  * str_main_exited up to date; buffers.c (the flush thread) asks str_threads_alone. Neither this
  * file nor buffers.c calls threads.c, so the two do not call each other. Memory ordering: the
  * acquire loads here pair with threads.c's release decrement (a thread's last act) and release
- * store (pthread_exit in the main thread).
+ * store (pthread_exit in the main thread). str_census_early also resolves tasks.c's fork, for
+ * the same reason as pthread_create here.
  */
 #include "str.h"
 
@@ -24,6 +25,7 @@ static create_fn real_create;
 void str_census_early(void)
 {
     *(void **)&real_create = dlsym(RTLD_NEXT, "pthread_create");
+    str_tasks_early(); /* fork's (tasks.c) */
 }
 
 int str_threads_alone(void)

@@ -30,7 +30,9 @@
  *    the outermost level's last check are drained first thing by the thread's next event.
  *    A ring slot found unwritten when drained (ring overflow) is counted in lost_nested; events
  *    arriving before the thread has a chunk, after it exited, or while tracing is off are
- *    counted in `dropped`; both are reported at exit.
+ *    counted in `dropped`; both are reported at exit. A thread that got no buffers at all (a
+ *    memory limit, limits.c: str_tls.nomem) drops its events in room() without a slow path,
+ *    counted in str_nomem_dropped.
  *    The slow path (str_refill: thread set-up, chunk switches, lossless waits) runs on a
  *    stack of the runtime's own, with asynchronous signals blocked (slow_path: two raw
  *    system calls per chunk switch), so no handler nests inside it: they are delivered when it
@@ -83,6 +85,7 @@ __thread struct str_tls str_tls __attribute__((tls_model("initial-exec")));
 _Atomic uint64_t str_strict_dropped;
 _Atomic uint64_t str_after_exit_dropped;
 _Atomic uint64_t str_shared_dropped;
+_Atomic uint64_t str_nomem_dropped;
 _Atomic uint64_t str_min_ticks;
 
 /* An event that found no buffer. A thread that has already been retired (code run by pthread
@@ -95,6 +98,8 @@ static void drop_one(void)
         atomic_fetch_add_explicit(&str_shared_dropped, 1, memory_order_relaxed);
     else if (__builtin_expect(str_tls.dead, 0))
         atomic_fetch_add_explicit(&str_after_exit_dropped, 1, memory_order_relaxed);
+    else if (__builtin_expect(str_tls.nomem, 0))
+        atomic_fetch_add_explicit(&str_nomem_dropped, 1, memory_order_relaxed);
     else
         str_tls.dropped++;
 }
@@ -191,6 +196,9 @@ static inline uintptr_t room(struct str_cursor *c, size_t need, uint64_t tsc, ui
         /* Discard policy, inside a gap: a dropped event costs this check, not a slow path. */
         struct str_thread *th = str_tls.th;
         if (th && th->dropping && !str_next_chunk_free(th))
+            return 0;
+        /* A thread without buffers (memory limit): no slow path per event either. */
+        if (!th && str_tls.nomem)
             return 0;
         str_tls.overhead = 0;
         slow_path(&tsc);

@@ -168,6 +168,9 @@ struct str_tls {
     struct str_cursor vfork_cursor;
     struct str_thread *vfork_th;
     uint64_t vfork_dropped;
+    /* No memory for this thread's buffers (limits.c): its events are dropped and counted in
+     * str_nomem_dropped without a slow path (hot.c). Set for good. */
+    uint32_t nomem;
 };
 
 STR_HIDDEN extern __thread struct str_cursor str_cursor __attribute__((tls_model("initial-exec")));
@@ -190,6 +193,8 @@ struct str_thread {
     uint64_t discarded; /* all events this thread dropped */
     pthread_t self;     /* the thread's pthread_t and birth (its name: names.c) */
     uint64_t birth;
+    void *alt_map; /* its alternate signal stack's mapping (altstack.c), for memlock.c */
+    size_t alt_size;
     struct str_side_entry side[STR_SIDE_N];
     /* SLEDTRACE_MIN_DURATION: calls taken back from the chunk, per function (owner writes,
      * relaxed; the flush thread reads them at the thread's or the process's end). */
@@ -265,9 +270,35 @@ STR_HIDDEN void str_request_dump(void);
 /* SLEDTRACE_TOGGLE_SIGNAL: asks the flush thread to switch every sled (async-signal-safe); it
  * then calls str_outputs.toggle. */
 STR_HIDDEN void str_request_toggle(void);
-/* pthread_create failed for lack of memory: lets the flush thread free exited threads' memory
- * now; 1 if a retry may succeed (buffers.c). */
+/* The program's pthread_create or fork failed with EAGAIN or ENOMEM: exited threads' memory is
+ * freed now and the flush thread stopped (the process goes on without one); 1 if a retry may
+ * succeed (buffers.c). */
 STR_HIDDEN int str_reclaim(void);
+/* mlockall(MCL_CURRENT) locked the runtime's memory: unlock the threads' pools, their
+ * alternate stacks and the flush thread's stack (buffers.c, for memlock.c). */
+STR_HIDDEN void str_buffers_munlock(void);
+/* limits.c: the memory and task limits the process lives under, read at start-up and again in
+ * a fork child (str_limits_read). The thread buffers' budget: str_mem_take counts `bytes` in if
+ * they fit (1) or not (0), str_mem_give takes them out; str_mem_short notes a thread that got
+ * `got` chunks (0: none) for a cause (0: the budget, else the mapping's errno); str_mem_report
+ * is the exit's one warning about it; str_mem_reset starts a fork child's count at what it
+ * holds. str_tasks_tight: the task limits leave little room (*why says which). */
+STR_HIDDEN void str_limits_read(void);
+STR_HIDDEN int str_mem_take(size_t bytes);
+STR_HIDDEN void str_mem_give(size_t bytes);
+STR_HIDDEN void str_mem_short(unsigned got, int cause);
+STR_HIDDEN void str_mem_report(void);
+STR_HIDDEN void str_mem_reset(size_t in_use);
+STR_HIDDEN int str_tasks_tight(const char **why);
+/* Events of threads without buffers (str_tls.nomem), counted by hot.c. */
+STR_HIDDEN extern _Atomic uint64_t str_nomem_dropped;
+/* memlock.c: the program called mlockall(MCL_FUTURE) (new mappings are locked); unlock a new
+ * mapping of the runtime's, or the calling thread's stack, when it is so. */
+STR_HIDDEN extern _Atomic int str_mlock_future;
+STR_HIDDEN void str_munlock_new(void *addr, size_t len);
+STR_HIDDEN void str_munlock_stack(void);
+/* tasks.c: fork's retry; resolved at start-up (census.c). */
+STR_HIDDEN void str_tasks_early(void);
 /* calib.c: the tracer's own cost per pair of records, measured once per process on the calling
  * thread, which must not be recording (its cursor is borrowed), after str_clock_init and before
  * any sled is patched; a fork child keeps its parent's result. Failures are logged at info level
@@ -315,6 +346,8 @@ STR_HIDDEN void str_filter_report(void);
  * the trace. */
 STR_HIDDEN void str_altstack_thread(void);
 STR_HIDDEN void str_altstack_thread_exit(void);
+/* The calling thread's runtime alternate stack mapping (NULL, 0: none). */
+STR_HIDDEN void str_altstack_range(void **map, size_t *len);
 /* signals.c */
 /* Resolves what the signal paths call later (the interposed longjmp family's targets), so that
  * they never call dlsym from a handler. Called once at start-up, before any tracing. */

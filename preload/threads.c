@@ -19,8 +19,10 @@
  *
  * Memory: when the program's own pthread_create fails with EAGAIN or ENOMEM (an address-space
  * limit), the runtime may be holding the buffers of threads that have exited but whose last
- * chunk is not written yet: str_reclaim has the flush thread write and free them at once, and
- * the creation is tried once more.
+ * chunk is not written yet, and its flush thread is a task and a stack of its own: str_reclaim
+ * has those buffers written and freed at once and stops the flush thread for good (the process
+ * goes on without one, buffers.c), and the creation is tried once more. Under a tight task
+ * limit (limits.c) an EAGAIN is the program's own: no warning then.
  *
  * The counts themselves, and the runtime's own thread creation, are census.c's (buffers.c asks
  * them; this file only keeps them up to date). Memory ordering: str_threads_live and
@@ -102,7 +104,10 @@ STR_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*
     int rc = real(t, attr, run, s);
     if ((rc == EAGAIN || rc == ENOMEM) && str_reclaim())
         rc = real(t, attr, run, s); /* exited threads' buffers were still held: once more */
-    if (rc == EAGAIN || rc == ENOMEM) {
+    const char *tight;
+    /* Under a tight task limit the failure is the program's own (the runtime has no flush
+     * thread there, limits.c): said by the program, not here. */
+    if (rc == ENOMEM || (rc == EAGAIN && !str_tasks_tight(&tight))) {
         static _Atomic int said;
         if (!atomic_exchange_explicit(&said, 1, memory_order_relaxed))
             str_log(STR_WARN,
