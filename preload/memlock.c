@@ -23,8 +23,8 @@
  *
  * What it costs. Unlocked, the runtime's pages can be reclaimed like any other (swap), and a
  * recording thread may then take a page fault it would not have taken locked; populating
- * (MAP_POPULATE, kept) still makes every page present when the pool is mapped: munlock does
- * not evict pages. Between the mmap and the munlock (a few microseconds) the new pool counts
+ * (buffers.c, a chunk before its first use) still makes its pages present: munlock does not
+ * evict pages. Between the mmap and the munlock (a few microseconds) the new pool counts
  * against the limit: another thread of the program locking memory at that very moment could
  * see EAGAIN. mlockall(MCL_CURRENT) itself checks the whole address space against the limit
  * (total_vm <= RLIMIT_MEMLOCK): the runtime's mappings (about 2.5 MiB of address space, and

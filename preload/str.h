@@ -125,6 +125,7 @@ struct str_chunk {
     size_t used;       /* bytes, set by the owner before queueing */
     _Atomic int state; /* enum str_chunk_state */
     int final;         /* last chunk of an exiting thread: the flusher frees the thread */
+    int ready;         /* its pages are present (populated when the owner first takes it) */
     /* How much of this chunk is already in the file (0: nothing, not even its header) and the
      * TSC of the last record written, the base of a continuation block. Written by the flush
      * thread; under the flight policy also reset by the owner when it reclaims the chunk. */
