@@ -367,9 +367,11 @@ struct stf_item {
 /* Reader flags. Lenient (the default) is what analysis tools use: a torn last block is reported
  * once as a warning and its incomplete tail skipped; an undecodable block is skipped (warning) from
  * the bad record to its end; order violations are delivered with a warning; zero bytes between or
- * after blocks are skipped. Strict (dump --verify) stops at the first violation of the grammar
- * with STF_ERR_FORMAT / STF_ERR_TRUNCATED; stf_reader_error() then names offset and rule. */
-enum { STF_READ_LENIENT = 0, STF_READ_STRICT = 1 };
+ * after blocks are skipped. Strict stops at the first violation of the grammar with
+ * STF_ERR_FORMAT / STF_ERR_TRUNCATED; stf_reader_error() then names offset and rule.
+ * STF_READ_TORN_END (with STF_READ_STRICT, for the reader only; dump --verify) accepts a file
+ * cut inside its last block, see stf_reader_torn. */
+enum { STF_READ_LENIENT = 0, STF_READ_STRICT = 1, STF_READ_TORN_END = 2 };
 
 struct stf_reader;
 
@@ -391,6 +393,26 @@ int stf_reader_next(struct stf_reader *r, struct stf_item *item);
 
 /* Message for the last error ("" if none); *offset (if non-NULL) gets its byte offset. */
 const char *stf_reader_error(const struct stf_reader *r, uint64_t *offset);
+
+/* A torn end (STF_READ_STRICT | STF_READ_TORN_END, what dump --verify reads with). A process
+ * killed while its trace was being written (SIGKILL during the flush thread's write(2), which
+ * the kernel may cut short) leaves a file that ends inside its last block: inside a record,
+ * inside the block's BufferExtents record, or at a record boundary short of what the extents
+ * announce. Plain strict reading fails there with STF_ERR_TRUNCATED. With STF_READ_TORN_END the
+ * reader instead checks every complete record up to the end of the file as strictly as any
+ * other (so a damaged block, or an extents field that swallows the blocks after it, still fails
+ * at its offset), and ends with STF_END; stf_reader_torn then says where the file was cut:
+ *   block:   offset of the torn block's BufferExtents record;
+ *   offset:  where the last complete record ends (the incomplete bytes start here);
+ *   partial: bytes from offset to the end of the file, which are no whole record (0: the file
+ *            ends at a record boundary);
+ *   missing: bytes the block's extents announce past the end of the file (0 when the file ends
+ *            inside the BufferExtents record itself, which announces nothing readable).
+ * Returns false (and leaves *out alone) when the reading has not ended at a torn end. */
+struct stf_torn {
+    uint64_t block, offset, partial, missing;
+};
+bool stf_reader_torn(const struct stf_reader *r, struct stf_torn *out);
 
 struct stf_reader_stats {
     uint64_t records;   /* items returned */
