@@ -2,7 +2,9 @@
  *
  * Line format (space separated, stable for scripts):
  *   OFFSET KIND tid=T pid=P cpu=C tsc=TSC [kind fields]
- * function records add "id=ID action=ACTION name=NAME" (name last: it is free text). */
+ * function records add "id=ID action=ACTION name=NAME" (name last: it is free text); a loss
+ * marker "LOST=N", a context switch (STF_TYPED_CONTEXT) "CONTEXT to=ID from=ID how=HOW" in
+ * place of the payload. */
 #include "common.h"
 
 #include <inttypes.h>
@@ -77,11 +79,19 @@ static void print_item(const struct stf_item *it, const struct stf_syms *syms)
             print_payload(it->payload, it->payload_len);
         break;
     }
-    case STF_M_TYPED_EVENT:
+    case STF_M_TYPED_EVENT: {
+        uint64_t to, from;
+        uint32_t how;
+        static const char *const hows[] = {"?", "swapcontext", "setcontext", "return", "resume"};
         printf(" size=%" PRId32 " delta=%" PRId32 " type=%u", it->event_size, it->event_delta,
                (unsigned)it->event_type);
-        print_payload(it->payload, it->payload_len);
+        if (stf_decode_context(it->event_type, it->payload, it->payload_len, &to, &from, &how))
+            printf(" CONTEXT to=%" PRIu64 " from=%" PRIu64 " how=%s", to, from,
+                   hows[how < 5 ? how : 0]);
+        else
+            print_payload(it->payload, it->payload_len);
         break;
+    }
     default:
         break;
     }
