@@ -196,8 +196,8 @@ STR_EXPORT int swapcontext(ucontext_t *oucp, const ucontext_t *ucp)
     resolve();
     uint64_t *cur = cur_slot();
     uint64_t me = running(cur);
+    set_id(oucp, me); /* first: swapcontext(&x, &x) resumes the running context itself */
     uint64_t to = id_of(ucp);
-    set_id(oucp, me);
     record(to, me, STF_CTX_SWAP);
     *cur = to;
     int rc = real_swap(oucp, ucp);
