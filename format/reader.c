@@ -24,6 +24,13 @@
  *    and, where the bytes can no longer be decoded, skips to the end of the block.
  *  - Every length read from the file is checked against the block end and the bytes actually
  *    present before use; every loop consumes input, so corrupt input cannot hang the reader.
+ *  - A torn end (STF_READ_TORN_END, stf.h): a file cut inside its last block, as a SIGKILL
+ *    during the runtime's write(2) leaves it. Strict reading with the flag goes on through a
+ *    block whose extents overrun the file, checking each complete record as usual, and where
+ *    the bytes run out (torn(), or inside the BufferExtents record) ends with STF_END and notes
+ *    the cut instead of failing. Only the end of the file can be torn: a block whose extents
+ *    overrun the file because they are damaged, with blocks after it, holds the next
+ *    block's BufferExtents record, which the grammar rejects at its offset before the end.
  */
 #include "stf.h"
 
@@ -77,6 +84,9 @@ struct stf_reader {
     uint16_t cpu;
     uint64_t tsc;
     bool torn_warned;
+    /* STF_READ_TORN_END: accepted (torn_ok), and the torn end once reached */
+    bool torn_ok, torn_end;
+    struct stf_torn torn;
 
     bool done;
     bool one_block; /* after stf_reader_seek: stop at the end of block `block_index` */
@@ -172,6 +182,15 @@ __attribute__((format(printf, 3, 4))) static void warn(struct stf_reader *r, uin
     r->st.warnings++;
     if (r->warn)
         r->warn(r->warn_ctx, off, m);
+}
+
+bool stf_reader_torn(const struct stf_reader *r, struct stf_torn *out)
+{
+    if (!r || !r->torn_end || r->err)
+        return false;
+    if (out)
+        *out = r->torn;
+    return true;
 }
 
 const char *stf_reader_error(const struct stf_reader *r, uint64_t *offset)
@@ -320,6 +339,7 @@ static int setup(struct stf_reader *r, int fd, bool own, int flags)
     r->fd = fd;
     r->own_fd = own;
     r->strict = (flags & STF_READ_STRICT) != 0;
+    r->torn_ok = r->strict && (flags & STF_READ_TORN_END) != 0;
     r->flags = flags;
     struct stat sb;
     if (fstat(fd, &sb) != 0)
@@ -340,7 +360,7 @@ int stf_reader_open_fd(struct stf_reader **out, int fd, int flags)
     if (!out)
         return STF_ERR_ARG;
     *out = NULL;
-    if (fd < 0 || (flags & ~STF_READ_STRICT))
+    if (fd < 0 || (flags & ~(STF_READ_STRICT | STF_READ_TORN_END)))
         return STF_ERR_ARG;
     struct stf_reader *r = calloc(1, sizeof *r);
     if (!r)
@@ -354,7 +374,7 @@ int stf_reader_open(struct stf_reader **out, const char *path, int flags)
     if (!out)
         return STF_ERR_ARG;
     *out = NULL;
-    if (!path || (flags & ~STF_READ_STRICT))
+    if (!path || (flags & ~(STF_READ_STRICT | STF_READ_TORN_END)))
         return STF_ERR_ARG;
     struct stf_reader *r = calloc(1, sizeof *r);
     if (!r)
@@ -452,9 +472,32 @@ static void end_block(struct stf_reader *r)
     r->block_index++;
 }
 
+/* The file ends at `end`, inside the block whose BufferExtents record is at `block` (announcing
+ * the block's end, block_end; 0: not even that record is whole), and the last complete record
+ * ends at `off`: a torn end (STF_READ_TORN_END), the reading is over. */
+static int torn_end(struct stf_reader *r, uint64_t block, uint64_t block_end, uint64_t off,
+                    uint64_t end)
+{
+    r->torn_end = true;
+    r->torn = (struct stf_torn){.block = block,
+                                .offset = off,
+                                .partial = end > off ? end - off : 0,
+                                .missing = block_end > end ? block_end - end : 0};
+    r->done = true;
+    return STF_END;
+}
+
+/* Where the bytes present end (after a fill that met the end of the file). */
+static uint64_t present_end(const struct stf_reader *r)
+{
+    return r->base + r->len;
+}
+
 /* The file ended inside the current block (or inside a record). */
 static int torn(struct stf_reader *r, uint64_t rec_off)
 {
+    if (r->torn_ok && r->hdr.version >= 2)
+        return torn_end(r, r->block_ext_off, r->block_end, rec_off, present_end(r));
     if (r->strict) {
         if (r->hdr.version >= 2 && r->block_ext_off + STF_META_SIZE <= rec_off)
             return fail(r, STF_ERR_TRUNCATED, r->block_ext_off,
@@ -575,6 +618,8 @@ static int next_extents(struct stf_reader *r, struct stf_item *it)
         if (f < 0)
             return f;
         if (f == 0) {
+            if (r->torn_ok)
+                return torn_end(r, off, 0, off, present_end(r));
             if (r->strict)
                 return fail(r, STF_ERR_TRUNCATED, off, "truncated BufferExtents record");
             warn(r, off, "truncated BufferExtents record at end of file ignored");
@@ -596,6 +641,8 @@ static int next_extents(struct stf_reader *r, struct stf_item *it)
             return STEP_ITEM; /* empty block: nothing follows */
         begin_block(r, off, end);
         if (r->size_known && end > r->file_size) {
+            if (r->torn_ok) /* checked record by record up to the end of the file (torn) */
+                return STEP_ITEM;
             if (r->strict)
                 return fail(r, STF_ERR_TRUNCATED, off,
                             "BufferExtents overruns file (block needs %" PRIu64 " bytes, %" PRIu64

@@ -292,6 +292,59 @@ static inline int stf_decode_calib(uint16_t type, const uint8_t *payload, size_t
     return 1;
 }
 
+/* Context switches (ucontext coroutines: preload/context.c). A thread that switches to another
+ * context with swapcontext or setcontext, or whose context's function returns to its uc_link,
+ * records one v5 TypedEventMarker of type STF_TYPED_CONTEXT, at the switch, whose payload
+ * (STF_CONTEXT_PAYLOAD bytes, little-endian) says which context runs from then on:
+ *   u64 to      the context the thread runs now;
+ *   u64 from    the context it ran until then;
+ *   u32 how     STF_CTX_* (never 0);
+ *   u32 zero.
+ * A context's id is the runtime's, one number per execution context of the process, never
+ * reused: a thread's own stack gets one at its first switch, a makecontext a new one (a
+ * ucontext_t made again for another coroutine is another context), and a ucontext_t saved by
+ * swapcontext or getcontext stands for the context that saved itself into it. Ids below 2^63
+ * are such numbers; an id with bit 63 set is the ucontext_t's address (the runtime's table of
+ * contexts was full). Records of the thread after the event belong to `to` until its next one,
+ * so the tools keep one call stack per (thread, context); a thread without the event runs one
+ * context. llvm-xray reads it as an ordinary typed event. */
+enum { STF_TYPED_CONTEXT = 0x5e1e, STF_CONTEXT_PAYLOAD = 24 };
+enum stf_ctx_how {
+    STF_CTX_SWAP = 1,   /* swapcontext */
+    STF_CTX_SET = 2,    /* setcontext */
+    STF_CTX_RETURN = 3, /* the context's function returned: its uc_link resumes */
+    STF_CTX_RESUME = 4, /* a correction: the thread found itself in `to` (a switch that failed,
+                           or swapcontext returning in a context other than the one announced) */
+};
+#define STF_CTX_ADDRESS ((uint64_t)1 << 63)
+
+static inline void stf_encode_context(uint8_t p[STF_CONTEXT_PAYLOAD], uint64_t to, uint64_t from,
+                                      uint32_t how)
+{
+    stf_put64(p, to);
+    stf_put64(p + 8, from);
+    stf_put32(p + 16, how);
+    stf_put32(p + 20, 0);
+}
+
+/* If a typed event of `type` with payload[0..len) is a context switch, fills *to, *from and *how
+ * and returns 1. A later version's payload may be longer: its first STF_CONTEXT_PAYLOAD bytes
+ * keep this layout. */
+static inline int stf_decode_context(uint16_t type, const uint8_t *payload, size_t len,
+                                     uint64_t *to, uint64_t *from, uint32_t *how)
+{
+    if (type != STF_TYPED_CONTEXT || len < STF_CONTEXT_PAYLOAD)
+        return 0;
+    uint32_t h;
+    memcpy(&h, payload + 16, 4);
+    if (h == 0)
+        return 0;
+    memcpy(to, payload, 8);
+    memcpy(from, payload + 8, 8);
+    *how = h;
+    return 1;
+}
+
 /* If payload[0..len) is a loss marker's, stores the count and returns 1. */
 static inline int stf_decode_loss(const uint8_t *payload, size_t len, uint64_t *lost)
 {
@@ -367,9 +420,11 @@ struct stf_item {
 /* Reader flags. Lenient (the default) is what analysis tools use: a torn last block is reported
  * once as a warning and its incomplete tail skipped; an undecodable block is skipped (warning) from
  * the bad record to its end; order violations are delivered with a warning; zero bytes between or
- * after blocks are skipped. Strict (dump --verify) stops at the first violation of the grammar
- * with STF_ERR_FORMAT / STF_ERR_TRUNCATED; stf_reader_error() then names offset and rule. */
-enum { STF_READ_LENIENT = 0, STF_READ_STRICT = 1 };
+ * after blocks are skipped. Strict stops at the first violation of the grammar with
+ * STF_ERR_FORMAT / STF_ERR_TRUNCATED; stf_reader_error() then names offset and rule.
+ * STF_READ_TORN_END (with STF_READ_STRICT, for the reader only; dump --verify) accepts a file
+ * cut inside its last block, see stf_reader_torn. */
+enum { STF_READ_LENIENT = 0, STF_READ_STRICT = 1, STF_READ_TORN_END = 2 };
 
 struct stf_reader;
 
@@ -391,6 +446,26 @@ int stf_reader_next(struct stf_reader *r, struct stf_item *item);
 
 /* Message for the last error ("" if none); *offset (if non-NULL) gets its byte offset. */
 const char *stf_reader_error(const struct stf_reader *r, uint64_t *offset);
+
+/* A torn end (STF_READ_STRICT | STF_READ_TORN_END, what dump --verify reads with). A process
+ * killed while its trace was being written (SIGKILL during the flush thread's write(2), which
+ * the kernel may cut short) leaves a file that ends inside its last block: inside a record,
+ * inside the block's BufferExtents record, or at a record boundary short of what the extents
+ * announce. Plain strict reading fails there with STF_ERR_TRUNCATED. With STF_READ_TORN_END the
+ * reader instead checks every complete record up to the end of the file as strictly as any
+ * other (so a damaged block, or an extents field that swallows the blocks after it, still fails
+ * at its offset), and ends with STF_END; stf_reader_torn then says where the file was cut:
+ *   block:   offset of the torn block's BufferExtents record;
+ *   offset:  where the last complete record ends (the incomplete bytes start here);
+ *   partial: bytes from offset to the end of the file, which are no whole record (0: the file
+ *            ends at a record boundary);
+ *   missing: bytes the block's extents announce past the end of the file (0 when the file ends
+ *            inside the BufferExtents record itself, which announces nothing readable).
+ * Returns false (and leaves *out alone) when the reading has not ended at a torn end. */
+struct stf_torn {
+    uint64_t block, offset, partial, missing;
+};
+bool stf_reader_torn(const struct stf_reader *r, struct stf_torn *out);
 
 struct stf_reader_stats {
     uint64_t records;   /* items returned */

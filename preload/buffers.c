@@ -1056,6 +1056,12 @@ void str_refill(void *arg)
         pthread_setcanceltype(old_type, &old_type);
 }
 
+int str_tracing(void)
+{
+    int st = atomic_load_explicit(&state, memory_order_relaxed); /* a hint: nothing is published */
+    return st == ST_ACTIVE || st == ST_FORKED;
+}
+
 /* A process made without fork's atfork handlers (_Fork, clone without CLONE_VM) runs with a
  * copy of its parent's state and no flush thread: it would wait for a free chunk forever.
  * Every slow path compares the process id (one system call per chunk switch) and treats such a

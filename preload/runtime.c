@@ -909,6 +909,7 @@ static void start(void)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     str_signals_early();
     str_threads_early();
+    str_context_early();
     str_config_load();
     if (str_cfg.disable)
         return;

@@ -310,6 +310,12 @@ STR_HIDDEN void str_calib_measure(void);
 STR_HIDDEN size_t str_calib_block(uint8_t b[STR_CALIB_BLOCK], int32_t tid, int32_t pid);
 /* threads.c: the program's threads without /proc, and strict seccomp */
 STR_HIDDEN void str_threads_early(void);
+/* context.c: swapcontext, setcontext, makecontext and getcontext, recorded as context switches
+ * (STF_TYPED_CONTEXT); str_context_early resolves glibc's functions once at start-up. */
+STR_HIDDEN void str_context_early(void);
+/* buffers.c: the process is being traced (or is a fork child that will be at its first event):
+ * a relaxed look, for context.c, which records nothing otherwise. */
+STR_HIDDEN int str_tracing(void);
 /* census.c: what threads.c counts, for buffers.c. str_threads_live: threads created by the
  * program, still running; str_main_exited: the main thread called pthread_exit;
  * str_thread_birth: the calling thread's birth (its pthread_create's sequence number, names.c;

@@ -24,7 +24,9 @@ struct cs_thread *cs_thread_get(struct callstack *cs, int32_t pid, int32_t tid, 
                 return NULL;
             cs->t = n;
         }
-        cs->t[cs->nt] = (struct cs_thread){.pid = pid, .tid = tid, .first = tsc, .last = tsc};
+        uint32_t track = cs->ntracks++;
+        cs->t[cs->nt] = (struct cs_thread){
+            .pid = pid, .tid = tid, .first = tsc, .last = tsc, .track = track, .track0 = track};
         cs->nt++;
         if (ops && ops->thread && ops->thread(ctx, &cs->t[i]) != 0)
             return NULL;
@@ -54,6 +56,182 @@ static int close_all(struct callstack *cs, struct cs_thread *t, enum cs_why why,
             return rc;
     }
     return 0;
+}
+
+/* ---- contexts (callstack.h, "Contexts") ----------------------------------------------------- */
+
+/* The running stack's frames become the open ones of their functions and pairs again (bottom
+ * up, so the topmost of each wins): a resumed context's. Its frames' same_below and edge_below
+ * are the stack's own and stay right. -1 on allocation failure. */
+static int nest_rebuild(struct cs_thread *t)
+{
+    for (size_t k = 0; k < t->depth; k++) {
+        const struct cs_frame *f = &t->st[k];
+        size_t *top = cs_top_slot(&t->nest.fn_top, &t->nest.nfn, f->fx);
+        if (!top)
+            return -1;
+        *top = k + 1;
+        if (f->ex != UINT32_MAX) {
+            if (!(top = cs_top_slot(&t->nest.edge_top, &t->nest.nedge, f->ex)))
+                return -1;
+            *top = k + 1;
+        }
+    }
+    return 0;
+}
+
+/* Index of context id in t->ctxs, made (with a new track, or `track` when it is not
+ * UINT32_MAX) if new; -1 on allocation failure. */
+static long ctx_index(struct callstack *cs, struct cs_thread *t, uint64_t id, uint32_t track)
+{
+    bool added;
+    long i = u64map_get(&t->ctxmap, id, &added);
+    if (i < 0 || !added)
+        return i;
+    if (t->nctx == t->capctx) {
+        struct cs_ctx *n = tool_grow(t->ctxs, &t->capctx, sizeof *n, 4);
+        if (!n)
+            return -1;
+        t->ctxs = n;
+    }
+    t->ctxs[t->nctx++] =
+        (struct cs_ctx){.id = id, .track = track != UINT32_MAX ? track : cs->ntracks++};
+    return i;
+}
+
+/* The running stack goes into context i's entry (the running context's own). */
+static void ctx_park(struct callstack *cs, struct cs_thread *t, size_t i)
+{
+    struct cs_ctx *e = &t->ctxs[i];
+    if (cs->nesting)
+        nest_clear(t);
+    e->st = t->st;
+    e->depth = t->depth;
+    e->cap = t->cap;
+    e->args_open = t->args_open;
+    t->st = NULL;
+    t->depth = t->cap = 0;
+    t->args_open = false;
+}
+
+/* Context i's parked stack becomes the running one. */
+static int ctx_resume(struct callstack *cs, struct cs_thread *t, size_t i)
+{
+    struct cs_ctx *e = &t->ctxs[i];
+    t->st = e->st;
+    t->depth = e->depth;
+    t->cap = e->cap;
+    t->args_open = e->args_open;
+    t->ctx = e->id;
+    t->track = e->track;
+    e->st = NULL;
+    e->depth = e->cap = 0;
+    return cs->nesting ? nest_rebuild(t) : 0;
+}
+
+/* Index of the running context in t->ctxs (it has one once the thread has switched). */
+static long ctx_running(struct callstack *cs, struct cs_thread *t)
+{
+    return ctx_index(cs, t, t->ctx, t->track);
+}
+
+int cs_run_context(struct callstack *cs, struct cs_thread *t, size_t i)
+{
+    if (i >= t->nctx)
+        return -1;
+    long r = ctx_running(cs, t);
+    if (r < 0)
+        return -1;
+    if ((size_t)r == i)
+        return 0;
+    ctx_park(cs, t, (size_t)r);
+    return ctx_resume(cs, t, i);
+}
+
+/* The running stack's frames, a context's that a loss marker did not find running (or one
+ * named twice, below): closed at the thread's last timestamp (close_open) or dropped, counted as
+ * at a gap; the callbacks see them in t->st. */
+static int drop_running(struct callstack *cs, struct cs_thread *t, uint64_t tsc,
+                        const struct cs_ops *ops, void *ctx)
+{
+    size_t open = t->depth;
+    if (!open)
+        return 0;
+    cs->gap_frames += open;
+    if (cs->close_open)
+        return close_all(cs, t, CS_GAP, ops, ctx);
+    cs->lost_ticks += t->st[0].child;
+    int rc = ops && ops->parked_loss ? ops->parked_loss(ctx, t, tsc, open) : 0;
+    if (cs->nesting)
+        nest_clear(t);
+    t->depth = 0;
+    return rc;
+}
+
+/* A switch event: the running stack is `from`'s (the runtime's word), `to` runs from now on. */
+static int ctx_switch(struct callstack *cs, struct cs_thread *t, uint64_t to, uint64_t from,
+                      uint64_t tsc, const struct cs_ops *ops, void *ctx)
+{
+    cs->switches++;
+    t->last = tsc;
+    if (!t->switched) {
+        /* the thread's first switch names the stack it ran so far */
+        if (ctx_index(cs, t, from, t->track) < 0)
+            return -1;
+        t->switched = true;
+        t->ctx = from;
+    } else if (t->ctx != from) {
+        /* Switches were lost (a gap): the running stack is `from`'s. Frames parked under `from`
+         * before are dropped as at a gap, then the running stack takes its name. */
+        long old = ctx_running(cs, t), i = ctx_index(cs, t, from, UINT32_MAX);
+        if (old < 0 || i < 0)
+            return -1;
+        if (t->ctxs[i].depth) {
+            ctx_park(cs, t, (size_t)old);
+            int rc = ctx_resume(cs, t, (size_t)i);
+            if (rc == 0)
+                rc = drop_running(cs, t, tsc, ops, ctx);
+            if (rc)
+                return rc;
+            ctx_park(cs, t, (size_t)i);
+            if (ctx_resume(cs, t, (size_t)old) != 0)
+                return -1;
+        }
+        t->ctx = from;
+        t->track = t->ctxs[i].track;
+    }
+    long r = ctx_running(cs, t), n = ctx_index(cs, t, to, UINT32_MAX);
+    if (r < 0 || n < 0)
+        return -1;
+    if (r != n) {
+        ctx_park(cs, t, (size_t)r);
+        if (ctx_resume(cs, t, (size_t)n) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* A loss marker: the frames of the thread's contexts other than the running one (whose own the
+ * caller has handled) are closed or dropped (drop_running), each context made the running one
+ * meanwhile; then the running one is back. */
+static int ctx_loss(struct callstack *cs, struct cs_thread *t, uint64_t tsc,
+                    const struct cs_ops *ops, void *ctx)
+{
+    if (!t->switched)
+        return 0;
+    long home = ctx_running(cs, t);
+    if (home < 0)
+        return -1;
+    for (size_t i = 0; i < t->nctx; i++) {
+        if ((long)i == home || t->ctxs[i].depth == 0)
+            continue;
+        if (cs_run_context(cs, t, i) != 0)
+            return -1;
+        int rc = drop_running(cs, t, tsc, ops, ctx);
+        if (rc)
+            return rc;
+    }
+    return cs_run_context(cs, t, (size_t)home);
 }
 
 int cs_feed(struct callstack *cs, const struct stf_item *it, const struct cs_ops *ops, void *ctx)
@@ -92,8 +270,14 @@ int cs_feed(struct callstack *cs, const struct stf_item *it, const struct cs_ops
                 t->depth = 0;
             }
             t->last = it->tsc;
-            return ops && ops->loss ? ops->loss(ctx, t, it->tsc, lost, open) : 0;
+            int rc = ops && ops->loss ? ops->loss(ctx, t, it->tsc, lost, open) : 0;
+            return rc ? rc : ctx_loss(cs, t, it->tsc, ops, ctx);
         }
+        uint64_t to, from;
+        uint32_t how;
+        if (it->kind == STF_M_TYPED_EVENT &&
+            stf_decode_context(it->event_type, it->payload, it->payload_len, &to, &from, &how))
+            return ctx_switch(cs, t, to, from, it->tsc, ops, ctx);
         if (it->kind == STF_M_CUSTOM_EVENT || it->kind == STF_M_TYPED_EVENT)
             t->last = it->tsc;
         if (it->kind == STF_M_CALL_ARG && t->args_open && t->depth) {
@@ -124,9 +308,25 @@ int cs_finish(struct callstack *cs, const struct cs_ops *ops, void *ctx)
     if (!cs->close_open)
         return 0;
     for (size_t i = 0; i < cs->nt; i++) {
-        int rc = close_all(cs, &cs->t[i], CS_END, ops, ctx);
+        struct cs_thread *t = &cs->t[i];
+        int rc = close_all(cs, t, CS_END, ops, ctx);
         if (rc)
             return rc;
+        if (!t->switched)
+            continue;
+        long home = ctx_running(cs, t);
+        if (home < 0)
+            return -1;
+        for (size_t k = 0; k < t->nctx; k++) {
+            if (t->ctxs[k].depth == 0)
+                continue;
+            if (cs_run_context(cs, t, k) != 0)
+                return -1;
+            if ((rc = close_all(cs, t, CS_END, ops, ctx)) != 0)
+                return rc;
+        }
+        if (cs_run_context(cs, t, (size_t)home) != 0)
+            return -1;
     }
     return 0;
 }
@@ -145,17 +345,24 @@ const struct cs_thread *cs_find(const struct callstack *cs, int32_t pid, int32_t
 uint64_t cs_open_frames(const struct callstack *cs)
 {
     uint64_t n = 0;
-    for (size_t i = 0; i < cs->nt; i++)
+    for (size_t i = 0; i < cs->nt; i++) {
         n += cs->t[i].depth;
+        for (size_t k = 0; k < cs->t[i].nctx; k++)
+            n += cs->t[i].ctxs[k].depth;
+    }
     return n;
 }
 
 uint64_t cs_orphan_ticks(const struct callstack *cs)
 {
     uint64_t n = cs->lost_ticks;
-    for (size_t i = 0; i < cs->nt; i++)
+    for (size_t i = 0; i < cs->nt; i++) {
         if (cs->t[i].depth)
             n += cs->t[i].st[0].child;
+        for (size_t k = 0; k < cs->t[i].nctx; k++)
+            if (cs->t[i].ctxs[k].depth)
+                n += cs->t[i].ctxs[k].st[0].child;
+    }
     return n;
 }
 
@@ -180,8 +387,25 @@ int cs_merge(struct callstack *dst, struct callstack *src)
         struct cs_thread *d = &dst->t[dst->nt++];
         *d = *t;
         *t = (struct cs_thread){0}; /* moved: src frees nothing of it */
+        d->track += dst->ntracks;   /* src's tracks follow dst's */
+        d->track0 += dst->ntracks;
+        for (size_t k = 0; k < d->nctx; k++)
+            d->ctxs[k].track += dst->ntracks;
         if (!dst->nesting)
             continue;
+        /* parked frames: numbered again too (they enter the open arrays when resumed) */
+        for (size_t k = 0; k < d->nctx; k++) {
+            struct cs_ctx *e = &d->ctxs[k];
+            for (size_t j = 0; j < e->depth; j++) {
+                long fx = cs_fn_index(dst, e->st[j].id);
+                long ex = dst->edges && j > 0 ? cs_edge_index(dst, e->st[j - 1].fx, (uint32_t)fx)
+                                              : UINT32_MAX;
+                if (fx < 0 || ex < 0)
+                    return -1;
+                e->st[j].fx = (uint32_t)fx;
+                e->st[j].ex = (uint32_t)ex;
+            }
+        }
         /* the frames' dense numbers were src's: number them again in dst */
         memset(d->nest.fn_top, 0, d->nest.nfn * sizeof *d->nest.fn_top);
         memset(d->nest.edge_top, 0, d->nest.nedge * sizeof *d->nest.edge_top);
@@ -204,6 +428,8 @@ int cs_merge(struct callstack *dst, struct callstack *src)
     dst->gap_frames += src->gap_frames;
     dst->top_ticks += src->top_ticks;
     dst->lost_ticks += src->lost_ticks;
+    dst->switches += src->switches;
+    dst->ntracks += src->ntracks;
     src->nt = 0;
     return 0;
 }
@@ -214,6 +440,10 @@ void cs_free(struct callstack *cs)
         free(cs->t[i].st);
         free(cs->t[i].nest.fn_top);
         free(cs->t[i].nest.edge_top);
+        for (size_t k = 0; k < cs->t[i].nctx; k++)
+            free(cs->t[i].ctxs[k].st);
+        free(cs->t[i].ctxs);
+        u64map_free(&cs->t[i].ctxmap);
     }
     free(cs->t);
     u64map_free(&cs->tmap);

@@ -17,7 +17,22 @@
  * get dense numbers (cs_frame.fx, ex) the first time they are seen (a small cache in front of a
  * hash map), and each thread keeps the topmost open frame of each in arrays indexed by them: a
  * push reads and writes one slot of each, a pop writes them back, no hashing.
- * Memory grows with threads, functions (and caller -> callee pairs) and stack depth only. */
+ * Memory grows with threads, functions (and caller -> callee pairs) and stack depth only.
+ *
+ * Contexts (coroutines). A thread that switches between ucontexts (swapcontext, setcontext, a
+ * context's function returning to its uc_link) runs several stacks: the runtime records each
+ * switch as a typed event STF_TYPED_CONTEXT (format/stf.h: the context that runs from then on,
+ * and the one left). The walker keeps one stack per (thread, context): at a switch it parks the
+ * running stack under the context left and resumes the target's (empty the first time), so a
+ * coroutine's frames never nest in another's. The rule above holds per context; times stay
+ * wall-clock: a frame of a coroutine switched out stays open meanwhile, and its duration (and
+ * its self time, for the frame that switched) includes the time other contexts ran. The thread's
+ * stack before its first switch is the context that switch leaves (the event's `from`); a switch
+ * whose `from` is not the context the walker thinks is running (events lost before it) names
+ * the running stack `from` (frames parked under `from` before are dropped, counted as at a
+ * gap). A loss marker drops (or, with close_open, closes) the frames of every context of its
+ * thread, and the end of the trace those of every context (cs_finish). A trace without the
+ * event is one context per thread, read as before. Memory: a parked stack per context. */
 #ifndef SLEDTRACE_TOOLS_CALLSTACK_H
 #define SLEDTRACE_TOOLS_CALLSTACK_H
 
@@ -54,15 +69,37 @@ struct cs_nest {
     size_t nfn, nedge;
 };
 
+/* A context of a thread (see the top): its id (the runtime's), its track, and while another
+ * context runs, its parked stack (st NULL and depth 0 while it is the running one, whose stack
+ * is the thread's st). */
+struct cs_ctx {
+    uint64_t id;
+    uint32_t track;
+    bool args_open;
+    struct cs_frame *st;
+    size_t depth, cap;
+};
+
 struct cs_thread {
     int32_t pid, tid;
-    struct cs_frame *st;
+    struct cs_frame *st; /* the running context's stack */
     size_t depth, cap;
     uint64_t first;      /* TSC of the first record fed for the thread */
     uint64_t last;       /* TSC of the thread's last function record or event (for the
                           * function records of a cs_feed_funcs run: at its end) */
     bool args_open;      /* the last function record entered with arguments: CallArguments follow */
     struct cs_nest nest; /* with callstack.nesting */
+    /* Contexts (see the top). ctx: the running context's id, 0 until the first switch names it
+     * (switched). track: a number per (thread, context), dense over the walk
+     * (callstack.ntracks), the running context's; track0 the thread's first context's. ctxs:
+     * every context seen, the running one included, in order of appearance (ctxmap: id ->
+     * index). */
+    uint64_t ctx;
+    uint32_t track, track0;
+    bool switched;
+    struct cs_ctx *ctxs;
+    size_t nctx, capctx;
+    struct u64map ctxmap;
 };
 
 /* Why a frame closed: its own exit, an exit of a function below it (a repair), a loss marker or
@@ -89,12 +126,15 @@ static inline uint64_t cs_ticks(uint64_t v)
 
 /* Callbacks (any may be NULL); a non-zero return stops cs_feed with that value. thread is called
  * once per thread, when it is first seen. loss: without close_open, the `dropped` frames it
- * dropped are still readable in t->st[0..dropped) during the call. */
+ * dropped are still readable in t->st[0..dropped) during the call. parked_loss: the same for
+ * each other context of the thread holding frames, after loss, t showing that context as the
+ * running one during the call. */
 struct cs_ops {
     int (*thread)(void *ctx, const struct cs_thread *t);
     int (*enter)(void *ctx, const struct cs_thread *t, struct cs_frame *f, size_t depth);
     int (*close)(void *ctx, const struct cs_close *c);
     int (*loss)(void *ctx, const struct cs_thread *t, uint64_t tsc, uint64_t lost, size_t dropped);
+    int (*parked_loss)(void *ctx, const struct cs_thread *t, uint64_t tsc, size_t dropped);
 };
 
 struct callstack {
@@ -116,6 +156,8 @@ struct callstack {
     uint64_t calls, repairs, unmatched;
     uint64_t gaps, gap_events, gap_frames; /* loss markers, events they count, frames open */
     uint64_t top_ticks;                    /* sum of the durations of closed top-level frames */
+    uint64_t switches;                     /* context switches (see the top) */
+    uint32_t ntracks;                      /* (thread, context) pairs seen: cs_thread.track */
     uint64_t lost_ticks; /* closed ticks under top-level frames dropped at a loss marker */
     /* With nesting: dense numbers of functions and of caller -> callee pairs (see the top),
      * each map's index, with a direct-mapped cache in front. */
@@ -151,8 +193,12 @@ int cs_merge(struct callstack *dst, struct callstack *src);
 int cs_finish(struct callstack *cs, const struct cs_ops *ops, void *ctx);
 /* The thread (pid, tid) if it has been seen, else NULL. */
 const struct cs_thread *cs_find(const struct callstack *cs, int32_t pid, int32_t tid);
-/* Frames still open (never exited). */
+/* Frames still open (never exited), in every context. */
 uint64_t cs_open_frames(const struct callstack *cs);
+/* Makes context i of t (an index in t->ctxs) the running one, as a switch would (the one that ran
+ * is parked), so that its frames can be read in t->st or closed. 0, or -1 on allocation
+ * failure. For walking the contexts at the end (replay, account); cs_finish does it itself. */
+int cs_run_context(struct callstack *cs, struct cs_thread *t, size_t i);
 /* Closed ticks beneath top-level frames that never closed (still open at the end, or dropped at a
  * loss marker): counted by stack, not in top_ticks. */
 uint64_t cs_orphan_ticks(const struct callstack *cs);

@@ -329,6 +329,12 @@ static int on_loss(void *ctx, const struct cs_thread *t, uint64_t tsc, uint64_t 
     return 0;
 }
 
+/* The same for another context of the thread (a coroutine switched out, callstack.h). */
+static int on_parked_loss(void *ctx, const struct cs_thread *t, uint64_t tsc, size_t dropped)
+{
+    return on_loss(ctx, t, tsc, 0, dropped);
+}
+
 static bool g_elided; /* the trace has elided calls: csv and json show them */
 /* Corrected times (vclock.h): the approx marks need the calibration's spread (the larger of a
  * leaf's two gaps', ticks) and the clock's step (ticks). */
@@ -380,13 +386,19 @@ static int add_elided(struct acct *a, const struct stf_item *it)
     return 0;
 }
 
-/* Frames still open at the end of the trace. */
+/* Frames still open at the end of the trace, in every context (callstack.h) of each thread. */
 static int count_open(struct acct *a)
 {
-    for (size_t i = 0; i < a->cs.nt; i++)
-        for (size_t k = 0; k < a->cs.t[i].depth; k++)
-            if (unfinished(a, i, &a->cs.t[i].st[k]) != 0)
+    for (size_t i = 0; i < a->cs.nt; i++) {
+        const struct cs_thread *t = &a->cs.t[i];
+        for (size_t k = 0; k < t->depth; k++)
+            if (unfinished(a, i, &t->st[k]) != 0)
                 return -1;
+        for (size_t c = 0; c < t->nctx; c++)
+            for (size_t k = 0; k < t->ctxs[c].depth; k++)
+                if (unfinished(a, i, &t->ctxs[c].st[k]) != 0)
+                    return -1;
+    }
     return 0;
 }
 
@@ -423,12 +435,14 @@ static int acct_walk(void *arg, size_t k, struct tool_trace *sub)
     a->per_thread = run->per_thread;
     a->cs.nesting = true;
     a->cs.signed_dur = tool_trace_corrected(sub);
-    static const struct cs_ops ops = {.enter = NULL, .close = on_close, .loss = on_loss};
+    static const struct cs_ops ops = {
+        .enter = NULL, .close = on_close, .loss = on_loss, .parked_loss = on_parked_loss};
     struct stf_item it;
     int rc;
     while ((rc = cs_walk_next_item(&a->cs, sub, &ops, a, &it)) == STF_OK) {
-        /* Function records and loss markers (a gap: no call is measured across it, the frames
-         * open before it are dropped); threads with neither are not counted. */
+        /* Function records, loss markers (a gap: no call is measured across it, the frames
+         * open before it are dropped) and context switches (one stack per coroutine); threads
+         * with none of them are not counted. */
         uint64_t lost;
         if (it.kind == STF_M_TYPED_EVENT && it.event_type == STF_TYPED_ELIDED) {
             if (add_elided(a, &it) != 0)
@@ -436,7 +450,9 @@ static int acct_walk(void *arg, size_t k, struct tool_trace *sub)
             continue;
         }
         if (it.kind != STF_K_FUNCTION &&
-            !(it.kind == STF_M_CUSTOM_EVENT && stf_decode_loss(it.payload, it.payload_len, &lost)))
+            !(it.kind == STF_M_CUSTOM_EVENT &&
+              stf_decode_loss(it.payload, it.payload_len, &lost)) &&
+            !(it.kind == STF_M_TYPED_EVENT && it.event_type == STF_TYPED_CONTEXT))
             continue;
         if (cs_feed(&a->cs, &it, &ops, a) != 0)
             return CS_NOMEM;

@@ -2,7 +2,9 @@
  *
  * Line format (space separated, stable for scripts):
  *   OFFSET KIND tid=T pid=P cpu=C tsc=TSC [kind fields]
- * function records add "id=ID action=ACTION name=NAME" (name last: it is free text). */
+ * function records add "id=ID action=ACTION name=NAME" (name last: it is free text); a loss
+ * marker "LOST=N", a context switch (STF_TYPED_CONTEXT) "CONTEXT to=ID from=ID how=HOW" in
+ * place of the payload. */
 #include "common.h"
 
 #include <inttypes.h>
@@ -19,7 +21,10 @@ static void help(FILE *out)
           "\n"
           "  --verify      check the FDR grammar strictly instead of printing records; prints\n"
           "                'OK: N records, M blocks' or the offset and rule of the first\n"
-          "                violation (exit status 1)\n"
+          "                violation (exit status 1). A file cut inside its last block (a\n"
+          "                process killed while its trace was written) whose records are\n"
+          "                valid up to the cut is OK, with '; torn at the end: ...' naming the\n"
+          "                cut's offset and size (exit status 0)\n"
           "  --syms FILE   symbols file (default: the trace path with .fdr replaced by .syms),\n"
           "                or the traced binary: refused if its build id is not the one the\n"
           "                trace's symbols file records\n"
@@ -74,15 +79,42 @@ static void print_item(const struct stf_item *it, const struct stf_syms *syms)
             print_payload(it->payload, it->payload_len);
         break;
     }
-    case STF_M_TYPED_EVENT:
+    case STF_M_TYPED_EVENT: {
+        uint64_t to, from;
+        uint32_t how;
+        static const char *const hows[] = {"?", "swapcontext", "setcontext", "return", "resume"};
         printf(" size=%" PRId32 " delta=%" PRId32 " type=%u", it->event_size, it->event_delta,
                (unsigned)it->event_type);
-        print_payload(it->payload, it->payload_len);
+        if (stf_decode_context(it->event_type, it->payload, it->payload_len, &to, &from, &how))
+            printf(" CONTEXT to=%" PRIu64 " from=%" PRIu64 " how=%s", to, from,
+                   hows[how < 5 ? how : 0]);
+        else
+            print_payload(it->payload, it->payload_len);
         break;
+    }
     default:
         break;
     }
     putchar('\n');
+}
+
+/* The end of a torn trace (stf_reader_torn), after "OK: ...": where the file was cut. */
+static void print_torn(const struct stf_torn *t)
+{
+    fputs("; torn at the end: ", stdout);
+    if (t->partial && t->offset == t->block)
+        printf("the last %" PRIu64 " bytes (offset %" PRIu64 ") are an incomplete BufferExtents "
+               "record",
+               t->partial, t->offset);
+    else if (t->partial)
+        printf("the last %" PRIu64 " bytes (offset %" PRIu64 ") are an incomplete record of the "
+               "block at offset %" PRIu64 ", which lacks %" PRIu64 " more bytes",
+               t->partial, t->offset, t->block, t->missing);
+    else
+        printf("the block at offset %" PRIu64 " ends at offset %" PRIu64
+               ", a record boundary, %" PRIu64 " bytes short of its extents",
+               t->block, t->offset, t->missing);
+    fputs(" (a process killed while its trace was written; the records before are valid)", stdout);
 }
 
 int cmd_dump(int argc, char **argv)
@@ -113,7 +145,8 @@ int cmd_dump(int argc, char **argv)
     if (!tool_default_trace(&path, "dump"))
         return EXIT_USAGE;
 
-    struct stf_reader *r = tool_open_trace(path, verify ? STF_READ_STRICT : STF_READ_LENIENT);
+    struct stf_reader *r =
+        tool_open_trace(path, verify ? STF_READ_STRICT | STF_READ_TORN_END : STF_READ_LENIENT);
     if (!r)
         return EXIT_BAD_TRACE;
     struct stf_syms *syms = NULL;
@@ -138,7 +171,11 @@ int cmd_dump(int argc, char **argv)
     } else if (verify) {
         struct stf_reader_stats st;
         stf_reader_stats(r, &st);
-        printf("OK: %" PRIu64 " records, %" PRIu64 " blocks\n", st.records, st.blocks);
+        printf("OK: %" PRIu64 " records, %" PRIu64 " blocks", st.records, st.blocks);
+        struct stf_torn torn;
+        if (stf_reader_torn(r, &torn))
+            print_torn(&torn);
+        putchar('\n');
     }
     tool_warn_summary(path);
     stf_syms_free(syms);

@@ -85,6 +85,7 @@ struct replay {
     const char *fail; /* why the lookahead failed (else a failure is out of memory) */
     bool named;       /* a thread has been introduced (below) */
     int32_t named_pid, named_tid;
+    uint64_t ctx_shown; /* the context whose lines follow (0: the thread's first, unnamed) */
 };
 
 /* Before a thread's first line: "# thread TID: NAME" when the sidecar names it (the name the
@@ -96,6 +97,7 @@ static void thread_header(struct replay *rp, int32_t pid, int32_t tid)
     rp->named = true;
     rp->named_pid = pid;
     rp->named_tid = tid;
+    rp->ctx_shown = 0;
     const char *nm = stf_syms_thread_name(rp->syms, pid, tid);
     if (!nm)
         return;
@@ -157,6 +159,22 @@ static void line(const struct replay *rp, int32_t tid, uint64_t tsc, const char 
     putchar('\n');
 }
 
+/* Before a line of context id of thread t (callstack.h, "Contexts": coroutines), at time tsc:
+ * "-- context N --" when the lines before were another context's. A thread that never
+ * switches shows none. */
+static void context_line(struct replay *rp, const struct cs_thread *t, uint64_t id, uint64_t tsc)
+{
+    if (!t->switched || id == rp->ctx_shown)
+        return;
+    rp->ctx_shown = id;
+    char buf[64];
+    fwrite(buf, 1, (size_t)(put_head(rp, buf, t->tid, tsc) - buf), stdout);
+    if (id & STF_CTX_ADDRESS)
+        printf("-- context at 0x%" PRIx64 " --\n", id & ~STF_CTX_ADDRESS);
+    else
+        printf("-- context %" PRIu64 " --\n", id);
+}
+
 /* A call's logged argument, as uftrace shows arguments: "(42)", "(0x7ffd12345678)" (values of
  * 2^32 and more, often addresses, in hex), "(42, ...)" when it logged more than one (the
  * runtime keeps the first); "" without one. */
@@ -195,15 +213,16 @@ static int on_close(void *ctx, const struct cs_close *c)
     char d[32];
     tool_fmt_ns(d, sizeof d, ns);
     char a[48];
+    context_line(rp, c->t, c->t->ctx, c->end);
     line(rp, c->t->tid, c->f->start, d, c->depth, "", name, arg_text(a, sizeof a, c->f),
          c->repaired ? " [repaired]" : "");
     rp->shown++;
     return 0;
 }
 
-static void lost_line(const struct replay *rp, const struct cs_thread *t, uint64_t tsc,
-                      uint64_t lost)
+static void lost_line(struct replay *rp, const struct cs_thread *t, uint64_t tsc, uint64_t lost)
 {
+    context_line(rp, t, t->ctx, tsc);
     char buf[64];
     fwrite(buf, 1, (size_t)(put_head(rp, buf, t->tid, tsc) - buf), stdout);
     printf("-- %" PRIu64 " events lost --\n", lost);
@@ -245,13 +264,24 @@ static int long_enough(struct replay *rp, const struct cs_thread *t, const struc
     size_t n = 0;
     struct stf_item it = *rp->nxt;
     struct vclock vc = *rp->vc; /* the look cursor's items get main's correction from here */
+    /* f's context (coroutines, callstack.h): records of the others say nothing of f's end, only
+     * of the time passing. Unknown before the thread's first switch: that switch's `from`. */
+    uint64_t home = t->switched ? t->ctx : UINT64_MAX;
+    bool away = false;
     for (;;) {
-        uint64_t lost;
+        uint64_t lost, to, from;
+        uint32_t how;
         if (it.kind == STF_M_CUSTOM_EVENT && stf_decode_loss(it.payload, it.payload_len, &lost))
             return 0;
-        if (it.kind == STF_K_FUNCTION) {
-            if (lasts(rp, f->start, it.tsc))
-                return 1;
+        if (it.kind == STF_M_TYPED_EVENT &&
+            stf_decode_context(it.event_type, it.payload, it.payload_len, &to, &from, &how)) {
+            if (home == UINT64_MAX)
+                home = from;
+            away = to != home;
+        }
+        if (it.kind == STF_K_FUNCTION && lasts(rp, f->start, it.tsc))
+            return 1;
+        if (it.kind == STF_K_FUNCTION && !away) {
             if (it.action == STF_ENTER || it.action == STF_ENTER_ARGS) {
                 if (n == rp->cap) {
                     uint32_t *ids = tool_grow(rp->ids, &rp->cap, sizeof *ids, 64);
@@ -312,18 +342,22 @@ static int tree_enter(void *ctx, const struct cs_thread *t, struct cs_frame *f, 
     }
     if (show) {
         f->node |= SHOWN;
-        if (!(f->node & LEAF))
+        if (!(f->node & LEAF)) {
+            context_line(rp, t, t->ctx, f->start);
             line(rp, t->tid, f->start, "", depth, "", name, arg_text(a, sizeof a, f), " {");
+        }
     }
     return 0;
 }
 
-/* "} name" for a frame that ends without a duration (gap, unfinished), at time tsc. */
-static void close_unknown(const struct replay *rp, const struct cs_thread *t,
+/* "} name" for a frame of context ctx that ends without a duration (gap, unfinished), at time
+ * tsc. */
+static void close_unknown(struct replay *rp, const struct cs_thread *t, uint64_t ctx,
                           const struct cs_frame *f, size_t depth, uint64_t tsc, const char *why)
 {
     if (!(f->node & SHOWN))
         return;
+    context_line(rp, t, ctx, tsc);
     char buf[24];
     const char *name = stf_syms_name(rp->syms, f->id, buf, sizeof buf);
     char a[48];
@@ -341,6 +375,7 @@ static int tree_close(void *ctx, const struct cs_close *c)
     tool_fmt_ns(d, sizeof d, tool_ticks_to_ns(cs_ticks(c->dur), rp->freq));
     bool leaf = c->f->node & LEAF;
     char a[48];
+    context_line(rp, c->t, c->t->ctx, leaf ? c->f->start : c->end);
     line(rp, c->t->tid, leaf ? c->f->start : c->end, d, c->depth, leaf ? "" : "} ", name,
          leaf ? arg_text(a, sizeof a, c->f) : "", c->repaired ? " [repaired]" : "");
     rp->shown++;
@@ -353,17 +388,31 @@ static int tree_loss(void *ctx, const struct cs_thread *t, uint64_t tsc, uint64_
 {
     struct replay *rp = ctx;
     for (size_t i = dropped; i-- > 0;)
-        close_unknown(rp, t, &t->st[i], i, tsc, " [gap]");
+        close_unknown(rp, t, t->ctx, &t->st[i], i, tsc, " [gap]");
     lost_line(rp, t, tsc, lost);
     return 0;
 }
 
-/* The end of a thread's records: its open frames close as [unfinished], top first. */
+/* The frames of another context of the thread, dropped at the same loss marker. */
+static int tree_parked_loss(void *ctx, const struct cs_thread *t, uint64_t tsc, size_t dropped)
+{
+    for (size_t i = dropped; i-- > 0;)
+        close_unknown(ctx, t, t->ctx, &t->st[i], i, tsc, " [gap]");
+    return 0;
+}
+
+/* The end of a thread's records: the open frames of each of its contexts close as
+ * [unfinished], top first, the running context's first. */
 static void tree_thread_end(struct replay *rp, const struct callstack *cs, int32_t pid, int32_t tid)
 {
     const struct cs_thread *t = cs_find(cs, pid, tid);
-    for (size_t i = t ? t->depth : 0; i-- > 0;)
-        close_unknown(rp, t, &t->st[i], i, t->last, " [unfinished]");
+    if (!t)
+        return;
+    for (size_t i = t->depth; i-- > 0;)
+        close_unknown(rp, t, t->ctx, &t->st[i], i, t->last, " [unfinished]");
+    for (size_t k = 0; k < t->nctx; k++)
+        for (size_t i = t->ctxs[k].depth; i-- > 0;)
+            close_unknown(rp, t, t->ctxs[k].id, &t->ctxs[k].st[i], i, t->last, " [unfinished]");
 }
 
 static bool same_thread(const struct stf_item *a, const struct stf_item *b)
@@ -371,23 +420,31 @@ static bool same_thread(const struct stf_item *a, const struct stf_item *b)
     return a->pid == b->pid && a->tid == b->tid;
 }
 
-/* The next function record or loss marker (the only records that change a stack; the others,
- * call arguments and events included, are skipped so that a call with arguments is still a
- * leaf; the arguments are kept in rp for the entry before them). A loss marker's payload is copied to pay: reading on may move the cursor's buffer. */
+/* The next function record, loss marker or context switch (the only records that change a
+ * stack; the others, call arguments and events included, are skipped so that a call with
+ * arguments is still a leaf; the arguments are kept in rp for the entry before them). A loss
+ * marker's or switch's payload is copied to pay: reading on may move the cursor's buffer. */
+enum { STACK_PAYLOAD = 24 };
+_Static_assert(STACK_PAYLOAD == (int)STF_LOSS_PAYLOAD && STACK_PAYLOAD == (int)STF_CONTEXT_PAYLOAD,
+               "the payloads next_stack_item keeps");
 static int next_stack_item(struct tool_trace *tr, struct stf_item *it, uint8_t *pay,
                            struct replay *rp)
 {
     int rc;
     while ((rc = tool_trace_next(tr, it)) == STF_OK) {
-        uint64_t lost;
+        uint64_t lost, to, from;
+        uint32_t how;
         if (it->kind == STF_K_FUNCTION)
             return rc;
         if (it->kind == STF_M_CALL_ARG && rp->pend_nargs++ == 0)
             rp->pend_arg = it->value;
-        if (it->kind == STF_M_CUSTOM_EVENT &&
-            stf_decode_loss(it->payload, it->payload_len, &lost)) {
-            memcpy(pay, it->payload, STF_LOSS_PAYLOAD);
+        if ((it->kind == STF_M_CUSTOM_EVENT &&
+             stf_decode_loss(it->payload, it->payload_len, &lost)) ||
+            (it->kind == STF_M_TYPED_EVENT &&
+             stf_decode_context(it->event_type, it->payload, it->payload_len, &to, &from, &how))) {
+            memcpy(pay, it->payload, STACK_PAYLOAD);
             it->payload = pay;
+            it->payload_len = STACK_PAYLOAD;
             return rc;
         }
     }
@@ -397,9 +454,12 @@ static int next_stack_item(struct tool_trace *tr, struct stf_item *it, uint8_t *
 /* Feeds the stack records with one of lookahead (entry order). */
 static int walk_entry(struct tool_trace *tr, struct callstack *cs, struct replay *rp, int *rc)
 {
-    static const struct cs_ops ops = {.enter = tree_enter, .close = tree_close, .loss = tree_loss};
+    static const struct cs_ops ops = {.enter = tree_enter,
+                                      .close = tree_close,
+                                      .loss = tree_loss,
+                                      .parked_loss = tree_parked_loss};
     struct stf_item cur, nxt;
-    uint8_t pay[2][STF_LOSS_PAYLOAD];
+    uint8_t pay[2][STACK_PAYLOAD];
     int which = 0;
     *rc = next_stack_item(tr, &cur, pay[which], rp);
     while (*rc == STF_OK) {
@@ -495,7 +555,8 @@ int cmd_replay(int argc, char **argv)
         }
     }
 
-    static const struct cs_ops ops = {.enter = NULL, .close = on_close, .loss = on_loss};
+    static const struct cs_ops ops = {
+        .enter = NULL, .close = on_close, .loss = on_loss, .parked_loss = NULL};
     struct callstack cs = {.signed_dur = tool_trace_corrected(&tr)};
     struct stf_item it;
     int rc, status = EXIT_OK;

@@ -20,6 +20,15 @@
  * repairs, unmatched exits, gaps and the events lost in them. Memory: the walker's stacks, a
  * word per thread and the table of fractions below; nothing grows with the calls.
  *
+ * Coroutines. A thread that switches between ucontexts runs one stack per context
+ * (callstack.h, "Contexts"), whose calls overlap in time: a coroutine's call stays open while
+ * another runs. No viewer nests overlapping calls of one track, so each context other than the
+ * thread's first is a track of its own within the process: "tid" INT32_MAX - N (N: the walker's
+ * number of the (thread, context), far above any Linux thread id, which is at most 2^22), named
+ * "NAME (T) context C" (C: the runtime's context id) by a thread_name event written before its
+ * first call. The thread's first context keeps the thread's track. The rule below (every start
+ * and end after the one before) holds per track.
+ *
  * Times nest exactly as viewers read them. Viewers parse ts and dur into IEEE doubles and nest
  * calls by comparing computed ends: Chrome DevTools (and its trace engine) takes ts + dur,
  * speedscope 1.25 (ts - the thread's first ts) + dur, Perfetto rounds ts*1000 and dur*1000 to
@@ -92,9 +101,13 @@ struct chrome {
     bool nomem;
     const struct callstack *cs;
     int step;       /* times are whole multiples of 2^-step us (see the top) */
-    uint64_t *last; /* per walker thread: its last start or end written, in steps (0: none) */
+    uint64_t *last; /* per track (cs_thread.track): its last start or end written, in steps
+                     * (0: none) */
     size_t nlast;
-    struct frac *frac; /* see frac_table */
+    bool *named_track; /* per track: its thread_name written */
+    size_t nnamed_track;
+    uint32_t head_track; /* the track of head_t whose complete events' head is in head */
+    struct frac *frac;   /* see frac_table */
 };
 
 /* tool_ticks_to_ns, mostly without its long double arithmetic (ticks.h). */
@@ -138,11 +151,37 @@ static int pick_step(uint64_t ns, uint64_t moves)
     return step;
 }
 
-/* The time of tsc on thread t in steps. A start or end (strict) is after the thread's last one
- * written, at least by one step, and becomes the last; an instant is not before it. */
+/* The track's last start or end (see struct chrome), its slot made if new; NULL when out of
+ * memory. */
+static uint64_t *last_of(struct chrome *c, uint32_t track)
+{
+    while (c->nlast <= track) {
+        size_t old = c->nlast;
+        uint64_t *n = tool_grow(c->last, &c->nlast, sizeof *n, 16);
+        if (!n) {
+            c->nomem = true;
+            return NULL;
+        }
+        memset(n + old, 0, (c->nlast - old) * sizeof *n);
+        c->last = n;
+    }
+    return &c->last[track];
+}
+
+/* The "tid" of t's running context's track (see the top). */
+static int32_t track_tid(const struct cs_thread *t)
+{
+    return t->track == t->track0 ? t->tid : (int32_t)(INT32_MAX - t->track);
+}
+
+/* The time of tsc on thread t (its running context's track) in steps. A start or end (strict) is
+ * after the track's last one written, at least by one step, and becomes the last; an instant is
+ * not before it. Out of memory: 0, with c->nomem set. */
 static uint64_t when(struct chrome *c, const struct cs_thread *t, uint64_t tsc, bool strict)
 {
-    uint64_t *last = &c->last[t - c->cs->t];
+    uint64_t *last = last_of(c, t->track);
+    if (!last)
+        return 0;
     uint64_t k = to_steps(c->step, at_ns(c, tsc));
     if (k == 0) /* a coarse step: the base rounds to 0, and DevTools drops ts 0 */
         k = 1;
@@ -315,17 +354,8 @@ static void name_process(struct chrome *c, int32_t pid)
 static int on_thread(void *ctx, const struct cs_thread *t)
 {
     struct chrome *c = ctx;
-    size_t i = (size_t)(t - c->cs->t);
-    while (c->nlast <= i) {
-        size_t old = c->nlast;
-        uint64_t *n = tool_grow(c->last, &c->nlast, sizeof *n, 16);
-        if (!n) {
-            c->nomem = true;
-            return -1;
-        }
-        memset(n + old, 0, (c->nlast - old) * sizeof *n);
-        c->last = n;
-    }
+    if (!last_of(c, t->track))
+        return -1;
     name_process(c, t->pid);
     begin_event(c, "M", t->pid, t->tid, base_steps(c));
     /* The name the program gave the thread (sidecar), with its tid: "worker-1 (1234)". */
@@ -337,18 +367,55 @@ static int on_thread(void *ctx, const struct cs_thread *t)
     return 0;
 }
 
+/* A context's track (other than the thread's first): named before its first event. */
+static int name_track(struct chrome *c, const struct cs_thread *t)
+{
+    if (t->track == t->track0)
+        return 0;
+    while (c->nnamed_track <= t->track) {
+        size_t old = c->nnamed_track;
+        bool *n = tool_grow(c->named_track, &c->nnamed_track, sizeof *n, 16);
+        if (!n) {
+            c->nomem = true;
+            return -1;
+        }
+        memset(n + old, 0, (c->nnamed_track - old) * sizeof *n);
+        c->named_track = n;
+    }
+    if (c->named_track[t->track])
+        return 0;
+    c->named_track[t->track] = true;
+    begin_event(c, "M", t->pid, track_tid(t), base_steps(c));
+    const char *nm = stf_syms_thread_name(c->syms, t->pid, t->tid);
+    fputs(",\"name\":\"thread_name\",\"args\":{\"name\":\"", c->f);
+    if (nm)
+        tool_json_escape(c->f, (const uint8_t *)nm, strlen(nm));
+    fprintf(c->f, nm ? " (%" PRId32 ")" : "thread %" PRId32, t->tid);
+    if (t->ctx & STF_CTX_ADDRESS)
+        fprintf(c->f, " context at 0x%" PRIx64 "\"}}", t->ctx & ~STF_CTX_ADDRESS);
+    else
+        fprintf(c->f, " context %" PRIu64 "\"}}", t->ctx);
+    return 0;
+}
+
 static int on_enter(void *ctx, const struct cs_thread *t, struct cs_frame *f, size_t depth)
 {
     (void)depth;
+    if (name_track(ctx, t) != 0)
+        return -1;
     f->mark = when(ctx, t, f->start, true);
-    return 0;
+    return ((struct chrome *)ctx)->nomem ? -1 : 0;
 }
 
 static int on_close(void *ctx, const struct cs_close *cl)
 {
     struct chrome *c = ctx;
     const struct cs_frame *fr = cl->f;
+    if (name_track(c, cl->t) != 0)
+        return -1;
     uint64_t s = fr->mark, e = when(c, cl->t, cl->end, true);
+    if (c->nomem)
+        return -1;
     if (!c->tail || c->tail_id != fr->id) {
         const char *tail = tool_names_get(&c->names, fr->id, event_tail, c);
         size_t len = tail ? strlen(tail) : 0;
@@ -368,9 +435,11 @@ static int on_close(void *ctx, const struct cs_close *cl)
         c->tail_id = fr->id;
         c->tail_len = len;
     }
-    if (c->first || c->head_t != cl->t) { /* the event's start up to "ts": (event_head) */
+    if (c->first || c->head_t != cl->t || c->head_track != cl->t->track) {
+        /* the event's start up to "ts": (event_head) */
         bool first = c->first;
-        c->head_len = (size_t)(event_head(c, c->head, "X", cl->t->pid, cl->t->tid, 0) - c->head);
+        c->head_len =
+            (size_t)(event_head(c, c->head, "X", cl->t->pid, track_tid(cl->t), 0) - c->head);
         c->head_len -= 1; /* the 0 */
         if (first) {      /* not the one for every later event: written as it is, made again */
             out_flush(c);
@@ -378,6 +447,7 @@ static int on_close(void *ctx, const struct cs_close *cl)
             c->head_t = NULL;
         } else {
             c->head_t = cl->t;
+            c->head_track = cl->t->track;
         }
     }
     /* the rest of the event: head, two times (34 bytes each, 16 scribbled past), the tail,
@@ -424,13 +494,27 @@ static void instant(struct chrome *c, const struct stf_item *it)
 {
     uint64_t lost;
     const struct cs_thread *t = cs_find(c->cs, it->pid, it->tid);
-    begin_event(c, "i", it->pid, it->tid, when(c, t, it->tsc, false));
+    if (name_track(c, t) != 0)
+        return;
+    begin_event(c, "i", it->pid, track_tid(t), when(c, t, it->tsc, false));
     if (it->kind == STF_M_CUSTOM_EVENT && stf_decode_loss(it->payload, it->payload_len, &lost)) {
         fprintf(
             c->f,
             ",\"s\":\"t\",\"cat\":\"loss\",\"name\":\"events lost\",\"args\":{\"count\":%" PRIu64
             "}}",
             lost);
+        return;
+    }
+    uint64_t to, from;
+    uint32_t how;
+    if (it->kind == STF_M_TYPED_EVENT &&
+        stf_decode_context(it->event_type, it->payload, it->payload_len, &to, &from, &how)) {
+        /* on the track of the context that runs from here (the walker has switched already) */
+        static const char *const hows[] = {"?", "swapcontext", "setcontext", "return", "resume"};
+        fprintf(c->f,
+                ",\"s\":\"t\",\"cat\":\"context\",\"name\":\"context switch\",\"args\":{"
+                "\"from\":%" PRIu64 ",\"to\":%" PRIu64 ",\"how\":\"%s\"}}",
+                from, to, hows[how < 5 ? how : 0]);
         return;
     }
     if (it->kind == STF_M_TYPED_EVENT)
@@ -502,6 +586,7 @@ int convert_chrome(const char *path, const char *out, const char *syms_opt)
         status = st;
     cs_free(&cs);
     free(c.last);
+    free(c.named_track);
     free(c.frac);
     free(c.ob);
     free(c.tail);

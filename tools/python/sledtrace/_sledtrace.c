@@ -827,10 +827,12 @@ static int calls_next(CallsObject *k, struct closed *out)
             raise_cursor_error(k->t, k->c, rc);
             return -1;
         }
-        /* What account feeds: function records and loss markers. */
+        /* What account feeds: function records, loss markers and context switches. */
         uint64_t lost;
         if (it.kind != STF_K_FUNCTION &&
-            !(it.kind == STF_M_CUSTOM_EVENT && stf_decode_loss(it.payload, it.payload_len, &lost)))
+            !(it.kind == STF_M_CUSTOM_EVENT &&
+              stf_decode_loss(it.payload, it.payload_len, &lost)) &&
+            !(it.kind == STF_M_TYPED_EVENT && it.event_type == STF_TYPED_CONTEXT))
             continue;
         if (cs_feed(&k->cs, &it, &calls_ops, k) != 0) {
             PyErr_NoMemory();
