@@ -91,9 +91,17 @@ static int write_error;
  * not written are counted (capped_events) and a loss marker says so at the end. */
 static uint64_t max_size, capped_events;
 static int capped, over_cap;
+/* The TSC's calibration (calibrate): the start pair, taken at start-up and again in a fork
+ * child; the flush thread's first estimate; a fork child's parent's calibration (0: unknown),
+ * what the child's own is checked against; the (tsc, raw) pair str_fork_prepare takes in the
+ * parent, from which the child derives that when the parent had no estimate yet. */
 static uint64_t tsc0;
-static uint64_t freq_estimate; /* from the flush thread's start-up calibration */
+static uint64_t freq_estimate;
 static struct timespec raw0;
+static uint64_t parent_freq;
+static uint64_t fork_tsc;
+static struct timespec fork_raw;
+static int implausible_said;
 static uint32_t header_bits;
 static int32_t pid;
 /* Solo (see the top): no flush thread. flusher_live: a flush thread was started and not yet
@@ -342,7 +350,7 @@ static void write_chunk(struct str_thread *th, struct str_chunk *c, size_t upto)
         memcpy(&sec, base + 32 + 1, 8);
         memcpy(&usec, base + 32 + 9, 4);
         uint64_t us = (uint64_t)sec * 1000000u + usec;
-        if (freq_estimate)
+        if (freq_estimate >= 1000000u)
             us += (c->flushed_tsc - start_tsc) / (freq_estimate / 1000000u);
         stf_meta_walltime(h + 32, (int64_t)(us / 1000000u), (uint32_t)(us % 1000000u));
         memcpy(h + 48, base + 48, STF_META_SIZE); /* Pid */
@@ -528,27 +536,96 @@ static void write_header(uint64_t freq)
         write_error = errno ? errno : EIO;
 }
 
-/* TSC ticks per second between the start-up sample and now. Sleeps until at least `min_ms`
- * have passed since start-up, so short runs still calibrate over a usable interval. */
-static uint64_t calibrate(unsigned min_ms)
+/* A (TSC, CLOCK_MONOTONIC_RAW) pair of one moment: the clock read bracketed between two TSC
+ * reads, whose midpoint is taken; of three tries, the tightest bracket (an interrupt or a
+ * preemption between the reads widens a try, and the pair it gives is off by up to that much). */
+static void clock_pair(uint64_t *tsc, struct timespec *raw)
+{
+    uint64_t best = UINT64_MAX;
+    for (int i = 0; i < 3; i++) {
+        struct timespec now;
+        uint64_t a = str_now();
+        str_clock_raw(&now);
+        uint64_t b = str_now();
+        if (b - a < best) {
+            best = b - a;
+            *tsc = a + (b - a) / 2;
+            *raw = now;
+        }
+    }
+}
+
+/* TSC ticks per second between two pairs at least min_ns apart, else 0. */
+static uint64_t freq_between(uint64_t t0, const struct timespec *r0, uint64_t t1,
+                             const struct timespec *r1, uint64_t min_ns)
+{
+    uint64_t n0 = ns_of(r0), n1 = ns_of(r1);
+    if (n1 <= n0 || n1 - n0 < min_ns || t1 <= t0)
+        return 0;
+    __extension__ typedef unsigned __int128 u128;
+    return (uint64_t)((u128)(t1 - t0) * 1000000000u / (n1 - n0));
+}
+
+/* A calibrated TSC frequency, checked against what else is known of it, so that a clock that
+ * jumped under the calibration (issue 23.10: a fork child in a new time namespace, calibrated
+ * from its parent's start pair, wrote 5837 Hz) cannot put an absurd frequency in the header. The
+ * reference is the first of: CPUID leaf 0x15 (exact), the parent process's calibration (a fork
+ * child: the same TSC), CPUID leaf 0x16 (the base frequency, nominal; clock.c). A value more
+ * than an eighth away from one of the first two, not within a factor of 2 of the third, or
+ * outside 100 MHz .. 20 GHz when there is none, is replaced by the reference (with none, by the
+ * last accepted estimate), and an info line says so, once per process (say = 0 on the crash
+ * path, which logs nothing). */
+static uint64_t plausible(uint64_t f, int say)
+{
+    int exact;
+    uint64_t cpu = str_clock_cpuid_hz(&exact);
+    uint64_t ref = exact ? cpu : parent_freq ? parent_freq : cpu;
+    const char *what = exact         ? "CPUID leaf 0x15"
+                       : parent_freq ? "the parent process's calibration"
+                                     : "CPUID leaf 0x16";
+    uint64_t lo = 100000000u, hi = 20000000000u;
+    if (exact || parent_freq) {
+        lo = ref - ref / 8;
+        hi = ref + ref / 8;
+    } else if (ref) {
+        lo = ref / 2;
+        hi = ref * 2;
+    }
+    if (f > lo && f < hi)
+        return f;
+    uint64_t use = ref ? ref : freq_estimate ? freq_estimate : f;
+    if (say && !implausible_said) {
+        implausible_said = 1;
+        if (ref)
+            str_log(STR_INFO,
+                    "the TSC's calibration gave %llu Hz, but %s says %llu Hz: the clock it was "
+                    "calibrated against jumped meanwhile; the trace says %llu Hz",
+                    (unsigned long long)f, what, (unsigned long long)ref, (unsigned long long)use);
+        else
+            str_log(STR_INFO,
+                    "the TSC's calibration gave %llu Hz, no TSC runs at that; the trace says "
+                    "%llu Hz",
+                    (unsigned long long)f, (unsigned long long)use);
+    }
+    return use;
+}
+
+/* TSC ticks per second between the start pair and now, checked (plausible). Sleeps until at
+ * least `min_ms` have passed since the start pair, so short runs still calibrate over a usable
+ * interval. */
+static uint64_t calibrate(unsigned min_ms, int say)
 {
     if (!str_clock_tsc)
         return 1000000000u; /* timestamps are nanoseconds */
     struct timespec now;
     str_clock_raw(&now);
     uint64_t elapsed = ns_of(&now) - ns_of(&raw0);
-    if (elapsed < min_ms * 1000000ull)
+    if (ns_of(&now) >= ns_of(&raw0) && elapsed < min_ms * 1000000ull)
         pause_ns((long)(min_ms * 1000000ull - elapsed));
-    /* Bracket the clock read between two TSC reads to halve the skew. */
-    uint64_t a = str_now();
-    str_clock_raw(&now);
-    uint64_t b = str_now();
-    uint64_t tsc = a + (b - a) / 2;
-    uint64_t ns = ns_of(&now) - ns_of(&raw0);
-    if (ns == 0 || tsc <= tsc0)
-        return freq_estimate;
-    __extension__ typedef unsigned __int128 u128;
-    return (uint64_t)((u128)(tsc - tsc0) * 1000000000u / ns);
+    uint64_t tsc = 0;
+    clock_pair(&tsc, &now);
+    uint64_t f = freq_between(tsc0, &raw0, tsc, &now, 1);
+    return plausible(f ? f : freq_estimate, say);
 }
 
 static void final_flush(void);
@@ -712,7 +789,7 @@ static void first_frequency(void)
     str_clock_raw(&raw);
     if (ns_of(&raw) - ns_of(&raw0) < 5000000u)
         return;
-    freq_estimate = calibrate(0);
+    freq_estimate = calibrate(0, 1);
     write_header(freq_estimate);
     freq_written = 1;
     set_min_ticks(freq_estimate);
@@ -1479,12 +1556,11 @@ int str_buffers_start(int fd, const char *path, const char *spath, const struct 
     header_bits = str_clock_init();
     str_limits_read();   /* the memory budget and the task limits, before any thread's buffers */
     str_calib_measure(); /* before any sled is patched: the clock is chosen now */
-    str_clock_raw(&raw0);
-    tsc0 = str_now();
+    clock_pair(&tsc0, &raw0);
     if (str_cfg.min_duration_ns) {
         /* The threshold in ticks from the first event on: 2 ms of calibration at start-up,
          * paid only when SLEDTRACE_MIN_DURATION asks for it (refined by the flush thread's). */
-        set_min_ticks(calibrate(2));
+        set_min_ticks(calibrate(2, 1));
     }
     if (pthread_key_create(&exit_key, str_thread_exit) != 0 || begin_file(fd, path, spath) != 0)
         return -1;
@@ -1501,6 +1577,7 @@ void str_fork_prepare(void)
 {
     block_async(&fork_mask);
     pthread_mutex_lock(&registry_lock);
+    clock_pair(&fork_tsc, &fork_raw); /* the parent's clock, for the child's check */
 }
 
 void str_fork_parent(void)
@@ -1514,7 +1591,12 @@ void str_fork_parent(void)
  * freed and its cursor emptied; every flag the parent's flush thread may have held at the fork
  * (the writer flag above all: the child's own flush thread would wait for it forever) is
  * cleared. The parent's trace descriptor is closed. The child's own trace starts at its first
- * event (fork_activate). Calibration samples stay valid: same TSC. */
+ * event (fork_activate).
+ * The TSC's calibration starts again here, in the child's own clock (issue 23.10): a child in
+ * a new time namespace reads CLOCK_MONOTONIC_RAW at an offset from its parent's, and its
+ * parent's start pair would give it an absurd frequency. What the parent had calibrated (its
+ * flush thread's estimate; else what its start pair and the pair str_fork_prepare took give,
+ * over at least a millisecond) is kept to check the child's own against (plausible). */
 void str_fork_child(void)
 {
     pthread_mutex_init(&registry_lock, NULL);
@@ -1575,6 +1657,12 @@ void str_fork_child(void)
     str_mem_reset(me ? me->map_size : 0); /* the budget is read again at the first event */
     str_tls.nomem = 0;
     pid = (int32_t)getpid();
+    parent_freq =
+        freq_estimate ? freq_estimate : freq_between(tsc0, &raw0, fork_tsc, &fork_raw, 1000000u);
+    fork_tsc = 0; /* the parent's pair: never mixed with a later clock (a _Fork made here) */
+    fork_raw = (struct timespec){0, 0};
+    clock_pair(&tsc0, &raw0);
+    implausible_said = 0;
     atomic_store_explicit(&state, ST_FORKED, memory_order_release);
     pthread_sigmask(SIG_SETMASK, &fork_mask, NULL);
 }
@@ -1871,7 +1959,7 @@ static void emergency_write(void)
     if (locked)
         pthread_mutex_unlock(&registry_lock);
     write_queue();
-    write_header(calibrate(0));
+    write_header(calibrate(0, 0));
     xfsz_unblock(&g);
 }
 
@@ -1987,7 +2075,7 @@ static void final_flush_writes(void)
     /* At least 2 ms of interval: the clock read is bracketed within ~50 ns, so the frequency is
      * good to ~25 ppm, far finer than anything such a short run can time; waiting 20 ms, as
      * before, held up the exit of every short traced process (a shell's every command). */
-    uint64_t freq = calibrate(2);
+    uint64_t freq = calibrate(2, 1);
     write_header(freq);
     if (atomic_load_explicit(&solo, memory_order_relaxed) && !flusher_cpu_ns)
         str_log(STR_INFO, "trace: %llu bytes in %llu blocks, TSC %llu Hz; no flush thread",

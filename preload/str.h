@@ -70,6 +70,9 @@ STR_HIDDEN uint32_t str_clock_init(void);
 /* CLOCK_MONOTONIC_RAW past any interposed clock_gettime (the vDSO's, else the system call): what
  * the TSC is calibrated against. After str_clock_init. */
 STR_HIDDEN void str_clock_raw(struct timespec *ts);
+/* The TSC's frequency in Hz as CPUID states it (leaf 0x15: *exact = 1; leaf 0x16's base
+ * frequency: *exact = 0), or 0 when it does not. After str_clock_init. */
+STR_HIDDEN uint64_t str_clock_cpuid_hz(int *exact);
 STR_HIDDEN uint64_t str_now(void);
 
 /* ---- signal masks without libc (hot.c's slow path, calib.c) ----
