@@ -1,4 +1,14 @@
-/* fork in awkward places (issue 23, item 10).
+/* fork in awkward places (issue 23, items 7 and 10).
+ *
+ * forksig: fork() from a SIGPROF handler that interrupted the tracer's hot path (forksig.c forks
+ * only when the tracer's nesting word is set, so every child is such a case). Each child calls
+ * leaf() a known number of times, in the handler, and leaves by _exit(0) there ("exit"), or
+ * returns into the interrupted tracer code and calls leaf() more times before _exit(0)
+ * ("return"). Every child's trace must hold exactly its leaf() calls, with nothing said on
+ * stderr; the parent's trace must hold exactly its own calls. The children's traces begin after
+ * the event the fork interrupted, which is the parent's (preload/hot.c, "Fork from a signal
+ * handler"): in "return" mode the interrupted spin() call may so show as an exit without its
+ * entry, and nothing else may be out of place.
  *
  * timens: a child forked into a new time namespace whose clocks run ten days ahead of its
  * parent's (timensprog.c): its trace's TSC frequency must be calibrated in its own clock, so its
@@ -12,6 +22,7 @@
 
 #include <inttypes.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,8 +31,22 @@
 
 #include "e2e.h"
 #include "stf.h"
+#include "str.h"
 
 #define BIN(name) E2E_DIR "/" name
+
+/* Offset of the runtime's nesting word (str_cursor.nest) in its TLS segment: str_cursor's value
+ * in the library's symbol table plus the field's offset. */
+static unsigned long long nest_offset(const char *work)
+{
+    struct e2e_run r;
+    e2e_run_sh(work, &r, "nm '%s' | grep ' str_cursor$'", E2E_PRELOAD);
+    unsigned long long off = 0;
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0 && sscanf(r.out, "%llx", &off) == 1,
+              "no str_cursor in the runtime's symbol table:\n%s%s", r.out, r.err);
+    e2e_run_free(&r);
+    return off + offsetof(struct str_cursor, nest);
+}
 
 /* The count column of `name` in `sledtrace account --format csv TRACE` (-1: no row), and its
  * total_ns in *total. */
@@ -39,6 +64,94 @@ static long account_row(const char *work, const char *trace, const char *name, l
         *total = tot;
     e2e_run_free(&r);
     return count;
+}
+
+static void check_forksig(const char *mode)
+{
+    char work[PATH_MAX], out[PATH_MAX], trace[PATH_MAX], env[64];
+    e2e_workdir(work, sizeof work);
+    snprintf(out, sizeof out, "%s/out", work);
+    snprintf(env, sizeof env, "FORKSIG_NEST=%llu", nest_offset(work));
+    struct e2e_spec s = {
+        .prog = BIN("forksig"), .argv1 = mode, .preload = 1, .outdir = out, .env = {env}};
+    struct e2e_run t;
+    e2e_run(work, &s, &t);
+    cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0, "status %#x:\n%s%s", t.status,
+              t.out, t.err);
+    cr_assert_str_empty(t.err, "stderr:\n%s", t.err);
+
+    int children = -1;
+    long leaf = -1;
+    const char *p = strstr(t.out, "children ");
+    cr_assert(p && sscanf(p, "children %d\nchild leaf %ld", &children, &leaf) == 2, "%s", t.out);
+    cr_assert_eq(children, 50);
+    cr_assert_eq(e2e_dir_entries(out), 2 * (children + 1), "a .fdr and a .syms per process");
+
+    struct e2e_expect e;
+    e2e_parse_expect(t.out, &e);
+    struct e2e_trace tr;
+    e2e_trace_path(trace, sizeof trace, out, BIN("forksig"), t.pid, "fdr");
+    e2e_read_trace(trace, &tr);
+    e2e_check_trace(&tr, &e, "parent");
+
+    int seen = 0;
+    for (p = strstr(t.out, "forked "); p; p = strstr(p + 1, "forked ")) {
+        int child;
+        cr_assert_eq(sscanf(p, "forked %d", &child), 1);
+        seen++;
+        char what[64];
+        snprintf(what, sizeof what, "child %d", child);
+        e2e_trace_path(trace, sizeof trace, out, BIN("forksig"), child, "fdr");
+        e2e_read_trace(trace, &tr);
+        if (strcmp(mode, "exit") == 0) {
+            /* Only what the child did, all of it, in order. */
+            struct e2e_expect ce;
+            memset(&ce, 0, sizeof ce);
+            ce.nfuncs = 1;
+            snprintf(ce.f[0].name, sizeof ce.f[0].name, "leaf");
+            ce.f[0].count = leaf;
+            ce.threads = 1;
+            ce.nwork = 1;
+            ce.work[0] = leaf;
+            e2e_check_trace(&tr, &ce, what);
+            continue;
+        }
+        /* return: leaf's calls exactly; of spin, at most the interrupted call, whose entry (the
+         * event the fork interrupted) may be the parent's alone. */
+        long le = -1, lx = -1, se = 0, sx = 0;
+        for (int i = 0; i < tr.nfuncs; i++) {
+            if (strcmp(tr.f[i].name, "leaf") == 0) {
+                le = tr.f[i].enter;
+                lx = tr.f[i].exit;
+            } else if (strcmp(tr.f[i].name, "spin") == 0) {
+                se = tr.f[i].enter;
+                sx = tr.f[i].exit;
+            } else {
+                cr_assert_fail("%s: a function nobody called: %s", what, tr.f[i].name);
+            }
+        }
+        cr_assert(le == leaf && lx == leaf, "%s: leaf %ld enters, %ld exits, expected %ld", what,
+                  le, lx, leaf);
+        cr_assert(se <= sx && sx <= 1, "%s: spin %ld enters, %ld exits", what, se, sx);
+        cr_assert_eq(tr.unbalanced, 0, "%s: calls that never returned", what);
+        cr_assert(tr.error[0] == '\0' || (se == 0 && strstr(tr.error, "exit of spin at offset") &&
+                                          strstr(tr.error, "empty stack")),
+                  "%s: %s", what, tr.error);
+        cr_assert_eq(account_row(work, trace, "leaf", NULL), leaf, "%s: account's count", what);
+    }
+    cr_assert_eq(seen, children);
+    e2e_run_free(&t);
+    e2e_rmtree(work);
+}
+
+Test(fork2, fork_in_handler_child_exits_there, .timeout = 120)
+{
+    check_forksig("exit");
+}
+
+Test(fork2, fork_in_handler_child_returns_into_tracer, .timeout = 120)
+{
+    check_forksig("return");
 }
 
 /* The traced time of ten_ms (account's total) against what the program saw of the call. */
@@ -66,7 +179,8 @@ static uint64_t header_freq(const char *trace)
 Test(fork2, child_in_new_time_namespace)
 {
     if (geteuid() != 0)
-        cr_skip_test("SKIPPED: unshare(CLONE_NEWTIME) needs root (the CI runs the tests as root)");
+        cr_skip_test("SKIPPED: unshare(CLONE_NEWTIME) needs root (the CI runs the "
+                     "tests as root)");
     char work[PATH_MAX], out[PATH_MAX], trace[PATH_MAX];
     e2e_workdir(work, sizeof work);
     snprintf(out, sizeof out, "%s/out", work);
