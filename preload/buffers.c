@@ -91,9 +91,17 @@ static int write_error;
  * not written are counted (capped_events) and a loss marker says so at the end. */
 static uint64_t max_size, capped_events;
 static int capped, over_cap;
+/* The TSC's calibration (calibrate): the start pair, taken at start-up and again in a fork
+ * child; the flush thread's first estimate; a fork child's parent's calibration (0: unknown),
+ * what the child's own is checked against; the (tsc, raw) pair str_fork_prepare takes in the
+ * parent, from which the child derives that when the parent had no estimate yet. */
 static uint64_t tsc0;
-static uint64_t freq_estimate; /* from the flush thread's start-up calibration */
+static uint64_t freq_estimate;
 static struct timespec raw0;
+static uint64_t parent_freq;
+static uint64_t fork_tsc;
+static struct timespec fork_raw;
+static int implausible_said;
 static uint32_t header_bits;
 static int32_t pid;
 /* Solo (see the top): no flush thread. flusher_live: a flush thread was started and not yet
@@ -342,7 +350,7 @@ static void write_chunk(struct str_thread *th, struct str_chunk *c, size_t upto)
         memcpy(&sec, base + 32 + 1, 8);
         memcpy(&usec, base + 32 + 9, 4);
         uint64_t us = (uint64_t)sec * 1000000u + usec;
-        if (freq_estimate)
+        if (freq_estimate >= 1000000u)
             us += (c->flushed_tsc - start_tsc) / (freq_estimate / 1000000u);
         stf_meta_walltime(h + 32, (int64_t)(us / 1000000u), (uint32_t)(us % 1000000u));
         memcpy(h + 48, base + 48, STF_META_SIZE); /* Pid */
@@ -528,27 +536,96 @@ static void write_header(uint64_t freq)
         write_error = errno ? errno : EIO;
 }
 
-/* TSC ticks per second between the start-up sample and now. Sleeps until at least `min_ms`
- * have passed since start-up, so short runs still calibrate over a usable interval. */
-static uint64_t calibrate(unsigned min_ms)
+/* A (TSC, CLOCK_MONOTONIC_RAW) pair of one moment: the clock read bracketed between two TSC
+ * reads, whose midpoint is taken; of three tries, the tightest bracket (an interrupt or a
+ * preemption between the reads widens a try, and the pair it gives is off by up to that much). */
+static void clock_pair(uint64_t *tsc, struct timespec *raw)
+{
+    uint64_t best = UINT64_MAX;
+    for (int i = 0; i < 3; i++) {
+        struct timespec now;
+        uint64_t a = str_now();
+        str_clock_raw(&now);
+        uint64_t b = str_now();
+        if (b - a < best) {
+            best = b - a;
+            *tsc = a + (b - a) / 2;
+            *raw = now;
+        }
+    }
+}
+
+/* TSC ticks per second between two pairs at least min_ns apart, else 0. */
+static uint64_t freq_between(uint64_t t0, const struct timespec *r0, uint64_t t1,
+                             const struct timespec *r1, uint64_t min_ns)
+{
+    uint64_t n0 = ns_of(r0), n1 = ns_of(r1);
+    if (n1 <= n0 || n1 - n0 < min_ns || t1 <= t0)
+        return 0;
+    __extension__ typedef unsigned __int128 u128;
+    return (uint64_t)((u128)(t1 - t0) * 1000000000u / (n1 - n0));
+}
+
+/* A calibrated TSC frequency, checked against what else is known of it, so that a clock that
+ * jumped under the calibration (issue 23.10: a fork child in a new time namespace, calibrated
+ * from its parent's start pair, wrote 5837 Hz) cannot put an absurd frequency in the header. The
+ * reference is the first of: CPUID leaf 0x15 (exact), the parent process's calibration (a fork
+ * child: the same TSC), CPUID leaf 0x16 (the base frequency, nominal; clock.c). A value more
+ * than an eighth away from one of the first two, not within a factor of 2 of the third, or
+ * outside 100 MHz .. 20 GHz when there is none, is replaced by the reference (with none, by the
+ * last accepted estimate), and an info line says so, once per process (say = 0 on the crash
+ * path, which logs nothing). */
+static uint64_t plausible(uint64_t f, int say)
+{
+    int exact;
+    uint64_t cpu = str_clock_cpuid_hz(&exact);
+    uint64_t ref = exact ? cpu : parent_freq ? parent_freq : cpu;
+    const char *what = exact         ? "CPUID leaf 0x15"
+                       : parent_freq ? "the parent process's calibration"
+                                     : "CPUID leaf 0x16";
+    uint64_t lo = 100000000u, hi = 20000000000u;
+    if (exact || parent_freq) {
+        lo = ref - ref / 8;
+        hi = ref + ref / 8;
+    } else if (ref) {
+        lo = ref / 2;
+        hi = ref * 2;
+    }
+    if (f > lo && f < hi)
+        return f;
+    uint64_t use = ref ? ref : freq_estimate ? freq_estimate : f;
+    if (say && !implausible_said) {
+        implausible_said = 1;
+        if (ref)
+            str_log(STR_INFO,
+                    "the TSC's calibration gave %llu Hz, but %s says %llu Hz: the clock it was "
+                    "calibrated against jumped meanwhile; the trace says %llu Hz",
+                    (unsigned long long)f, what, (unsigned long long)ref, (unsigned long long)use);
+        else
+            str_log(STR_INFO,
+                    "the TSC's calibration gave %llu Hz, no TSC runs at that; the trace says "
+                    "%llu Hz",
+                    (unsigned long long)f, (unsigned long long)use);
+    }
+    return use;
+}
+
+/* TSC ticks per second between the start pair and now, checked (plausible). Sleeps until at
+ * least `min_ms` have passed since the start pair, so short runs still calibrate over a usable
+ * interval. */
+static uint64_t calibrate(unsigned min_ms, int say)
 {
     if (!str_clock_tsc)
         return 1000000000u; /* timestamps are nanoseconds */
     struct timespec now;
     str_clock_raw(&now);
     uint64_t elapsed = ns_of(&now) - ns_of(&raw0);
-    if (elapsed < min_ms * 1000000ull)
+    if (ns_of(&now) >= ns_of(&raw0) && elapsed < min_ms * 1000000ull)
         pause_ns((long)(min_ms * 1000000ull - elapsed));
-    /* Bracket the clock read between two TSC reads to halve the skew. */
-    uint64_t a = str_now();
-    str_clock_raw(&now);
-    uint64_t b = str_now();
-    uint64_t tsc = a + (b - a) / 2;
-    uint64_t ns = ns_of(&now) - ns_of(&raw0);
-    if (ns == 0 || tsc <= tsc0)
-        return freq_estimate;
-    __extension__ typedef unsigned __int128 u128;
-    return (uint64_t)((u128)(tsc - tsc0) * 1000000000u / ns);
+    uint64_t tsc = 0;
+    clock_pair(&tsc, &now);
+    uint64_t f = freq_between(tsc0, &raw0, tsc, &now, 1);
+    return plausible(f ? f : freq_estimate, say);
 }
 
 static void final_flush(void);
@@ -712,7 +789,7 @@ static void first_frequency(void)
     str_clock_raw(&raw);
     if (ns_of(&raw) - ns_of(&raw0) < 5000000u)
         return;
-    freq_estimate = calibrate(0);
+    freq_estimate = calibrate(0, 1);
     write_header(freq_estimate);
     freq_written = 1;
     set_min_ticks(freq_estimate);
@@ -858,12 +935,13 @@ static size_t pool_head(unsigned n)
     return (head + 4095) & ~(size_t)4095;
 }
 
-/* A thread's buffers; a vfork child's (vfork_child) are neither registered nor keyed: the
- * child must take no lock (it may die holding it, and its parent would then wait forever), and
- * its parent retires them when the vfork returns (str_vfork_end). The pool is SLEDTRACE_BUFFERS
- * chunks when the memory budget (limits.c) and the mapping allow it, else halved down to 2;
- * NULL when not even 2 fit (counted for the exit's warning). */
-static struct str_thread *new_thread(int vfork_child)
+/* A thread's buffers, recorded into through cursor `cur` (the thread's, or a held fork child's
+ * fork_cursor); a vfork child's (vfork_child) are neither registered nor keyed: the child must
+ * take no lock (it may die holding it, and its parent would then wait forever), and its parent
+ * retires them when the vfork returns (str_vfork_end). The pool is SLEDTRACE_BUFFERS chunks when
+ * the memory budget (limits.c) and the mapping allow it, else halved down to 2; NULL when not
+ * even 2 fit (counted for the exit's warning). */
+static struct str_thread *new_thread(int vfork_child, struct str_cursor *cur)
 {
     unsigned n = str_cfg.nchunks;
     size_t size = 0;
@@ -890,7 +968,7 @@ static struct str_thread *new_thread(int vfork_child)
     populate(m, head + str_cfg.chunk_size); /* the bookkeeping and the first chunk */
     struct str_thread *th = m;
     th->map_size = size;
-    th->cursor = &str_cursor;
+    th->cursor = cur;
     th->tid = (int32_t)syscall(SYS_gettid);
     th->pid = vfork_child ? (int32_t)syscall(SYS_getpid) : pid;
     th->self = pthread_self();
@@ -946,10 +1024,10 @@ static void hand_over_at(struct str_thread *th, uintptr_t pos, int final)
         wake_flusher();
 }
 
-/* Hands the calling thread's current chunk over. */
-static void hand_over(struct str_thread *th, int final)
+/* Hands the current chunk over, filled up to the position of cursor cur (the caller's). */
+static void hand_over(struct str_thread *th, struct str_cursor *cur, int final)
 {
-    hand_over_at(th, atomic_load_explicit(&str_cursor.pos, memory_order_relaxed), final);
+    hand_over_at(th, atomic_load_explicit(&cur->pos, memory_order_relaxed), final);
 }
 
 /* Waits (lossless) until the next chunk is free; 0 if tracing stopped meanwhile. */
@@ -1022,7 +1100,9 @@ static void end_gap(struct str_cursor *cur, struct str_thread *th)
     atomic_store_explicit(&cur->pos, pos + STF_LOSS_SIZE, memory_order_release);
 }
 
-static void refill(uint64_t tsc);
+static void refill(struct str_cursor *cur, uint64_t tsc);
+static void fork_child(int in_refill);
+static void end_hold(int unmap);
 
 /* Blocks every asynchronous signal of the calling thread (old mask in *old): no handler of the
  * program runs on a thread while the runtime's lock or a half-made change is in its hands. The
@@ -1044,13 +1124,14 @@ static void block_async(sigset_t *old)
  * cancellation point here (pause_ns). */
 void str_refill(void *arg)
 {
-    /* Asynchronous signals are blocked by the caller (hot.c slow_path): a handler that left
+    /* Asynchronous signals are blocked by the caller (hot.c slow_call): a handler that left
      * with longjmp from in here could leave the registry lock held or a chunk half handed
      * over (see the longjmp family in signals.c), one that calls _exit would wait for that
      * lock forever. */
     int old_type;
     pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, &old_type);
-    refill(*(uint64_t *)arg);
+    const struct str_refill_req *req = arg;
+    refill(req->cursor, req->tsc);
     solo_requests();
     if (old_type != PTHREAD_CANCEL_DEFERRED)
         pthread_setcanceltype(old_type, &old_type);
@@ -1078,14 +1159,18 @@ static int new_process_check(void)
     enum { KCMP_VM_ = 1 };
     if (syscall(SYS_kcmp, (long)now, (long)pid, KCMP_VM_, 0L, 0L) == 0)
         return PROC_SHARED; /* vfork / CLONE_VM: the parent's memory */
-    str_fork_child();
+    fork_child(1);
     return PROC_SAME;
 }
 
-static void refill(uint64_t tsc)
+static void refill(struct str_cursor *cur, uint64_t tsc)
 {
-    struct str_cursor *cur = &str_cursor;
     struct str_tls *t = &str_tls;
+    /* A held fork child's own cursor is the parent's, left to the tracer code the fork
+     * interrupted, whose event is the parent's (hot.c): it gets nothing, and drops it unsaid. */
+    if (t->held && cur == &str_cursor)
+        return;
+    struct str_thread **own = cur == &str_cursor ? &t->th : &t->fork_th;
     int saved = errno;
     int proc = new_process_check();
     if (proc == PROC_SHARED && !t->vfork) {
@@ -1098,19 +1183,19 @@ static void refill(uint64_t tsc)
      * signal handler's events): dropped and counted, its buffers are the child's now. */
     if (t->vfork && proc != PROC_SHARED)
         goto drop;
-    struct str_thread *th = t->th;
+    struct str_thread *th = *own;
     int st = atomic_load_explicit(&state, memory_order_acquire);
     if (st == ST_FORKED)
         st = fork_activate();
     if (st != ST_ACTIVE || t->dead)
         goto drop;
     if (!th) {
-        th = new_thread(t->vfork);
+        th = new_thread(t->vfork, cur);
         if (!th) {
             t->nomem = !t->vfork; /* for good: its events are dropped without a slow path */
             goto drop;
         }
-        t->th = th;
+        *own = th;
         start_block(cur, th, tsc);
         t->overhead = STF_ID_TRACER_SETUP;
         errno = saved;
@@ -1129,7 +1214,7 @@ static void refill(uint64_t tsc)
     uintptr_t pos = atomic_load_explicit(&cur->pos, memory_order_relaxed);
     if (pos > (uintptr_t)th->chunks[atomic_load_explicit(&th->cur, memory_order_relaxed)].base +
                   STR_BLOCK_HEAD) {
-        hand_over(th, 0);
+        hand_over(th, cur, 0);
         if (!next_chunk(th, str_cfg.policy == STR_LOSSLESS)) {
             /* Solo, only a vfork child gets here: its chunks wait for its parent (a gap). */
             if ((str_cfg.policy == STR_DISCARD ||
@@ -1158,7 +1243,7 @@ static void retire(struct str_thread *th)
     struct str_tls *t = &str_tls;
     struct str_cursor *cur = &str_cursor;
     cur->nest++;
-    str_drain_side();
+    str_drain_side(cur);
     char name[16];
     str_names_get(th->self, th->birth, name);
     pthread_mutex_lock(&registry_lock);
@@ -1207,13 +1292,25 @@ void str_thread_exit(void *arg)
     struct str_thread *th = arg;
     struct str_tls *t = &str_tls;
     int saved = errno;
-    if (!th || t->th != th)
+    if (!th || (t->th != th && !(t->held && t->fork_th == th)))
         return;
     /* No handler runs until the thread is retired (block_async): not while the lock is held,
      * nor between leaving the registry and queueing the last chunk (a handler calling _exit
      * there would find the thread's records nowhere). */
     sigset_t mask;
     block_async(&mask);
+    if (t->held) {
+        /* A held fork child's thread is ending (str_thread_strict and str_thread_share end the
+         * hold before they get here): none of the code its fork interrupted runs again. Its
+         * recording goes onto its cursor, the parent's buffers go; th may be those (the key's
+         * value in a child that has recorded nothing): then there is nothing to retire. */
+        end_hold(1);
+        if (t->th != th) {
+            pthread_sigmask(SIG_SETMASK, &mask, NULL);
+            errno = saved;
+            return;
+        }
+    }
     t->dead = 1;
     retire(th);
     str_altstack_thread_exit();
@@ -1247,6 +1344,14 @@ void str_vfork_begin(void)
         return;
     }
     int saved = errno;
+    if (t->held && c->nest == 0) {
+        /* A held fork child outside the tracer: no interrupted level is left, and the vfork
+         * child must not end the hold in its parent's memory (hot.c would, at its first event). */
+        sigset_t mask;
+        block_async(&mask);
+        end_hold(1);
+        pthread_sigmask(SIG_SETMASK, &mask, NULL);
+    }
     if (t->shared || t->dead || c->nest != 0 ||
         atomic_load_explicit(&state, memory_order_acquire) != ST_ACTIVE ||
         (int32_t)syscall(SYS_getpid) != pid) {
@@ -1256,7 +1361,7 @@ void str_vfork_begin(void)
     sigset_t mask;
     block_async(&mask);
     c->nest++;
-    str_drain_side();
+    str_drain_side(c);
     c->nest--;
     pthread_mutex_lock(&registry_lock);
     keep->last_tsc = c->last_tsc;
@@ -1337,6 +1442,15 @@ void str_vfork_end(void)
 void str_thread_strict(void)
 {
     struct str_tls *t = &str_tls;
+    if (t->held) {
+        /* A held fork child's recording goes onto its cursor, to be retired with it; the
+         * interrupted code may still run (strict mode entered from the handler that forked):
+         * the parent's buffers stay mapped. */
+        sigset_t mask;
+        block_async(&mask);
+        end_hold(0);
+        pthread_sigmask(SIG_SETMASK, &mask, NULL);
+    }
     if (t->th)
         str_thread_exit(t->th);
     atomic_signal_fence(memory_order_seq_cst);
@@ -1479,12 +1593,11 @@ int str_buffers_start(int fd, const char *path, const char *spath, const struct 
     header_bits = str_clock_init();
     str_limits_read();   /* the memory budget and the task limits, before any thread's buffers */
     str_calib_measure(); /* before any sled is patched: the clock is chosen now */
-    str_clock_raw(&raw0);
-    tsc0 = str_now();
+    clock_pair(&tsc0, &raw0);
     if (str_cfg.min_duration_ns) {
         /* The threshold in ticks from the first event on: 2 ms of calibration at start-up,
          * paid only when SLEDTRACE_MIN_DURATION asks for it (refined by the flush thread's). */
-        set_min_ticks(calibrate(2));
+        set_min_ticks(calibrate(2, 1));
     }
     if (pthread_key_create(&exit_key, str_thread_exit) != 0 || begin_file(fd, path, spath) != 0)
         return -1;
@@ -1501,6 +1614,7 @@ void str_fork_prepare(void)
 {
     block_async(&fork_mask);
     pthread_mutex_lock(&registry_lock);
+    clock_pair(&fork_tsc, &fork_raw); /* the parent's clock, for the child's check */
 }
 
 void str_fork_parent(void)
@@ -1509,13 +1623,52 @@ void str_fork_parent(void)
     pthread_sigmask(SIG_SETMASK, &fork_mask, NULL);
 }
 
+/* A fork child's buffers th, recorded into through cursor c, emptied of what they hold (the
+ * parent's) for the child. */
+static void reset_for_child(struct str_cursor *c, struct str_thread *th)
+{
+    atomic_store_explicit(&c->end, 0, memory_order_relaxed);
+    atomic_store_explicit(&c->pos, 0, memory_order_relaxed);
+    c->side_r = atomic_load_explicit(&c->side_w, memory_order_relaxed);
+    if (!th)
+        return;
+    th->next = NULL;
+    th->tid = (int32_t)syscall(SYS_gettid);
+    th->pid = (int32_t)getpid();
+    atomic_store_explicit(&th->cur, 0, memory_order_relaxed);
+    th->lost_nested = 0;
+    th->dropping = 0;
+    th->gap = 0;
+    th->discarded = 0;
+    memset(th->elided, 0, sizeof th->elided); /* the parent's counts */
+    atomic_store_explicit(&th->queued, 0, memory_order_relaxed);
+    for (unsigned i = 0; i < th->nchunks; i++) {
+        atomic_store_explicit(&th->chunks[i].state, STR_FREE, memory_order_relaxed);
+        th->chunks[i].flushed = 0;
+    }
+}
+
 /* In the child (one thread, a copy of the parent's memory). Everything buffered belongs to the
  * parent: the queue is dropped, the other threads' memory unmapped, this thread's chunks all
  * freed and its cursor emptied; every flag the parent's flush thread may have held at the fork
  * (the writer flag above all: the child's own flush thread would wait for it forever) is
  * cleared. The parent's trace descriptor is closed. The child's own trace starts at its first
- * event (fork_activate). Calibration samples stay valid: same TSC. */
-void str_fork_child(void)
+ * event (fork_activate).
+ * When the fork interrupted the tracer (a signal handler forked while its thread was inside
+ * the hot path: the cursor's `nest` is not 0), the thread's cursor and buffers are left as they
+ * are to the code the fork interrupted, which the child runs again if the handler returns, and
+ * the child records through fork_cursor into buffers of its own until no such level is left
+ * (hot.c, "Fork from a signal handler"): the child is `held`. A fork that interrupts a held
+ * child's second cursor in turn (a handler forking inside a handler inside the tracer, in a
+ * child made so) leaves nothing safe to record through: that child records nothing, and says
+ * so. in_refill: called by the slow path of the child's outermost level (a child made without
+ * the atfork handlers, new_process_check), whose own level that is, not an interrupted one.
+ * The TSC's calibration starts again here, in the child's own clock (issue 23.10): a child in
+ * a new time namespace reads CLOCK_MONOTONIC_RAW at an offset from its parent's, and its
+ * parent's start pair would give it an absurd frequency. What the parent had calibrated (its
+ * flush thread's estimate; else what its start pair and the pair str_fork_prepare took give,
+ * over at least a millisecond) is kept to check the child's own against (plausible). */
+static void fork_child(int in_refill)
 {
     pthread_mutex_init(&registry_lock, NULL);
     pthread_mutex_init(&drop_lock, NULL);
@@ -1531,7 +1684,8 @@ void str_fork_child(void)
     int st = atomic_load_explicit(&state, memory_order_relaxed);
     if (st != ST_ACTIVE && st != ST_FORKED) {
         atomic_store_explicit(&state, ST_OFF, memory_order_relaxed);
-        pthread_sigmask(SIG_SETMASK, &fork_mask, NULL);
+        if (!in_refill)
+            pthread_sigmask(SIG_SETMASK, &fork_mask, NULL);
         return;
     }
     if (st == ST_ACTIVE)
@@ -1544,39 +1698,107 @@ void str_fork_child(void)
     atomic_store_explicit(&exited_discarded, 0, memory_order_relaxed);
     nnamed = 0; /* the parent's exited threads */
     atomic_store_explicit(&end_kind, 0, memory_order_relaxed);
-    struct str_thread *me = str_tls.th;
+    struct str_tls *t = &str_tls;
+    struct str_cursor *c = &str_cursor, *a = &t->fork_cursor;
+    /* Everything registered is the parent's but this thread's buffers (the ones it records
+     * into, and, held, the ones the interrupted code writes, which are not registered). */
     for (struct str_thread *th = registry, *next; th; th = next) {
         next = th->next;
-        if (th != me)
+        if (th != t->th && th != t->fork_th)
             free_thread(th);
     }
-    registry = me;
-    struct str_cursor *c = &str_cursor;
-    atomic_store_explicit(&c->end, 0, memory_order_relaxed);
-    atomic_store_explicit(&c->pos, 0, memory_order_relaxed);
-    c->side_r = atomic_load_explicit(&c->side_w, memory_order_relaxed);
-    str_tls.dropped = 0;
-    if (me) {
-        me->next = NULL;
-        me->tid = (int32_t)syscall(SYS_gettid);
-        me->pid = (int32_t)getpid();
-        atomic_store_explicit(&me->cur, 0, memory_order_relaxed);
-        me->lost_nested = 0;
-        me->dropping = 0;
-        me->gap = 0;
-        me->discarded = 0;
-        memset(me->elided, 0, sizeof me->elided); /* the parent's counts */
-        atomic_store_explicit(&me->queued, 0, memory_order_relaxed);
-        for (unsigned i = 0; i < me->nchunks; i++) {
-            atomic_store_explicit(&me->chunks[i].state, STR_FREE, memory_order_relaxed);
-            me->chunks[i].flushed = 0;
-        }
-    }
-    str_mem_reset(me ? me->map_size : 0); /* the budget is read again at the first event */
-    str_tls.nomem = 0;
+    registry = NULL;
+    t->dropped = 0;
+    /* The budget is read again at the first event; in use: this thread's buffers. */
+    str_mem_reset((t->th ? t->th->map_size : 0) + (t->fork_th ? t->fork_th->map_size : 0));
+    t->nomem = 0;
     pid = (int32_t)getpid();
-    atomic_store_explicit(&state, ST_FORKED, memory_order_release);
-    pthread_sigmask(SIG_SETMASK, &fork_mask, NULL);
+    int refused = 0;
+    if (!t->held && !in_refill && c->nest != 0 && !(c->nest & STR_NEST_STRICT) && !t->vfork) {
+        /* The fork interrupted the tracer: the cursor (pos, last_tsc, the side ring's indices)
+         * and t->th stay the interrupted code's; end = 0 sends every later use of the cursor to
+         * the slow path, where the child's events go to fork_cursor (hot.c). */
+        atomic_store_explicit(&c->end, 0, memory_order_relaxed);
+        memset(a, 0, sizeof *a);
+        t->fork_th = NULL;
+        t->held = 1;
+    } else if (t->held && !in_refill && a->nest != 0) {
+        refused = 1;
+        atomic_store_explicit(&a->end, 0, memory_order_relaxed);
+        atomic_store_explicit(&a->pos, 0, memory_order_relaxed);
+    } else {
+        struct str_cursor *rc = t->held ? a : c;
+        struct str_thread *th = t->held ? t->fork_th : t->th;
+        reset_for_child(rc, th);
+        registry = th;
+    }
+    /* Right after the fork: an event whose clock was read before this is the parent's. */
+    t->fork_tsc = str_now();
+    parent_freq =
+        freq_estimate ? freq_estimate : freq_between(tsc0, &raw0, fork_tsc, &fork_raw, 1000000u);
+    fork_tsc = 0; /* the parent's pair: never mixed with a later clock (a _Fork made here) */
+    fork_raw = (struct timespec){0, 0};
+    clock_pair(&tsc0, &raw0);
+    implausible_said = 0;
+    atomic_store_explicit(&state, refused ? ST_OFF : ST_FORKED, memory_order_release);
+    if (refused)
+        str_log(STR_WARN,
+                "this process records nothing: it was forked by a signal handler that had "
+                "interrupted the tracer, in a process itself forked so, while the tracer was "
+                "recording that one's events (see preload/hot.c)");
+    if (!in_refill)
+        pthread_sigmask(SIG_SETMASK, &fork_mask, NULL);
+}
+
+void str_fork_child(void)
+{
+    fork_child(0);
+}
+
+/* Ends a held fork child's hold: its recording moves from fork_cursor and fork_th to the
+ * thread's cursor and str_tls.th (under the registry lock, which orders th->cursor for the flush
+ * thread; pos and stable with release, pairing with its acquire in write_committed; end last,
+ * as everywhere), and what the interrupted code had, the parent's buffers, goes: unmapped when
+ * `unmap` (nothing of that code can run any more), else left mapped (it might). Asynchronous
+ * signals are blocked by the caller. */
+static void end_hold(int unmap)
+{
+    struct str_tls *t = &str_tls;
+    struct str_cursor *c = &str_cursor, *a = &t->fork_cursor;
+    if (!t->held)
+        return;
+    struct str_thread *inherited = t->th;
+    pthread_mutex_lock(&registry_lock);
+    atomic_store_explicit(&c->end, 0, memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst);
+    c->last_tsc = a->last_tsc;
+    c->side_r = a->side_r;
+    atomic_store_explicit(&c->side_w, atomic_load_explicit(&a->side_w, memory_order_relaxed),
+                          memory_order_relaxed);
+    atomic_store_explicit(&c->stable, atomic_load_explicit(&a->stable, memory_order_relaxed),
+                          memory_order_release);
+    atomic_store_explicit(&c->pos, atomic_load_explicit(&a->pos, memory_order_relaxed),
+                          memory_order_release);
+    atomic_signal_fence(memory_order_seq_cst);
+    atomic_store_explicit(&c->end, atomic_load_explicit(&a->end, memory_order_relaxed),
+                          memory_order_relaxed);
+    t->th = t->fork_th;
+    if (t->th)
+        t->th->cursor = c;
+    pthread_mutex_unlock(&registry_lock);
+    t->fork_th = NULL;
+    memset(a, 0, sizeof *a);
+    t->held = 0;
+    if (inherited && unmap)
+        free_thread(inherited);
+}
+
+void str_fork_takeover(void *unused)
+{
+    (void)unused;
+    int saved = errno;
+    end_hold(1); /* hot.c calls it from an outermost level: no interrupted level is left */
+    errno = saved;
 }
 
 /* First event of a fork child: open its own trace and start its flush thread. Returns the new
@@ -1649,6 +1871,16 @@ void str_request_dump(void)
     futex(&wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL);
 }
 
+/* The calling thread's side ring into its chunk: its cursor's, or a held fork child's
+ * fork_cursor's (the other is the parent's). */
+static void drain_own(void)
+{
+    struct str_cursor *c = str_tls.held ? &str_tls.fork_cursor : &str_cursor;
+    c->nest++;
+    str_drain_side(c);
+    c->nest--;
+}
+
 void str_buffers_finish(void)
 {
     /* A vfork child shares the parent's memory and must not touch its tracing state. */
@@ -1658,9 +1890,7 @@ void str_buffers_finish(void)
     if (!atomic_compare_exchange_strong_explicit(&state, &expect, ST_STOPPING, memory_order_seq_cst,
                                                  memory_order_seq_cst))
         return;
-    str_cursor.nest++;
-    str_drain_side();
-    str_cursor.nest--;
+    drain_own();
     wake_flusher();
     futex(&wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL);
     /* pthread_join is a cancellation point: a cancellation pending on the exiting thread must
@@ -1817,9 +2047,7 @@ int str_flush_now(void)
      * lock (block_async); the caller's own side ring goes into its chunk first. */
     sigset_t mask;
     block_async(&mask);
-    str_cursor.nest++;
-    str_drain_side();
-    str_cursor.nest--;
+    drain_own();
     int old_state;
     pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old_state);
     writer_take_for(0);
@@ -1871,7 +2099,7 @@ static void emergency_write(void)
     if (locked)
         pthread_mutex_unlock(&registry_lock);
     write_queue();
-    write_header(calibrate(0));
+    write_header(calibrate(0, 0));
     xfsz_unblock(&g);
 }
 
@@ -1987,7 +2215,7 @@ static void final_flush_writes(void)
     /* At least 2 ms of interval: the clock read is bracketed within ~50 ns, so the frequency is
      * good to ~25 ppm, far finer than anything such a short run can time; waiting 20 ms, as
      * before, held up the exit of every short traced process (a shell's every command). */
-    uint64_t freq = calibrate(2);
+    uint64_t freq = calibrate(2, 1);
     write_header(freq);
     if (atomic_load_explicit(&solo, memory_order_relaxed) && !flusher_cpu_ns)
         str_log(STR_INFO, "trace: %llu bytes in %llu blocks, TSC %llu Hz; no flush thread",

@@ -13,6 +13,12 @@
  * str_clock_raw: the vDSO's function as well, else the raw system call, never libc's
  * clock_gettime, which a preloaded library may interpose (libfaketime scales every duration:
  * its x10 made every traced time ten times too long, issue 23.10).
+ *
+ * What CPUID says of the TSC's frequency (str_clock_cpuid_hz), read once at start-up, is what a
+ * calibration is checked against (buffers.c): leaf 0x15 gives it exactly (the crystal's
+ * frequency times the TSC/crystal ratio) when it names the crystal; leaf 0x16 gives the
+ * processor's base frequency in MHz, which is the TSC's on the processors that have the leaf.
+ * Most AMD processors and many hypervisors have neither (both read as 0): no reference then.
  */
 #include "str.h"
 #include "stf.h"
@@ -27,6 +33,34 @@
 int str_clock_tsc = 1;
 str_vdso_gettime_fn str_vdso_gettime;
 static str_vdso_gettime_fn raw_gettime; /* the vDSO's, for str_clock_raw (NULL: none) */
+static uint64_t cpuid_hz;               /* str_clock_cpuid_hz: 0 unknown */
+static int cpuid_exact;
+
+/* The TSC's frequency as CPUID states it (see above), or 0. */
+static void read_cpuid_hz(void)
+{
+    unsigned a, b, c, d;
+    unsigned max = __get_cpuid_max(0, NULL);
+    if (max >= 0x15u) {
+        __cpuid_count(0x15u, 0, a, b, c, d);
+        if (a && b && c) {
+            cpuid_hz = (uint64_t)c * b / a;
+            cpuid_exact = 1;
+            return;
+        }
+    }
+    if (max >= 0x16u) {
+        __cpuid_count(0x16u, 0, a, b, c, d);
+        if (a & 0xffffu)
+            cpuid_hz = (uint64_t)(a & 0xffffu) * 1000000u;
+    }
+}
+
+uint64_t str_clock_cpuid_hz(int *exact)
+{
+    *exact = cpuid_exact;
+    return cpuid_hz;
+}
 
 static int invariant_tsc(void)
 {
@@ -82,6 +116,7 @@ static void *vdso_symbol(const char *name)
 uint32_t str_clock_init(void)
 {
     int inv = invariant_tsc();
+    read_cpuid_hz();
     *(void **)&raw_gettime = vdso_symbol("__vdso_clock_gettime");
     if (str_cfg.clock == STR_CLOCK_TSC)
         str_clock_tsc = 1;

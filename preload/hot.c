@@ -13,7 +13,7 @@
  *  - This file is compiled with -mgeneral-regs-only, so it never touches SSE/AVX/x87 state and
  *    the trampolines need not save it. Anything else (the slow path: a new chunk every
  *    chunk_size/8 events, thread set-up, waiting for a free chunk) is reached only through
- *    slow_path() and stp_call_preserving_fpu(), which saves the whole extended state around
+ *    slow_call() and stp_call_preserving_fpu(), which saves the whole extended state around
  *    it: the slow path is where system calls and libc calls happen.
  *  - errno is never written here; the slow path saves and restores it.
  *  - Signal safety. A handler that runs instrumented code may interrupt this path at any
@@ -34,7 +34,7 @@
  *    memory limit, limits.c: str_tls.nomem) drops its events in room() without a slow path,
  *    counted in str_nomem_dropped.
  *    The slow path (str_refill: thread set-up, chunk switches, lossless waits) runs on a
- *    stack of the runtime's own, with asynchronous signals blocked (slow_path: two raw
+ *    stack of the runtime's own, with asynchronous signals blocked (slow_call: two raw
  *    system calls per chunk switch), so no handler nests inside it: they are delivered when it
  *    returns.
  *    The slow path's time is the tracer's: emit() records it as a call of a pseudo-function
@@ -57,6 +57,37 @@
  *    stack pointer into `nest` on entry (enter: no extra store), and the interposed longjmp
  *    family (signals.c) sets `nest` back to 0 when it jumps to an older frame. Every step
  *    outside the slow path leaves the cursor consistent, so cutting it anywhere is safe.
+ *  - Fork from a signal handler (issue 23.7). A handler that interrupted this path may call
+ *    fork(). In the child, fork() returns inside the handler, and the handler may return into
+ *    the interrupted levels, which go on with what they hold in registers from the parent's
+ *    cursor (a write position, a TSC, a side-ring index). So the child can neither take the
+ *    cursor over at the fork (reset it and record through it: a resumed level would write its
+ *    record over the child's and move `pos` back) nor leave `nest` as it is (every event of the
+ *    child would go to the side ring, which holds STR_SIDE_N and which nothing drains if the
+ *    child never returns: a child that called _exit from the handler left an empty trace).
+ *    Instead the child is `held` (buffers.c fork_child): the cursor and str_tls.th stay the
+ *    interrupted code's, untouched but for end = 0, and the child records through a second
+ *    cursor, str_tls.fork_cursor, into buffers of its own (fork_th), with the same protocol
+ *    (its own `nest`, side ring and slow path). While any interrupted level lives, `nest` is
+ *    not 0, so every event of the child reaches event_slow, where held_event sends it to the
+ *    second cursor: the fast path is unchanged. What the interrupted levels do when the
+ *    handler returns stays in the parent's buffers, which the child never writes out: their
+ *    slow path gets no room (refill) and their drops are not counted (emit, payload). The
+ *    first event that reaches event_slow as the outermost level (n == 0, nothing below it;
+ *    end = 0 sends it there) proves that no interrupted level is left: the second cursor's
+ *    state moves onto the thread's cursor and the parent's buffers are unmapped
+ *    (str_fork_takeover, a slow path: a lock and a system call), and the thread records as
+ *    usual from then on. The child's events are those whose clock was read after the fork
+ *    (str_tls.fork_tsc, read right after it): the event the fork interrupted is the parent's
+ *    when its clock was read before (the parent's copy of that level records it; the child
+ *    drops it unsaid), the child's when after. A child's trace may so begin with the exit of
+ *    the call whose entry the fork interrupted, as any fork child's may with the exits of the
+ *    calls it was forked inside. The interposed longjmp family leaves the second cursor's
+ *    levels as it leaves the thread's (signals.c). A fork that interrupts the second cursor
+ *    in turn (a handler forking inside a handler inside the tracer, in a held child) makes a
+ *    child that records nothing and says so. A held child's exit and sledtrace_flush drain the
+ *    second cursor; a thread's exit, strict mode, and vfork outside the tracer end the hold
+ *    first (buffers.c).
  *  - SLEDTRACE_MIN_DURATION (str_min_ticks != 0): an exit whose call was shorter may take its
  *    entry back (exit_elide: pos moves back 8 bytes, the call is counted in the thread's
  *    elided table). Only an entry that is the chunk's last record and lies at or above
@@ -171,15 +202,28 @@ static void slow_stack_release(void *top)
     atomic_fetch_and_explicit(&slow_busy, ~(1u << i), memory_order_release);
 }
 
-/* Runs the slow path (str_refill) the way the block above says. */
-static void __attribute__((noinline)) slow_path(uint64_t *tsc)
+/* Runs fn(arg), a slow path (str_refill, str_fork_takeover), the way the block above says. */
+static void __attribute__((noinline)) slow_call(void (*fn)(void *), void *arg)
 {
     uint64_t old = 0;
     str_raw_sigmask(0 /* SIG_BLOCK */, &stp_async_signals, &old);
     void *stack = slow_stack_claim();
-    stp_call_preserving_fpu(str_refill, tsc, stack);
+    stp_call_preserving_fpu(fn, arg, stack);
     slow_stack_release(stack);
     str_raw_sigmask(2 /* SIG_SETMASK */, &old, NULL);
+}
+
+/* The buffers a cursor records into: the thread's (str_tls.th) for its cursor, a held fork
+ * child's (fork_th) for fork_cursor. */
+static inline struct str_thread *owner_of(const struct str_cursor *c)
+{
+    return __builtin_expect(c == &str_cursor, 1) ? str_tls.th : str_tls.fork_th;
+}
+
+/* A held fork child's own cursor: what the tracer code its fork interrupted works on. */
+static inline int inherited(const struct str_cursor *c)
+{
+    return __builtin_expect(str_tls.held, 0) && c == &str_cursor;
 }
 
 /* Room a slow path's pseudo-call takes: two function records, each after a possible TSCWrap. */
@@ -194,14 +238,15 @@ static inline uintptr_t room(struct str_cursor *c, size_t need, uint64_t tsc, ui
     uintptr_t p = atomic_load_explicit(&c->pos, memory_order_relaxed);
     if (__builtin_expect(p + need > atomic_load_explicit(&c->end, memory_order_relaxed), 0)) {
         /* Discard policy, inside a gap: a dropped event costs this check, not a slow path. */
-        struct str_thread *th = str_tls.th;
+        struct str_thread *th = owner_of(c);
         if (th && th->dropping && !str_next_chunk_free(th))
             return 0;
         /* A thread without buffers (memory limit): no slow path per event either. */
         if (!th && str_tls.nomem)
             return 0;
         str_tls.overhead = 0;
-        slow_path(&tsc);
+        struct str_refill_req req = {tsc, c};
+        slow_call(str_refill, &req);
         p = atomic_load_explicit(&c->pos, memory_order_relaxed);
         /* The slow path may leave without room (a vfork child must not touch its parent's
          * cursor): drop. */
@@ -247,7 +292,9 @@ static void emit(struct str_cursor *c, uint32_t word, uint64_t tsc, uint64_t arg
     uint64_t t1 = tsc;
     uintptr_t p = room(c, 16 + 8 + (with_arg ? 16 : 0), tsc, &oh, &t1);
     if (__builtin_expect(p == 0, 0)) {
-        struct str_thread *th = str_tls.th;
+        if (inherited(c))
+            return; /* the parent's event, in a held fork child: see the header */
+        struct str_thread *th = owner_of(c);
         if (th && th->dropping)
             th->gap++;
         else
@@ -280,7 +327,7 @@ static inline int side_pending(struct str_cursor *c)
 
 static void nested(struct str_cursor *c, uint32_t word, uint64_t tsc, uint64_t arg)
 {
-    struct str_thread *th = str_tls.th;
+    struct str_thread *th = owner_of(c);
     if (!th) {
         drop_one();
         return;
@@ -297,14 +344,13 @@ static void nested(struct str_cursor *c, uint32_t word, uint64_t tsc, uint64_t a
 }
 
 /* Moves side-ring entries into the chunk. Outermost level only (nest == 1). */
-void str_drain_side(void)
+void str_drain_side(struct str_cursor *c)
 {
-    struct str_cursor *c = &str_cursor;
     for (;;) {
         uint32_t r = c->side_r;
         if (r == atomic_load_explicit(&c->side_w, memory_order_relaxed))
             return;
-        struct str_thread *th = str_tls.th;
+        struct str_thread *th = owner_of(c);
         if (!th) {
             drop_one();
         } else {
@@ -316,6 +362,45 @@ void str_drain_side(void)
         }
         c->side_r = r + 1;
     }
+}
+
+static inline uint64_t enter(struct str_cursor *c);
+
+/* One event at level n of cursor c (n: the cursor's `nest` before this level entered): the
+ * outermost level records it in the chunk, between side-ring drains; a nested one queues it. */
+static void record(struct str_cursor *c, uint64_t n, uint32_t word, uint64_t tsc, uint64_t arg)
+{
+    if (n != 0) {
+        nested(c, word, tsc, arg);
+    } else {
+        if (side_pending(c))
+            str_drain_side(c);
+        emit(c, word, tsc, arg);
+        atomic_signal_fence(memory_order_seq_cst);
+        if (side_pending(c))
+            str_drain_side(c);
+    }
+}
+
+/* An event of a held fork child, at level n of the thread's cursor (see the header). Returns 1
+ * when it is done with: the parent's (its clock was read before the fork), or recorded through
+ * fork_cursor, at that cursor's own level; 0 when the caller is to record it as usual, through
+ * the thread's cursor: an outermost level (n == 0) proves that no level inherited from the
+ * parent is left, so the child's recording has been moved there first (str_fork_takeover). */
+static int held_event(uint64_t n, uint32_t word, uint64_t tsc, uint64_t arg)
+{
+    if (tsc < str_tls.fork_tsc)
+        return 1;
+    if (n == 0) {
+        slow_call(str_fork_takeover, NULL);
+        return 0;
+    }
+    struct str_cursor *a = &str_tls.fork_cursor;
+    uint64_t m = enter(a);
+    record(a, m, word, tsc, arg);
+    atomic_signal_fence(memory_order_seq_cst);
+    a->nest = m;
+    return 1;
 }
 
 /* Everything the fast path leaves out. Restores `nest` itself, so that the fast path reaches it
@@ -335,23 +420,15 @@ event_slow(struct str_cursor *c, uint64_t n, uint32_t word, uint64_t tsc, uint64
     }
     if (tsc == 0)
         tsc = rdtsc();
-    if (n != 0) {
-        nested(c, word, tsc, arg);
-    } else {
-        if (side_pending(c))
-            str_drain_side();
-        emit(c, word, tsc, arg);
-        atomic_signal_fence(memory_order_seq_cst);
-        if (side_pending(c))
-            str_drain_side();
-    }
+    if (!__builtin_expect(str_tls.held, 0) || !held_event(n, word, tsc, arg))
+        record(c, n, word, tsc, arg);
     atomic_signal_fence(memory_order_seq_cst);
     c->nest = n;
 }
 
 static void __attribute__((noinline)) finish_slow(struct str_cursor *c, uint64_t n)
 {
-    str_drain_side();
+    str_drain_side(c);
     atomic_signal_fence(memory_order_seq_cst);
     c->nest = n;
 }
@@ -496,30 +573,26 @@ void stp_event_min(uint32_t id, uint32_t action)
  * it). Copied 8 bytes at a time with fixed-size memcpy (inlined as moves; this file is built with
  * -fno-tree-loop-distribute-patterns, so the loop never becomes a libc call). A payload larger
  * than an empty chunk can hold is dropped and counted; so is an event raised by a signal
- * handler nested in the tracer (the side ring's entries are fixed-size). */
-static void event_payload(unsigned kind, uint16_t type, const void *data, uint64_t len)
+ * handler nested in the tracer (the side ring's entries are fixed-size). One such event at
+ * level n of cursor c. */
+static void payload(struct str_cursor *c, uint64_t n, unsigned kind, uint16_t type,
+                    const void *data, uint64_t len, uint64_t tsc)
 {
-    struct str_cursor *c = &str_cursor;
-    uint64_t n = enter(c);
-    if (n & STR_NEST_STRICT) {
-        atomic_fetch_add_explicit(str_tls.shared ? &str_shared_dropped : &str_strict_dropped, 1,
-                                  memory_order_relaxed);
-        goto out;
-    }
-    uint64_t tsc = rdtsc();
     if (n != 0 || len > str_cfg.chunk_size - STR_BLOCK_HEAD - 2 * 16) {
-        if (n != 0 && str_tls.th)
-            str_tls.th->lost_nested++;
+        struct str_thread *th = owner_of(c);
+        if (n != 0 && th)
+            th->lost_nested++;
         else
             drop_one();
-        goto out;
+        return;
     }
     if (side_pending(c))
-        str_drain_side();
+        str_drain_side(c);
     uintptr_t p = room(c, 16 + 16 + len, tsc, NULL, NULL);
     if (p == 0) {
-        drop_one();
-        goto out;
+        if (!inherited(c))
+            drop_one();
+        return;
     }
     uint64_t delta = tsc - c->last_tsc;
     if (delta > INT32_MAX) {
@@ -550,8 +623,32 @@ static void event_payload(unsigned kind, uint16_t type, const void *data, uint64
     atomic_store_explicit(&c->pos, p + len, memory_order_release);
     atomic_signal_fence(memory_order_seq_cst);
     if (side_pending(c))
-        str_drain_side();
-out:
+        str_drain_side(c);
+}
+
+/* A held fork child's events go as held_event says of function records. */
+static void event_payload(unsigned kind, uint16_t type, const void *data, uint64_t len)
+{
+    struct str_cursor *c = &str_cursor;
+    uint64_t n = enter(c);
+    if (n & STR_NEST_STRICT) {
+        atomic_fetch_add_explicit(str_tls.shared ? &str_shared_dropped : &str_strict_dropped, 1,
+                                  memory_order_relaxed);
+    } else {
+        uint64_t tsc = rdtsc();
+        if (!__builtin_expect(str_tls.held, 0)) {
+            payload(c, n, kind, type, data, len, tsc);
+        } else if (tsc >= str_tls.fork_tsc && n == 0) {
+            slow_call(str_fork_takeover, NULL);
+            payload(c, n, kind, type, data, len, tsc);
+        } else if (tsc >= str_tls.fork_tsc) {
+            struct str_cursor *a = &str_tls.fork_cursor;
+            uint64_t m = enter(a);
+            payload(a, m, kind, type, data, len, tsc);
+            atomic_signal_fence(memory_order_seq_cst);
+            a->nest = m;
+        }
+    }
     atomic_signal_fence(memory_order_seq_cst);
     c->nest = n;
 }

@@ -323,14 +323,19 @@ static uintptr_t unmangle(uintptr_t v)
 
 static void leave_tracer_for(const struct __jmp_buf_tag *env)
 {
-    struct str_cursor *c = &str_cursor;
-    uint64_t nest = c->nest;
-    if (nest == 0)
+    struct str_cursor *c = &str_cursor, *a = &str_tls.fork_cursor;
+    uint64_t nest = c->nest, fork_nest = a->nest;
+    if (nest == 0 && fork_nest == 0)
         return;
     uintptr_t sp = unmangle((uintptr_t)env->__jmpbuf[JB_RSP]);
-    if (sp > (uintptr_t)(nest >> 8)) {
+    if (nest != 0 && sp > (uintptr_t)(nest >> 8)) {
         atomic_signal_fence(memory_order_seq_cst);
         c->nest = nest & STR_NEST_STRICT; /* a strict thread stays strict */
+    }
+    /* A held fork child's second cursor has levels of its own (hot.c), left the same way. */
+    if (fork_nest != 0 && sp > (uintptr_t)(fork_nest >> 8)) {
+        atomic_signal_fence(memory_order_seq_cst);
+        a->nest = 0;
     }
 }
 

@@ -70,6 +70,9 @@ STR_HIDDEN uint32_t str_clock_init(void);
 /* CLOCK_MONOTONIC_RAW past any interposed clock_gettime (the vDSO's, else the system call): what
  * the TSC is calibrated against. After str_clock_init. */
 STR_HIDDEN void str_clock_raw(struct timespec *ts);
+/* The TSC's frequency in Hz as CPUID states it (leaf 0x15: *exact = 1; leaf 0x16's base
+ * frequency: *exact = 0), or 0 when it does not. After str_clock_init. */
+STR_HIDDEN uint64_t str_clock_cpuid_hz(int *exact);
 STR_HIDDEN uint64_t str_now(void);
 
 /* ---- signal masks without libc (hot.c's slow path, calib.c) ----
@@ -172,6 +175,15 @@ struct str_tls {
     /* No memory for this thread's buffers (limits.c): its events are dropped and counted in
      * str_nomem_dropped without a slow path (hot.c). Set for good. */
     uint32_t nomem;
+    /* A fork child whose fork interrupted the tracer (hot.c, "Fork from a signal handler"):
+     * while `held`, the cursor and `th` are the parent's, left to the tracer code the fork
+     * interrupted, and the child records through fork_cursor into fork_th; fork_tsc is the
+     * clock just after the fork (an event whose clock was read before it is the parent's).
+     * Written by the thread only (buffers.c str_fork_child, str_fork_takeover; hot.c). */
+    uint32_t held;
+    struct str_cursor fork_cursor;
+    struct str_thread *fork_th;
+    uint64_t fork_tsc;
 };
 
 STR_HIDDEN extern __thread struct str_cursor str_cursor __attribute__((tls_model("initial-exec")));
@@ -211,10 +223,21 @@ static inline int str_next_chunk_free(struct str_thread *th)
 }
 
 /* ---- buffers.c ---- */
-/* Slow path of the hot path: called (through stp_call_preserving_fpu, with a pointer to the
- * event's TSC, which becomes the new block's NewCPUId time) when the current chunk has no room
- * or is missing. On return the cursor's pos/end describe a chunk with room, or pos is 0 (drop). */
-STR_HIDDEN void str_refill(void *tsc);
+/* Slow path of the hot path: called (through stp_call_preserving_fpu, with a struct
+ * str_refill_req: the event's TSC, which becomes the new block's NewCPUId time, and the cursor:
+ * the thread's, or a held fork child's fork_cursor) when the cursor's chunk has no room or is
+ * missing. On return the cursor's pos/end describe a chunk with room, or pos is 0 (drop); a held
+ * fork child's own cursor is left as it is (its end is 0: drop). */
+struct str_refill_req {
+    uint64_t tsc;
+    struct str_cursor *cursor;
+};
+STR_HIDDEN void str_refill(void *req);
+/* hot.c, from the outermost level of a held fork child (no level inherited from the parent is
+ * left): the child's recording moves from fork_cursor and fork_th to the thread's cursor and
+ * str_tls.th, and what was inherited is unmapped. Through stp_call_preserving_fpu, with the
+ * asynchronous signals blocked; the argument is unused. */
+STR_HIDDEN void str_fork_takeover(void *unused);
 /* What buffers.c asks of runtime.c, the module above it: runtime.c hands these to
  * str_buffers_start, and buffers.c names none of runtime.c's functions (no circle).
  *   open: creates this process's trace and sidecar (their names carry the current pid; a fork
@@ -361,6 +384,7 @@ STR_HIDDEN void str_altstack_range(void **map, size_t *len);
 STR_HIDDEN void str_signals_early(void);
 STR_HIDDEN void str_signals_install(void);
 STR_HIDDEN void str_signals_before_exec(void);
-STR_HIDDEN void str_drain_side(void);
+/* Moves cursor c's side-ring entries into its chunk; its outermost level only (hot.c). */
+STR_HIDDEN void str_drain_side(struct str_cursor *c);
 
 #endif
