@@ -15,9 +15,11 @@
  * nothing is created; a program that never loads one gets one warning at start-up and no
  * files.
  *
- * Exit: a destructor (which runs after the program's atexit handlers and its own destructors)
- * writes everything left and rewrites the header with the run's calibrated TSC frequency.
- * A fork child stops tracing (its buffers are copies it must not flush into the parent's file).
+ * Exit: an on_exit handler registered by the constructor (it runs after the program's atexit
+ * handlers and after the destructors of every object, libraries loaded after the runtime
+ * included: "exit" below) writes everything left and rewrites the header with the run's
+ * calibrated TSC frequency. A fork child stops tracing (its buffers are copies it must not flush
+ * into the parent's file).
  *
  * errno is saved and restored around everything here.
  */
@@ -1013,11 +1015,39 @@ static void lazy_start(void)
     str_log(STR_INFO, "an instrumented library was dlopen'd; tracing to %s", path);
 }
 
-/* The exit status, for the sidecar (exit runs on_exit handlers with it). */
-static void note_status(int status, void *arg)
+/* ---- exit ----
+ *
+ * exit() runs, last-registered first, every handler on libc's exit list (atexit, on_exit,
+ * __cxa_atexit: C++ static objects), then stdio's clean-up, then the system call. One handler is
+ * the dynamic loader's _dl_fini, registered by __libc_start_main just before it runs the
+ * executable's constructors and main: it runs the ELF destructors of every loaded object (and,
+ * through each library's __cxa_finalize, the C++ static objects of libraries that were
+ * constructed before it was registered), the executable's first, then the preloaded runtime's
+ * (nothing depends on it, so it is sorted second), then those of every library loaded after it,
+ * at start-up or by dlopen. An ELF destructor of the runtime's therefore ran before the
+ * destructors of every other library (issue 23.8: a plugin's or a linked C++ library's static
+ * objects, __attribute__((destructor)) functions), and their calls were lost.
+ *
+ * The final flush is an on_exit handler registered by the runtime's constructor, which runs
+ * before __libc_start_main (the runtime is initialised by the dynamic loader): it sits below
+ * _dl_fini on the list and runs after it, after every destructor, once. A program that calls
+ * exit() again from a destructor or an exit handler makes libc run the rest of the list (this
+ * handler included) with the new status: still once, with the status the process ends with.
+ * on_exit hands the status to the handler, so it goes into the sidecar from here. The handler
+ * stays valid: the runtime is linked -z nodelete (it patches code and installs signal handlers;
+ * unmapping it would break the program anyway). If on_exit fails (no memory), the ELF
+ * destructor does the final flush, as before. What a handler registered before the runtime's
+ * constructor (by a library initialised earlier, with no __cxa_finalize of its own) records
+ * after that is not in the trace. */
+static int exit_handler_set;
+
+static void final_at_exit(int status, void *arg)
 {
     (void)arg;
-    str_set_end(STR_END_STATUS, status);
+    int saved = errno;
+    str_set_end(STR_END_STATUS, status & 0xff);
+    str_buffers_finish();
+    errno = saved;
 }
 
 /* glibc passes every ELF constructor the program's argc, argv and environment. */
@@ -1027,38 +1057,15 @@ __attribute__((constructor)) static void sledtrace_init(int argc, char **argv, c
     int saved = errno;
     save_cmdline(argc, argv);
     start();
+    if (!str_cfg.disable)
+        exit_handler_set = on_exit(final_at_exit, NULL) == 0;
     errno = saved;
-}
-
-/* The exit status reaches on_exit handlers only: the runtime registers one when main starts,
- * after __libc_start_main has registered the dynamic loader's own handler (which runs the
- * runtime's destructor, and so the final flush). Handlers run last-registered first, so the
- * status is known by then. __libc_start_main is interposed for that (the executable's _start
- * calls it through the PLT); everything else passes through unchanged. */
-typedef int (*main_fn)(int, char **, char **);
-typedef int (*start_main_fn)(main_fn, int, char **, void (*)(void), void (*)(void), void (*)(void),
-                             void *);
-static main_fn program_main;
-
-static int main_with_status(int argc, char **argv, char **envp)
-{
-    on_exit(note_status, NULL);
-    return program_main(argc, argv, envp);
-}
-
-__attribute__((visibility("default"))) int __libc_start_main(main_fn main, int argc, char **argv,
-                                                             void (*init)(void), void (*fini)(void),
-                                                             void (*rtld_fini)(void),
-                                                             void *stack_end)
-{
-    start_main_fn real;
-    *(void **)&real = dlsym(RTLD_NEXT, "__libc_start_main");
-    program_main = main;
-    return real(main_with_status, argc, argv, init, fini, rtld_fini, stack_end);
 }
 
 __attribute__((destructor)) static void sledtrace_fini(void)
 {
+    if (exit_handler_set)
+        return; /* final_at_exit runs later, after every other object's destructors */
     int saved = errno;
     str_buffers_finish();
     errno = saved;

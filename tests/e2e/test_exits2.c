@@ -1,0 +1,132 @@
+/* Exits and sanitizers (issue 23, items 8, 9 and 5). Each program is run untraced and traced; the
+ * traced run must end as the untraced one (wait status, stdout; stderr as said per test), and its
+ * trace must hold exactly the calls the program prints (progs.h, strict reader).
+ *
+ *  - destructors at exit: a dlopen'd C++ plugin (exitsplug.cpp) whose static object and ELF
+ *    destructor record calls at exit, dlclose'd or not, constructed before main or in it, and
+ *    calling exit() again from its destructor. The runtime finished in its own ELF destructor,
+ *    which the dynamic loader runs before those of every library loaded after it.
+ *  - exits past the runtime: an AddressSanitizer or UBSan error report (the sanitizer's own exit
+ *    system call), and _exit, _Exit or exec from a library dlopen'd with RTLD_DEEPBIND (bound to
+ *    libc's, not the runtime's). The flush period is one minute, so that nothing reaches the
+ *    trace unless the runtime completes it on that path.
+ *  - ThreadSanitizer and MemorySanitizer builds: the runtime steps aside with one line.
+ */
+#include <criterion/criterion.h>
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "e2e.h"
+
+#define BIN(name) E2E_DIR "/" name
+
+/* Long enough that the flush thread never writes on its own during a run. */
+#define NO_PERIODIC_FLUSH "SLEDTRACE_FLUSH_MS=60000"
+
+struct pair {
+    char work[PATH_MAX], out[PATH_MAX];
+    struct e2e_run b, t;
+};
+
+/* The same program run without and with the preload (trace directory <work>/out); env: extra
+ * variables for both runs. */
+static void run_pair_env(struct pair *p, const char *bin, const char *arg, const char *env1,
+                         const char *env2)
+{
+    e2e_workdir(p->work, sizeof p->work);
+    snprintf(p->out, sizeof p->out, "%s/out", p->work);
+    struct e2e_spec base = {.prog = bin, .argv1 = arg, .pre_exec = e2e_no_core};
+    struct e2e_spec traced = {
+        .prog = bin, .argv1 = arg, .preload = 1, .outdir = p->out, .pre_exec = e2e_no_core};
+    base.env[0] = traced.env[0] = NO_PERIODIC_FLUSH;
+    base.env[1] = traced.env[1] = env1;
+    base.env[2] = traced.env[2] = env1 ? env2 : NULL;
+    e2e_run(p->work, &base, &p->b);
+    e2e_run(p->work, &traced, &p->t);
+    cr_assert_eq(p->t.status, p->b.status, "%s %s: wait status %#x under the preload, %#x without",
+                 bin, arg ? arg : "", p->t.status, p->b.status);
+    cr_assert_str_eq(p->t.out, p->b.out, "%s %s: stdout differs under the preload", bin,
+                     arg ? arg : "");
+}
+
+static void pair_free(struct pair *p)
+{
+    e2e_run_free(&p->b);
+    e2e_run_free(&p->t);
+    e2e_rmtree(p->work);
+}
+
+/* The trace of `prog` run as `pid` holds exactly what `out` says; its sidecar's exit line is
+ * `exit_line` (NULL: it has none). */
+static void check_trace_of(const char *dir, const char *prog, pid_t pid, const char *out,
+                           const char *exit_line, const char *what)
+{
+    char trace[PATH_MAX], syms[PATH_MAX];
+    e2e_trace_path(trace, sizeof trace, dir, prog, pid, "fdr");
+    e2e_trace_path(syms, sizeof syms, dir, prog, pid, "syms");
+    cr_assert_eq(access(trace, R_OK), 0, "%s: no trace %s", what, trace);
+    struct e2e_expect e;
+    e2e_parse_expect(out, &e);
+    struct e2e_trace tr;
+    e2e_read_trace(trace, &tr);
+    e2e_check_trace(&tr, &e, what);
+    char *s = e2e_slurp(syms, NULL);
+    cr_assert_not_null(s, "%s: no sidecar %s", what, syms);
+    if (exit_line)
+        cr_assert(strstr(s, exit_line), "%s: the sidecar lacks \"%s\":\n%s", what, exit_line, s);
+    else
+        cr_assert_null(strstr(s, "\nexit\t"), "%s: the sidecar has an exit line:\n%s", what, s);
+    free(s);
+}
+
+/* ---- destructors at exit (23.8) ------------------------------------------------------------ */
+
+/* stderr is empty in both runs; exactly the trace's two files; the exit status in the sidecar. */
+static void check_plugin(const char *bin, const char *how, int status)
+{
+    struct pair p;
+    run_pair_env(&p, bin, how, NULL, NULL);
+    cr_assert(WIFEXITED(p.b.status) && WEXITSTATUS(p.b.status) == status,
+              "%s: untraced status %#x: %s%s", how, p.b.status, p.b.out, p.b.err);
+    cr_assert_str_empty(p.b.err, "%s: untraced stderr:\n%s", how, p.b.err);
+    cr_assert_str_empty(p.t.err, "%s: stderr:\n%s", how, p.t.err);
+    char line[32];
+    snprintf(line, sizeof line, "\nexit\tstatus\t%d\n", status);
+    check_trace_of(p.out, bin, p.t.pid, p.t.out, line, how);
+    cr_assert_eq(e2e_dir_entries(p.out), 2, "%s: %d files in the trace directory", how,
+                 e2e_dir_entries(p.out));
+    pair_free(&p);
+}
+
+/* The plugin stays loaded: its ELF destructor (500 calls) runs in the loader's _dl_fini, after
+ * the runtime's; the C++ static (1000) on exit's list, before it. */
+Test(exit_destructors, plugin_not_dlclosed)
+{
+    check_plugin(BIN("exitshost"), "dlopen", 0);
+}
+
+/* dlclose runs both destructors; the host's own ELF destructor runs at exit. */
+Test(exit_destructors, plugin_dlclosed)
+{
+    check_plugin(BIN("exitshost"), "dlclose", 0);
+}
+
+/* The plugin was constructed before main (by a linked library's constructor): its C++ static
+ * object too is destroyed from inside _dl_fini. */
+Test(exit_destructors, plugin_loaded_before_main)
+{
+    check_plugin(BIN("exitshost-early"), "early", 0);
+}
+
+/* The plugin's ELF destructor calls exit(7): libc runs the rest of exit's list, the runtime's
+ * final flush once, with status 7. */
+Test(exit_destructors, exit_called_from_a_destructor)
+{
+    check_plugin(BIN("exitshost"), "exit", 7);
+}
+
