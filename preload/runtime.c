@@ -21,6 +21,10 @@
  * calibrated TSC frequency. A fork child stops tracing (its buffers are copies it must not flush
  * into the parent's file).
  *
+ * Sanitizers (sanitizers.c): under ThreadSanitizer or MemorySanitizer the runtime steps aside
+ * with one message; under AddressSanitizer and UBSan it traces, and completes the trace from the
+ * sanitizer's death callback when an error report ends the process.
+ * *
  * errno is saved and restored around everything here.
  */
 #include "sledtrace.h"
@@ -158,6 +162,8 @@ static _Atomic int tracing;
  * finds it cleared finds `tracing` as the attempt left it. */
 static _Atomic int lazy;
 static int patched_now = 1; /* sleds switched on (sledtrace_patch/unpatch, toggle signal) */
+/* A sanitizer the runtime cannot run beside (sanitizers.c): set at start-up, never traced. */
+static const char *stepped_aside;
 
 /* A sidecar field ends its line: a name or path holding a newline would forge the next line
  * (say, a name for another id). Such a text is written empty (an unnamed id shows as #<id>); the
@@ -902,6 +908,7 @@ static int begin_outputs(char *path, size_t plen)
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     at_quick_exit(str_buffers_finish);
     str_signals_install();
+    str_sanitizer_death_hook(); /* an ASan or UBSan error report that ends the process */
     return 0;
 }
 
@@ -931,9 +938,22 @@ static void start(void)
     dl_iterate_phdr(find_main, &bias);
     /* Most processes LD_PRELOAD reaches have no sleds: told without libelf (the common case
      * costs a few system calls). */
-    int rc = stp_file_has_map("/proc/self/exe") == 0
-                 ? STP_E_NO_MAP
-                 : stp_object_open("/proc/self/exe", bias, &main_obj);
+    int has_map = stp_file_has_map("/proc/self/exe");
+    stepped_aside = str_sanitizer_unsupported();
+    if (stepped_aside) {
+        /* Before anything is proven, created or started: the program runs as untraced. One
+         * message: a warning where there is something to trace, now or when dlopen brings the
+         * first instrumented library (lazy_start says it then). */
+        int something = has_map == 1 || instrumented_loaded();
+        if (something) {
+            str_log_release(1);
+            str_log(STR_WARN, "%s: %s", exe, str_sanitizer_why(stepped_aside));
+        } else {
+            atomic_store_explicit(&lazy, 1, memory_order_relaxed);
+        }
+        return;
+    }
+    int rc = has_map == 0 ? STP_E_NO_MAP : stp_object_open("/proc/self/exe", bias, &main_obj);
     if (rc == STP_E_NO_MAP) {
         /* No sleds in the executable: its instrumented libraries are traced, if it has any. */
         main_obj = NULL;
@@ -1004,6 +1024,11 @@ static void lazy_start(void)
     if (atomic_load_explicit(&tracing, memory_order_acquire) || !instrumented_loaded())
         return;
     str_log_release(1);
+    if (stepped_aside) {
+        str_log(STR_WARN, "%s: %s", exe_path, str_sanitizer_why(stepped_aside));
+        atomic_store_explicit(&lazy, 0, memory_order_release); /* said once; never traced */
+        return;
+    }
     char path[PATH_MAX];
     if (begin_outputs(path, sizeof path) != 0) {
         atomic_store_explicit(&lazy, 0, memory_order_release); /* one attempt; it is logged */
@@ -1057,7 +1082,7 @@ __attribute__((constructor)) static void sledtrace_init(int argc, char **argv, c
     int saved = errno;
     save_cmdline(argc, argv);
     start();
-    if (!str_cfg.disable)
+    if (!str_cfg.disable && !stepped_aside)
         exit_handler_set = on_exit(final_at_exit, NULL) == 0;
     errno = saved;
 }

@@ -362,5 +362,12 @@ STR_HIDDEN void str_signals_early(void);
 STR_HIDDEN void str_signals_install(void);
 STR_HIDDEN void str_signals_before_exec(void);
 STR_HIDDEN void str_drain_side(void);
+/* sanitizers.c: a sanitizer in the process the runtime cannot run beside (ThreadSanitizer,
+ * MemorySanitizer): its name, else NULL; str_sanitizer_why says why, for the one message.
+ * str_sanitizer_death_hook: an error report of AddressSanitizer or UBSan that ends the process
+ * (the sanitizer's own exit system call) completes the trace first. */
+STR_HIDDEN const char *str_sanitizer_unsupported(void);
+STR_HIDDEN const char *str_sanitizer_why(const char *name);
+STR_HIDDEN void str_sanitizer_death_hook(void);
 
 #endif

@@ -130,3 +130,160 @@ Test(exit_destructors, exit_called_from_a_destructor)
     check_plugin(BIN("exitshost"), "exit", 7);
 }
 
+/* ---- sanitizers (23.5, 23.9) --------------------------------------------------------------- */
+
+#define SKIP_UNLESS(have, what)                                                                    \
+    do {                                                                                           \
+        if (!(have)) {                                                                             \
+            fprintf(                                                                               \
+                stderr,                                                                            \
+                "SKIPPED: clang cannot build -fsanitize=" what " programs here (meson "            \
+                "said why at configure time; scripts/setup.sh installs libclang-rt-14-dev)\n");    \
+            cr_skip_test("clang cannot build -fsanitize=" what " here");                           \
+        }                                                                                          \
+    } while (0)
+
+/* Occurrences of `needle` in `text`. */
+static int occurrences(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *p = text; p && (p = strstr(p, needle)) != NULL; p += strlen(needle))
+        n++;
+    return n;
+}
+
+/* ASan and UBSan: traced exactly; an error report that ends the process leaves the calls before
+ * it in the trace. The report itself is on stderr in both runs, with no line of the runtime's
+ * (ASan's shows addresses and neighbouring heap bytes, which differ from run to run). */
+static void check_traced_sanitizer(const char *bin, const char *how, int status, const char *report)
+{
+    struct pair p;
+    run_pair_env(&p, bin, how, "ASAN_OPTIONS=symbolize=0", "UBSAN_OPTIONS=symbolize=0");
+    cr_assert(WIFEXITED(p.b.status) && WEXITSTATUS(p.b.status) == status,
+              "%s %s: untraced status %#x:\n%s", bin, how, p.b.status, p.b.err);
+    cr_assert_eq(occurrences(p.t.err, "sledtrace"), 0, "%s %s: stderr:\n%s", bin, how, p.t.err);
+    if (report) {
+        cr_assert(strstr(p.b.err, report), "%s: untraced stderr lacks \"%s\":\n%s", bin, report,
+                  p.b.err);
+        cr_assert(strstr(p.t.err, report), "%s: stderr lacks \"%s\":\n%s", bin, report, p.t.err);
+        cr_assert_eq(e2e_nlines(p.t.err), e2e_nlines(p.b.err), "%s: stderr:\n%s\nuntraced:\n%s",
+                     bin, p.t.err, p.b.err);
+    } else {
+        cr_assert_str_empty(p.t.err, "%s: stderr:\n%s", bin, p.t.err);
+    }
+    /* an error exit: the sanitizer's exitcode is not known to the runtime (no exit line) */
+    check_trace_of(p.out, bin, p.t.pid, p.t.out, report ? NULL : "\nexit\tstatus\t0\n", bin);
+    pair_free(&p);
+}
+
+Test(sanitizers, asan_traced)
+{
+    SKIP_UNLESS(E2E_SAN_ASAN, "address");
+    check_traced_sanitizer(BIN("sanprog-asan"), "ok", 0, NULL);
+}
+
+Test(sanitizers, asan_error_exit_completes_the_trace)
+{
+    SKIP_UNLESS(E2E_SAN_ASAN, "address");
+    check_traced_sanitizer(BIN("sanprog-asan"), "error", 1,
+                           "ERROR: AddressSanitizer: heap-buffer-overflow");
+}
+
+Test(sanitizers, ubsan_traced)
+{
+    SKIP_UNLESS(E2E_SAN_UBSAN, "undefined");
+    check_traced_sanitizer(BIN("sanprog-ubsan"), "ok", 0, NULL);
+}
+
+Test(sanitizers, ubsan_error_exit_completes_the_trace)
+{
+    SKIP_UNLESS(E2E_SAN_UBSAN, "undefined");
+    check_traced_sanitizer(BIN("sanprog-ubsan"), "error", 1,
+                           "runtime error: signed integer overflow");
+}
+
+/* The one line the runtime writes for a program it steps aside from. */
+static void step_aside_line(char *buf, size_t len, const char *bin, const char *san)
+{
+    if (strcmp(san, "ThreadSanitizer") == 0)
+        snprintf(buf, len,
+                 "sledtrace: warning: %s: built with ThreadSanitizer, which cannot follow the "
+                 "tracer's own threads (it would report races in the tracer and stop the program "
+                 "at exit); not tracing, the program runs as untraced\n",
+                 bin);
+    else
+        snprintf(buf, len,
+                 "sledtrace: warning: %s: built with MemorySanitizer, which takes the tracer's "
+                 "own writes for uninitialised memory (it would stop the program at start-up); "
+                 "not tracing, the program runs as untraced\n",
+                 bin);
+}
+
+/* TSan and MSan: stdout and status as untraced, stderr as untraced after exactly the runtime's
+ * one line (the sanitizer's own report, if any, has the same number of lines and names its
+ * error), no files. */
+static void check_stepped_aside(const char *bin, const char *how, int status, const char *san,
+                                const char *report)
+{
+    struct pair p;
+    run_pair_env(&p, bin, how, NULL, NULL);
+    cr_assert(WIFEXITED(p.b.status) && WEXITSTATUS(p.b.status) == status,
+              "%s %s: untraced status %#x:\n%s", bin, how, p.b.status, p.b.err);
+    char line[1024];
+    step_aside_line(line, sizeof line, bin, san);
+    size_t ll = strlen(line);
+    cr_assert(strncmp(p.t.err, line, ll) == 0, "%s %s: stderr does not start with\n%s\nbut is\n%s",
+              bin, how, line, p.t.err);
+    cr_assert_eq(occurrences(p.t.err, "sledtrace"), 1, "%s %s: stderr:\n%s", bin, how, p.t.err);
+    if (report) {
+        cr_assert(strstr(p.b.err, report), "untraced stderr lacks \"%s\":\n%s", report, p.b.err);
+        cr_assert(strstr(p.t.err + ll, report), "stderr lacks \"%s\":\n%s", report, p.t.err);
+        cr_assert_eq(e2e_nlines(p.t.err + ll), e2e_nlines(p.b.err), "stderr:\n%s\nuntraced:\n%s",
+                     p.t.err, p.b.err);
+    } else {
+        cr_assert_str_empty(p.b.err, "untraced stderr:\n%s", p.b.err);
+        cr_assert_str_eq(p.t.err + ll, "", "stderr after the runtime's line:\n%s", p.t.err + ll);
+    }
+    cr_assert_leq(e2e_dir_entries(p.out), 0, "%s: %d files in the trace directory", bin,
+                  e2e_dir_entries(p.out));
+    pair_free(&p);
+}
+
+Test(sanitizers, tsan_steps_aside)
+{
+    SKIP_UNLESS(E2E_SAN_TSAN, "thread");
+    check_stepped_aside(BIN("sanprog-tsan"), "ok", 0, "ThreadSanitizer", NULL);
+}
+
+Test(sanitizers, tsan_race_report_as_untraced)
+{
+    SKIP_UNLESS(E2E_SAN_TSAN, "thread");
+    check_stepped_aside(BIN("sanprog-tsan"), "error", 66, "ThreadSanitizer",
+                        "WARNING: ThreadSanitizer: data race");
+}
+
+/* Without sleds there is nothing to trace: not a word (quiet descendants). */
+Test(sanitizers, tsan_without_sleds_is_quiet)
+{
+    SKIP_UNLESS(E2E_SAN_TSAN, "thread");
+    struct pair p;
+    run_pair_env(&p, BIN("sanprog-tsan-plain"), "ok", NULL, NULL);
+    cr_assert(WIFEXITED(p.b.status) && WEXITSTATUS(p.b.status) == 0, "untraced status %#x",
+              p.b.status);
+    cr_assert_str_empty(p.t.err, "stderr:\n%s", p.t.err);
+    cr_assert_leq(e2e_dir_entries(p.out), 0, "%d files", e2e_dir_entries(p.out));
+    pair_free(&p);
+}
+
+Test(sanitizers, msan_steps_aside)
+{
+    SKIP_UNLESS(E2E_SAN_MSAN, "memory");
+    check_stepped_aside(BIN("sanprog-msan"), "ok", 0, "MemorySanitizer", NULL);
+}
+
+Test(sanitizers, msan_report_as_untraced)
+{
+    SKIP_UNLESS(E2E_SAN_MSAN, "memory");
+    check_stepped_aside(BIN("sanprog-msan"), "error", 1, "MemorySanitizer",
+                        "WARNING: MemorySanitizer: use-of-uninitialized-value");
+}
