@@ -24,7 +24,10 @@
  * Sanitizers (sanitizers.c): under ThreadSanitizer or MemorySanitizer the runtime steps aside
  * with one message; under AddressSanitizer and UBSan it traces, and completes the trace from the
  * sanitizer's death callback when an error report ends the process.
- * *
+ *
+ * RTLD_DEEPBIND: a library opened with it binds the functions the runtime interposes to libc's;
+ * dlopen points them back at the runtime's (deepbind.c).
+ *
  * errno is saved and restored around everything here.
  */
 #include "sledtrace.h"
@@ -1134,13 +1137,22 @@ __attribute__((visibility("default"))) void *dlopen(const char *file, int mode)
     static void *(*real)(const char *, int);
     if (!real)
         *(void **)&real = dlsym(RTLD_NEXT, "dlopen");
+    unsigned long long loads = (mode & RTLD_DEEPBIND) ? str_deepbind_loads() : 0;
     void *h = real(file, mode);
     loaded(h);
+    if (h && (mode & RTLD_DEEPBIND) && atomic_load_explicit(&tracing, memory_order_acquire)) {
+        int saved = errno;
+        pthread_mutex_lock(&objs_lock); /* one fix at a time; never held across fork */
+        str_deepbind_fix(h, loads);     /* its calls of _exit, exec..., back to the runtime's */
+        pthread_mutex_unlock(&objs_lock);
+        errno = saved;
+    }
     return h;
 }
 
 /* A library in another link-map namespace (LM_ID_NEWLM, or one dlmopen made before) is traced
- * like any other: the scans walk every namespace (each_object). */
+ * like any other: the scans walk every namespace (each_object). RTLD_DEEPBIND is handled for
+ * dlopen only (deepbind.c). */
 __attribute__((visibility("default"))) void *dlmopen(Lmid_t lmid, const char *file, int mode)
 {
     static void *(*real)(Lmid_t, const char *, int);

@@ -130,6 +130,50 @@ Test(exit_destructors, exit_called_from_a_destructor)
     check_plugin(BIN("exitshost"), "exit", 7);
 }
 
+/* ---- RTLD_DEEPBIND (23.9) ------------------------------------------------------------------ */
+
+static void check_deepbind(const char *how)
+{
+    struct pair p;
+    run_pair_env(&p, BIN("deepbindprog"), how, NULL, NULL);
+    cr_assert(WIFEXITED(p.b.status) && WEXITSTATUS(p.b.status) == 3,
+              "%s: untraced status %#x: %s%s", how, p.b.status, p.b.out, p.b.err);
+    cr_assert_str_empty(p.b.err, "%s: untraced stderr:\n%s", how, p.b.err);
+    cr_assert_str_empty(p.t.err, "%s: stderr:\n%s", how, p.t.err);
+    check_trace_of(p.out, BIN("deepbindprog"), p.t.pid, p.t.out,
+                   strcmp(how, "exec") == 0 ? "\nexit\texec\n" : "\nexit\tstatus\t3\n", how);
+    cr_assert_eq(e2e_dir_entries(p.out), 2, "%s: %d files in the trace directory", how,
+                 e2e_dir_entries(p.out));
+    pair_free(&p);
+}
+
+Test(deepbind, _exit)
+{
+    check_deepbind("_exit");
+}
+
+Test(deepbind, _Exit)
+{
+    check_deepbind("_Exit");
+}
+
+/* libdeepdep.so, loaded by the same dlopen, shares the deep scope. */
+Test(deepbind, _exit_in_a_dependency)
+{
+    check_deepbind("dep");
+}
+
+Test(deepbind, exec)
+{
+    check_deepbind("exec");
+}
+
+/* RTLD_LAZY: the PLT slot is not bound yet when the runtime rewrites it. */
+Test(deepbind, lazy_binding)
+{
+    check_deepbind("lazy");
+}
+
 /* ---- sanitizers (23.5, 23.9) --------------------------------------------------------------- */
 
 #define SKIP_UNLESS(have, what)                                                                    \
