@@ -293,6 +293,8 @@ static size_t fix_table(const struct added *a, const struct dyn *d, const ElfW(R
             continue;
         void *bound = dlsym(handle, name); /* the deep scope's definition */
         void *next = dlsym(RTLD_NEXT, name);
+        if (!bound || !next)
+            (void)dlerror(); /* no error of ours left for the program's dlerror() */
         if (!bound || bound == mine || bound != next)
             continue; /* reaches the runtime anyway, or a definition of the library's own */
         if (write_slot(a, a->base + r->r_offset, mine) != 0)

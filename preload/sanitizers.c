@@ -39,11 +39,21 @@
 #include <errno.h>
 #include <string.h>
 
+/* dlsym that leaves no error behind for the program's dlerror() when the symbol is absent (the
+ * common case here). */
+static void *lookup(const char *name)
+{
+    void *p = dlsym(RTLD_DEFAULT, name);
+    if (!p)
+        (void)dlerror();
+    return p;
+}
+
 const char *str_sanitizer_unsupported(void)
 {
-    if (dlsym(RTLD_DEFAULT, "__tsan_init"))
+    if (lookup("__tsan_init"))
         return "ThreadSanitizer";
-    if (dlsym(RTLD_DEFAULT, "__msan_init"))
+    if (lookup("__msan_init"))
         return "MemorySanitizer";
     return NULL;
 }
@@ -70,7 +80,7 @@ static void on_sanitizer_death(void)
 void str_sanitizer_death_hook(void)
 {
     void (*set)(void (*)(void));
-    *(void **)&set = dlsym(RTLD_DEFAULT, "__sanitizer_set_death_callback");
+    *(void **)&set = lookup("__sanitizer_set_death_callback");
     if (set) {
         set(on_sanitizer_death);
         str_log(STR_DEBUG, "a sanitizer's error report that ends the process completes the trace");
