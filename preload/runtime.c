@@ -15,9 +15,18 @@
  * nothing is created; a program that never loads one gets one warning at start-up and no
  * files.
  *
- * Exit: a destructor (which runs after the program's atexit handlers and its own destructors)
- * writes everything left and rewrites the header with the run's calibrated TSC frequency.
- * A fork child stops tracing (its buffers are copies it must not flush into the parent's file).
+ * Exit: an on_exit handler registered by the constructor (it runs after the program's atexit
+ * handlers and after the destructors of every object, libraries loaded after the runtime
+ * included: "exit" below) writes everything left and rewrites the header with the run's
+ * calibrated TSC frequency. A fork child stops tracing (its buffers are copies it must not flush
+ * into the parent's file).
+ *
+ * Sanitizers (sanitizers.c): under ThreadSanitizer or MemorySanitizer the runtime steps aside
+ * with one message; under AddressSanitizer and UBSan it traces, and completes the trace from the
+ * sanitizer's death callback when an error report ends the process.
+ *
+ * RTLD_DEEPBIND: a library opened with it binds the functions the runtime interposes to libc's;
+ * dlopen points them back at the runtime's (deepbind.c).
  *
  * errno is saved and restored around everything here.
  */
@@ -156,6 +165,8 @@ static _Atomic int tracing;
  * finds it cleared finds `tracing` as the attempt left it. */
 static _Atomic int lazy;
 static int patched_now = 1; /* sleds switched on (sledtrace_patch/unpatch, toggle signal) */
+/* A sanitizer the runtime cannot run beside (sanitizers.c): set at start-up, never traced. */
+static const char *stepped_aside;
 
 /* A sidecar field ends its line: a name or path holding a newline would forge the next line
  * (say, a name for another id). Such a text is written empty (an unnamed id shows as #<id>); the
@@ -900,6 +911,7 @@ static int begin_outputs(char *path, size_t plen)
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     at_quick_exit(str_buffers_finish);
     str_signals_install();
+    str_sanitizer_death_hook(); /* an ASan or UBSan error report that ends the process */
     return 0;
 }
 
@@ -929,9 +941,22 @@ static void start(void)
     dl_iterate_phdr(find_main, &bias);
     /* Most processes LD_PRELOAD reaches have no sleds: told without libelf (the common case
      * costs a few system calls). */
-    int rc = stp_file_has_map("/proc/self/exe") == 0
-                 ? STP_E_NO_MAP
-                 : stp_object_open("/proc/self/exe", bias, &main_obj);
+    int has_map = stp_file_has_map("/proc/self/exe");
+    stepped_aside = str_sanitizer_unsupported();
+    if (stepped_aside) {
+        /* Before anything is proven, created or started: the program runs as untraced. One
+         * message: a warning where there is something to trace, now or when dlopen brings the
+         * first instrumented library (lazy_start says it then). */
+        int something = has_map == 1 || instrumented_loaded();
+        if (something) {
+            str_log_release(1);
+            str_log(STR_WARN, "%s: %s", exe, str_sanitizer_why(stepped_aside));
+        } else {
+            atomic_store_explicit(&lazy, 1, memory_order_relaxed);
+        }
+        return;
+    }
+    int rc = has_map == 0 ? STP_E_NO_MAP : stp_object_open("/proc/self/exe", bias, &main_obj);
     if (rc == STP_E_NO_MAP) {
         /* No sleds in the executable: its instrumented libraries are traced, if it has any. */
         main_obj = NULL;
@@ -1002,6 +1027,11 @@ static void lazy_start(void)
     if (atomic_load_explicit(&tracing, memory_order_acquire) || !instrumented_loaded())
         return;
     str_log_release(1);
+    if (stepped_aside) {
+        str_log(STR_WARN, "%s: %s", exe_path, str_sanitizer_why(stepped_aside));
+        atomic_store_explicit(&lazy, 0, memory_order_release); /* said once; never traced */
+        return;
+    }
     char path[PATH_MAX];
     if (begin_outputs(path, sizeof path) != 0) {
         atomic_store_explicit(&lazy, 0, memory_order_release); /* one attempt; it is logged */
@@ -1013,11 +1043,39 @@ static void lazy_start(void)
     str_log(STR_INFO, "an instrumented library was dlopen'd; tracing to %s", path);
 }
 
-/* The exit status, for the sidecar (exit runs on_exit handlers with it). */
-static void note_status(int status, void *arg)
+/* ---- exit ----
+ *
+ * exit() runs, last-registered first, every handler on libc's exit list (atexit, on_exit,
+ * __cxa_atexit: C++ static objects), then stdio's clean-up, then the system call. One handler is
+ * the dynamic loader's _dl_fini, registered by __libc_start_main just before it runs the
+ * executable's constructors and main: it runs the ELF destructors of every loaded object (and,
+ * through each library's __cxa_finalize, the C++ static objects of libraries that were
+ * constructed before it was registered), the executable's first, then the preloaded runtime's
+ * (nothing depends on it, so it is sorted second), then those of every library loaded after it,
+ * at start-up or by dlopen. An ELF destructor of the runtime's therefore ran before the
+ * destructors of every other library (issue 23.8: a plugin's or a linked C++ library's static
+ * objects, __attribute__((destructor)) functions), and their calls were lost.
+ *
+ * The final flush is an on_exit handler registered by the runtime's constructor, which runs
+ * before __libc_start_main (the runtime is initialised by the dynamic loader): it sits below
+ * _dl_fini on the list and runs after it, after every destructor, once. A program that calls
+ * exit() again from a destructor or an exit handler makes libc run the rest of the list (this
+ * handler included) with the new status: still once, with the status the process ends with.
+ * on_exit hands the status to the handler, so it goes into the sidecar from here. The handler
+ * stays valid: the runtime is linked -z nodelete (it patches code and installs signal handlers;
+ * unmapping it would break the program anyway). If on_exit fails (no memory), the ELF
+ * destructor does the final flush, as before. What a handler registered before the runtime's
+ * constructor (by a library initialised earlier, with no __cxa_finalize of its own) records
+ * after that is not in the trace. */
+static int exit_handler_set;
+
+static void final_at_exit(int status, void *arg)
 {
     (void)arg;
-    str_set_end(STR_END_STATUS, status);
+    int saved = errno;
+    str_set_end(STR_END_STATUS, status & 0xff);
+    str_buffers_finish();
+    errno = saved;
 }
 
 /* glibc passes every ELF constructor the program's argc, argv and environment. */
@@ -1027,38 +1085,15 @@ __attribute__((constructor)) static void sledtrace_init(int argc, char **argv, c
     int saved = errno;
     save_cmdline(argc, argv);
     start();
+    if (!str_cfg.disable && !stepped_aside)
+        exit_handler_set = on_exit(final_at_exit, NULL) == 0;
     errno = saved;
-}
-
-/* The exit status reaches on_exit handlers only: the runtime registers one when main starts,
- * after __libc_start_main has registered the dynamic loader's own handler (which runs the
- * runtime's destructor, and so the final flush). Handlers run last-registered first, so the
- * status is known by then. __libc_start_main is interposed for that (the executable's _start
- * calls it through the PLT); everything else passes through unchanged. */
-typedef int (*main_fn)(int, char **, char **);
-typedef int (*start_main_fn)(main_fn, int, char **, void (*)(void), void (*)(void), void (*)(void),
-                             void *);
-static main_fn program_main;
-
-static int main_with_status(int argc, char **argv, char **envp)
-{
-    on_exit(note_status, NULL);
-    return program_main(argc, argv, envp);
-}
-
-__attribute__((visibility("default"))) int __libc_start_main(main_fn main, int argc, char **argv,
-                                                             void (*init)(void), void (*fini)(void),
-                                                             void (*rtld_fini)(void),
-                                                             void *stack_end)
-{
-    start_main_fn real;
-    *(void **)&real = dlsym(RTLD_NEXT, "__libc_start_main");
-    program_main = main;
-    return real(main_with_status, argc, argv, init, fini, rtld_fini, stack_end);
 }
 
 __attribute__((destructor)) static void sledtrace_fini(void)
 {
+    if (exit_handler_set)
+        return; /* final_at_exit runs later, after every other object's destructors */
     int saved = errno;
     str_buffers_finish();
     errno = saved;
@@ -1102,13 +1137,22 @@ __attribute__((visibility("default"))) void *dlopen(const char *file, int mode)
     static void *(*real)(const char *, int);
     if (!real)
         *(void **)&real = dlsym(RTLD_NEXT, "dlopen");
+    unsigned long long loads = (mode & RTLD_DEEPBIND) ? str_deepbind_loads() : 0;
     void *h = real(file, mode);
     loaded(h);
+    if (h && (mode & RTLD_DEEPBIND) && atomic_load_explicit(&tracing, memory_order_acquire)) {
+        int saved = errno;
+        pthread_mutex_lock(&objs_lock); /* one fix at a time; never held across fork */
+        str_deepbind_fix(h, loads);     /* its calls of _exit, exec..., back to the runtime's */
+        pthread_mutex_unlock(&objs_lock);
+        errno = saved;
+    }
     return h;
 }
 
 /* A library in another link-map namespace (LM_ID_NEWLM, or one dlmopen made before) is traced
- * like any other: the scans walk every namespace (each_object). */
+ * like any other: the scans walk every namespace (each_object). RTLD_DEEPBIND is handled for
+ * dlopen only (deepbind.c). */
 __attribute__((visibility("default"))) void *dlmopen(Lmid_t lmid, const char *file, int mode)
 {
     static void *(*real)(Lmid_t, const char *, int);

@@ -386,5 +386,18 @@ STR_HIDDEN void str_signals_install(void);
 STR_HIDDEN void str_signals_before_exec(void);
 /* Moves cursor c's side-ring entries into its chunk; its outermost level only (hot.c). */
 STR_HIDDEN void str_drain_side(struct str_cursor *c);
+/* sanitizers.c: a sanitizer in the process the runtime cannot run beside (ThreadSanitizer,
+ * MemorySanitizer): its name, else NULL; str_sanitizer_why says why, for the one message.
+ * str_sanitizer_death_hook: an error report of AddressSanitizer or UBSan that ends the process
+ * (the sanitizer's own exit system call) completes the trace first. */
+STR_HIDDEN const char *str_sanitizer_unsupported(void);
+STR_HIDDEN const char *str_sanitizer_why(const char *name);
+STR_HIDDEN void str_sanitizer_death_hook(void);
+/* deepbind.c: objects loaded by a dlopen with RTLD_DEEPBIND bind the functions the runtime
+ * interposes to libc's; str_deepbind_fix points their GOT slots back at the runtime's.
+ * str_deepbind_loads: the dynamic loader's count of objects loaded so far (taken before the
+ * dlopen, to tell which objects it loaded). Under runtime.c's objs_lock. */
+STR_HIDDEN unsigned long long str_deepbind_loads(void);
+STR_HIDDEN void str_deepbind_fix(void *handle, unsigned long long loads_before);
 
 #endif
