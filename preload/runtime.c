@@ -717,16 +717,23 @@ struct scan {
                  load it, scan again (0: it went through) */
 };
 
+/* The traced object info lists, if it is still the image the runtime patched, else NULL. */
+static struct traced *still_patched(const struct dl_phdr_info *info)
+{
+    if (!candidate(info))
+        return NULL;
+    struct stat st;
+    int intact;
+    struct traced *o = traced_as(info, stat(info->dlpi_name, &st) == 0 ? &st : NULL, &intact);
+    return o && intact ? o : NULL;
+}
+
 /* The first pass: every traced object still loaded, as the image it patched, is seen. */
 static int mark_one(struct dl_phdr_info *info, size_t size, void *data)
 {
     (void)size, (void)data;
-    if (!candidate(info))
-        return 0;
-    struct stat st;
-    int intact;
-    struct traced *o = traced_as(info, stat(info->dlpi_name, &st) == 0 ? &st : NULL, &intact);
-    if (o && intact)
+    struct traced *o = still_patched(info);
+    if (o)
         o->seen = scan_gen;
     return 0;
 }
@@ -1232,12 +1239,8 @@ static void switch_object(struct traced *o, struct switching *sw)
 static int switch_one(struct dl_phdr_info *info, size_t size, void *data)
 {
     (void)size;
-    if (!candidate(info))
-        return 0;
-    struct stat st;
-    int intact;
-    struct traced *o = traced_as(info, stat(info->dlpi_name, &st) == 0 ? &st : NULL, &intact);
-    if (o && intact)
+    struct traced *o = still_patched(info);
+    if (o)
         switch_object(o, data);
     return 0;
 }

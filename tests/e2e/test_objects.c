@@ -167,31 +167,37 @@ Test(objects, twenty_plugins_each_under_its_own_object)
     e2e_rmtree(work);
 }
 
+/* Runs prog with argv1 under the preload: exit 0, stderr exactly `err` (a line, or "" for
+ * none), and the exact counts the program prints. */
+static void run_exact(const char *prog, const char *argv1, const char *err)
+{
+    char work[PATH_MAX], out[PATH_MAX], trace[PATH_MAX];
+    e2e_workdir(work, sizeof work);
+    snprintf(out, sizeof out, "%s/out", work);
+    struct e2e_spec s = {.prog = prog, .argv1 = argv1, .preload = 1, .outdir = out};
+    struct e2e_run t;
+    e2e_run(work, &s, &t);
+    cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0, "%s: status %#x: %s", prog,
+              t.status, t.err);
+    cr_assert_str_eq(t.err, err, "%s: stderr:\n%s", prog, t.err);
+    struct e2e_expect e;
+    e2e_parse_expect(t.out, &e);
+    e2e_trace_path(trace, sizeof trace, out, prog, t.pid, "fdr");
+    struct e2e_trace tr;
+    e2e_read_trace(trace, &tr);
+    e2e_check_trace(&tr, &e, prog);
+    e2e_run_free(&t);
+    e2e_rmtree(work);
+}
+
 /* Issue 23.6: a breakpoint set before the runtime starts (bpprog.c "before"). Before: the
  * function was left untraced with a message only at the info level. Now one warning names the
  * cause, and the other function's count is exact. */
 Test(objects, breakpoint_before_start_is_said)
 {
-    char work[PATH_MAX], out[PATH_MAX], trace[PATH_MAX];
-    e2e_workdir(work, sizeof work);
-    snprintf(out, sizeof out, "%s/out", work);
-    struct e2e_spec s = {.prog = BIN("bpprog"), .argv1 = "before", .preload = 1, .outdir = out};
-    struct e2e_run t;
-    e2e_run(work, &s, &t);
-    cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0, "status %#x: %s", t.status, t.err);
-    cr_assert_eq(e2e_nlines(t.err), 1, "one line expected: %s", t.err);
-    cr_assert(strstr(t.err, "sledtrace: warning: ") &&
-                  strstr(t.err, "bpprog: 1 function left untraced (a debugger's breakpoint "
-                                "(int3) on its sled): bp_target\n"),
-              "%s", t.err);
-    struct e2e_expect e;
-    e2e_parse_expect(t.out, &e);
-    e2e_trace_path(trace, sizeof trace, out, BIN("bpprog"), t.pid, "fdr");
-    struct e2e_trace tr;
-    e2e_read_trace(trace, &tr);
-    e2e_check_trace(&tr, &e, "bpprog before");
-    e2e_run_free(&t);
-    e2e_rmtree(work);
+    run_exact(BIN("bpprog"), "before",
+              "sledtrace: warning: " BIN("bpprog") ": 1 function left untraced (a debugger's "
+                                                   "breakpoint (int3) on its sled): bp_target\n");
 }
 
 /* Issue 23.6: gdb's `break *func` on a patched sled, then a switch (bpprog.c "after"). Before:
@@ -200,26 +206,9 @@ Test(objects, breakpoint_before_start_is_said)
  * was) and says so once. */
 Test(objects, switch_leaves_a_breakpoint_alone)
 {
-    char work[PATH_MAX], out[PATH_MAX], trace[PATH_MAX];
-    e2e_workdir(work, sizeof work);
-    snprintf(out, sizeof out, "%s/out", work);
-    struct e2e_spec s = {.prog = BIN("bpprog"), .argv1 = "after", .preload = 1, .outdir = out};
-    struct e2e_run t;
-    e2e_run(work, &s, &t);
-    cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0, "status %#x: %s", t.status, t.err);
-    cr_assert_eq(e2e_nlines(t.err), 1, "one line expected: %s", t.err);
-    cr_assert(strstr(t.err, "sledtrace: warning: 1 function whose sled someone else changed (a "
-                            "debugger's breakpoint?) left as it is, no longer switched on or "
-                            "off\n"),
-              "%s", t.err);
-    struct e2e_expect e;
-    e2e_parse_expect(t.out, &e);
-    e2e_trace_path(trace, sizeof trace, out, BIN("bpprog"), t.pid, "fdr");
-    struct e2e_trace tr;
-    e2e_read_trace(trace, &tr);
-    e2e_check_trace(&tr, &e, "bpprog after");
-    e2e_run_free(&t);
-    e2e_rmtree(work);
+    run_exact(BIN("bpprog"), "after",
+              "sledtrace: warning: 1 function whose sled someone else changed (a debugger's "
+              "breakpoint?) left as it is, no longer switched on or off\n");
 }
 
 /* Issue 23.11: a library loaded with dlmopen into a new link-map namespace. Before: never
@@ -227,21 +216,5 @@ Test(objects, switch_leaves_a_breakpoint_alone)
  * libslb.so, the dlopen'd one and the dlmopen'd one, are traced, exactly. */
 Test(objects, library_in_another_link_map_namespace)
 {
-    char work[PATH_MAX], out[PATH_MAX], trace[PATH_MAX];
-    e2e_workdir(work, sizeof work);
-    snprintf(out, sizeof out, "%s/out", work);
-    struct e2e_spec s = {
-        .prog = BIN("dlmprog"), .argv1 = BIN("libslb.so"), .preload = 1, .outdir = out};
-    struct e2e_run t;
-    e2e_run(work, &s, &t);
-    cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0, "status %#x: %s", t.status, t.err);
-    cr_assert_str_empty(t.err, "%s", t.err);
-    struct e2e_expect e;
-    e2e_parse_expect(t.out, &e);
-    e2e_trace_path(trace, sizeof trace, out, BIN("dlmprog"), t.pid, "fdr");
-    struct e2e_trace tr;
-    e2e_read_trace(trace, &tr);
-    e2e_check_trace(&tr, &e, "dlmprog");
-    e2e_run_free(&t);
-    e2e_rmtree(work);
+    run_exact(BIN("dlmprog"), BIN("libslb.so"), "");
 }
