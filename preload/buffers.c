@@ -481,9 +481,20 @@ static void flush_committed(struct losses *final)
     pthread_mutex_unlock(&registry_lock);
 }
 
+static size_t pool_head(unsigned n);
+
+/* The default pool's size: SLEDTRACE_BUFFERS chunks and their bookkeeping. */
+static size_t default_pool(void)
+{
+    return pool_head(str_cfg.nchunks) + str_cfg.nchunks * str_cfg.chunk_size;
+}
+
+/* A thread's pool, its last chunk written: kept for the next thread (pools.c), else unmapped. */
 static void free_thread(struct str_thread *th)
 {
     size_t size = th->map_size;
+    if (str_pool_give(th, size, default_pool()))
+        return;
     munmap(th, size);
     str_mem_give(size);
 }
@@ -946,8 +957,19 @@ static struct str_thread *new_thread(int vfork_child, struct str_cursor *cur)
     unsigned n = str_cfg.nchunks;
     size_t size = 0;
     void *m = MAP_FAILED;
-    int cause = 0; /* 0: the budget; else the mapping's errno */
-    for (;;) {
+    int cause = 0;      /* 0: the budget; else the mapping's errno */
+    uint64_t ready = 0; /* a kept pool's chunks that are resident (the first 64) */
+    struct str_thread *old = str_pool_take();
+    if (old) {
+        /* An exited thread's (pools.c): already counted in the budget. Its bookkeeping starts
+         * again from zero, as a new mapping's would; its chunks' pages stay. */
+        m = old;
+        for (unsigned i = 0; i < old->nchunks && i < 64; i++)
+            ready |= (uint64_t)(old->chunks[i].ready != 0) << i;
+        size = default_pool();
+        memset(m, 0, pool_head(n));
+    }
+    while (m == MAP_FAILED) {
         size = pool_head(n) + n * str_cfg.chunk_size;
         if (str_mem_take(size)) {
             m = map_pool(size);
@@ -965,7 +987,8 @@ static struct str_thread *new_thread(int vfork_child, struct str_cursor *cur)
     if (m == MAP_FAILED)
         return NULL;
     size_t head = pool_head(n);
-    populate(m, head + str_cfg.chunk_size); /* the bookkeeping and the first chunk */
+    if (!(ready & 1))
+        populate(m, head + str_cfg.chunk_size); /* the bookkeeping and the first chunk */
     struct str_thread *th = m;
     th->map_size = size;
     th->cursor = cur;
@@ -977,6 +1000,7 @@ static struct str_thread *new_thread(int vfork_child, struct str_cursor *cur)
     for (unsigned i = 0; i < th->nchunks; i++) {
         th->chunks[i].owner = th;
         th->chunks[i].base = (uint8_t *)m + head + i * str_cfg.chunk_size;
+        th->chunks[i].ready = i < 64 && (ready >> i & 1);
     }
     th->chunks[0].ready = 1;
     if (vfork_child)

@@ -309,6 +309,11 @@ STR_HIDDEN void str_buffers_munlock(void);
  * holds. str_tasks_tight: the task limits leave little room (*why says which). */
 STR_HIDDEN void str_limits_read(void);
 STR_HIDDEN int str_mem_take(size_t bytes);
+/* pools.c: exited threads' pools kept for the next threads. str_pool_give keeps pool (1) if it
+ * is of the default size and there is room, else 0 (the caller unmaps it); str_pool_take
+ * returns a kept pool of the default size, or NULL. */
+STR_HIDDEN int str_pool_give(void *pool, size_t size, size_t default_size);
+STR_HIDDEN void *str_pool_take(void);
 STR_HIDDEN void str_mem_give(size_t bytes);
 STR_HIDDEN void str_mem_short(unsigned got, int cause);
 STR_HIDDEN void str_mem_report(void);
