@@ -17,7 +17,9 @@
  * Threads: all state is the thread's own (initial-exec TLS); a signal handler of the program
  * that calls sigaltstack in the middle of the wrapper's update is the one race, as it would be
  * against the kernel's own state. The memory is given back at the thread's retirement
- * (str_altstack_thread_exit) unless the thread is running on it.
+ * (str_altstack_thread_exit) unless the thread is running on it: kept for the next thread
+ * (pools.c; its guard page stays), else unmapped. It is reused only once the kernel no
+ * longer has it as the exiting thread's alternate stack (disabled first).
  */
 #include "str.h"
 
@@ -44,6 +46,8 @@ struct alt {
 };
 
 static __thread struct alt alt __attribute__((tls_model("initial-exec")));
+/* Alternate stacks of exited threads (their guard page set), all of one size. */
+static struct str_keep kept;
 
 static int raw_sigaltstack(const stack_t *ss, stack_t *old)
 {
@@ -70,17 +74,20 @@ void str_altstack_thread(void)
     size_t min = (size_t)getauxval(AT_MINSIGSTKSZ);
     size_t size = 4 * min > STACK_MIN ? 4 * min : STACK_MIN;
     size = (size + 4095) & ~(size_t)4095;
-    void *m = mmap(NULL, size + GUARD, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (m == MAP_FAILED) {
-        errno = saved;
-        return;
-    }
-    str_munlock_new(m, size + GUARD); /* under mlockall(MCL_FUTURE): memlock.c */
-    if (mprotect(m, GUARD, PROT_NONE) != 0) {
-        munmap(m, size + GUARD);
-        errno = saved;
-        return;
+    void *m = str_keep_take(&kept);
+    if (!m) {
+        m = mmap(NULL, size + GUARD, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED) {
+            errno = saved;
+            return;
+        }
+        str_munlock_new(m, size + GUARD); /* under mlockall(MCL_FUTURE): memlock.c */
+        if (mprotect(m, GUARD, PROT_NONE) != 0) {
+            munmap(m, size + GUARD);
+            errno = saved;
+            return;
+        }
     }
     alt.map = m;
     alt.size = size;
@@ -115,7 +122,8 @@ void str_altstack_thread_exit(void)
         }
         alt.installed = 0;
     }
-    munmap(alt.map, alt.size + GUARD);
+    if (!str_keep_give(&kept, alt.map))
+        munmap(alt.map, alt.size + GUARD);
     alt.map = NULL;
     errno = saved;
 }

@@ -489,11 +489,14 @@ static size_t default_pool(void)
     return pool_head(str_cfg.nchunks) + str_cfg.nchunks * str_cfg.chunk_size;
 }
 
-/* A thread's pool, its last chunk written: kept for the next thread (pools.c), else unmapped. */
+/* Pools of the default size, kept for the next threads (pools.c). */
+static struct str_keep kept_pools;
+
+/* A thread's pool, its last chunk written: kept for the next thread, else unmapped. */
 static void free_thread(struct str_thread *th)
 {
     size_t size = th->map_size;
-    if (str_pool_give(th, size, default_pool()))
+    if (size == default_pool() && str_keep_give(&kept_pools, th))
         return;
     munmap(th, size);
     str_mem_give(size);
@@ -959,7 +962,7 @@ static struct str_thread *new_thread(int vfork_child, struct str_cursor *cur)
     void *m = MAP_FAILED;
     int cause = 0;      /* 0: the budget; else the mapping's errno */
     uint64_t ready = 0; /* a kept pool's chunks that are resident (the first 64) */
-    struct str_thread *old = str_pool_take();
+    struct str_thread *old = str_keep_take(&kept_pools);
     if (old) {
         /* An exited thread's (pools.c): already counted in the budget. Its bookkeeping starts
          * again from zero, as a new mapping's would; its chunks' pages stay. */

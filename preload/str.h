@@ -309,11 +309,15 @@ STR_HIDDEN void str_buffers_munlock(void);
  * holds. str_tasks_tight: the task limits leave little room (*why says which). */
 STR_HIDDEN void str_limits_read(void);
 STR_HIDDEN int str_mem_take(size_t bytes);
-/* pools.c: exited threads' pools kept for the next threads. str_pool_give keeps pool (1) if it
- * is of the default size and there is room, else 0 (the caller unmaps it); str_pool_take
- * returns a kept pool of the default size, or NULL. */
-STR_HIDDEN int str_pool_give(void *pool, size_t size, size_t default_size);
-STR_HIDDEN void *str_pool_take(void);
+/* pools.c: mappings of exited threads kept for the next threads, up to STR_KEEP of one size
+ * per str_keep (zero-initialised). str_keep_give keeps map (1) if there is room, else 0 (the
+ * caller unmaps it); str_keep_take returns a kept one, or NULL. */
+enum { STR_KEEP = 16 };
+struct str_keep {
+    _Atomic(void *) slots[STR_KEEP];
+};
+STR_HIDDEN int str_keep_give(struct str_keep *k, void *map);
+STR_HIDDEN void *str_keep_take(struct str_keep *k);
 STR_HIDDEN void str_mem_give(size_t bytes);
 STR_HIDDEN void str_mem_short(unsigned got, int cause);
 STR_HIDDEN void str_mem_report(void);
