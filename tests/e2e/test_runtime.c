@@ -173,6 +173,47 @@ Test(churn, memory_returned_nopie_xray_runtime)
     check_churn_memory(BIN("churn-nopie-rt"), NULL);
 }
 
+/* Issue 23.13: threads set up after others exited reuse their buffers and alternate stacks
+ * (preload/pools.c) instead of mapping new ones. mmapcount.so, preloaded before the runtime,
+ * counts the mmap calls of 64 KiB or more made through libc (a pool is about 1 MiB, an
+ * alternate stack 68 KiB; glibc maps thread stacks internally, uncounted). churn's 400 threads
+ * come 20 at a time: before, a pool and a stack each, 800 calls; now at most those of the
+ * threads alive at once and the kept ones. Counts exact. */
+Test(churn, buffers_of_exited_threads_are_reused)
+{
+    char work[PATH_MAX], out[PATH_MAX], trace[PATH_MAX], preload[2 * PATH_MAX + 32],
+        output[PATH_MAX + 32], count[PATH_MAX + 32];
+    e2e_workdir(work, sizeof work);
+    snprintf(out, sizeof out, "%s/out", work);
+    snprintf(preload, sizeof preload, "LD_PRELOAD=%s %s", E2E_MMAPCOUNT, E2E_PRELOAD);
+    snprintf(output, sizeof output, "SLEDTRACE_OUTPUT=%s", out);
+    snprintf(count, sizeof count, "MMAPCOUNT_OUT=%s/mmaps", work);
+    struct e2e_spec s = {.prog = BIN("churn-pie-nort"),
+                         .env = {preload, output, count, "MMAPCOUNT_MIN=65536"}};
+    struct e2e_run t;
+    e2e_run(work, &s, &t);
+    cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0, "status %#x: %s", t.status, t.err);
+    cr_assert_str_empty(t.err, "%s", t.err);
+    char path[PATH_MAX + 8];
+    snprintf(path, sizeof path, "%s/mmaps", work);
+    char *n = e2e_slurp(path, NULL);
+    cr_assert_not_null(n, "mmapcount.so wrote no %s", path);
+    long calls = atol(n);
+    cr_assert(calls >= 2 && calls <= 120,
+              "%ld mmap calls of 64 KiB or more for 400 threads, 20 at a time", calls);
+    free(n);
+    struct e2e_expect e;
+    e2e_parse_expect(t.out, &e);
+    e2e_trace_path(trace, sizeof trace, out, BIN("churn-pie-nort"), t.pid, "fdr");
+    struct e2e_trace *tr = malloc(sizeof *tr);
+    cr_assert_not_null(tr);
+    e2e_read_trace(trace, tr);
+    e2e_check_trace(tr, &e, "churn, reused buffers");
+    free(tr);
+    e2e_run_free(&t);
+    e2e_rmtree(work);
+}
+
 /* ---- files ----------------------------------------------------------------------------------- */
 
 /* Runs bin untraced and traced (with env and pre_exec); the traced run must have the same wait
