@@ -78,6 +78,9 @@ void str_altstack_thread(void)
     if (!m) {
         m = mmap(NULL, size + GUARD, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED && errno == ENOMEM && str_keep_drain(&kept, size + GUARD))
+            m = mmap(NULL, size + GUARD, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (m == MAP_FAILED) {
             errno = saved;
             return;
@@ -96,6 +99,17 @@ void str_altstack_thread(void)
         alt.map = NULL;
     }
     errno = saved;
+}
+
+/* The size of the kept stacks, the same for every thread (AT_MINSIGSTKSZ); set before the
+ * first is kept. Relaxed: a drain that sees 0 finds nothing kept yet either (it only matters
+ * under an address-space limit, where a missed stack makes one mapping fail, as before). */
+static _Atomic size_t kept_size;
+
+size_t str_altstack_drain(void)
+{
+    size_t size = atomic_load_explicit(&kept_size, memory_order_relaxed);
+    return size ? str_keep_drain(&kept, size) : 0;
 }
 
 void str_altstack_range(void **map, size_t *len)
@@ -122,6 +136,7 @@ void str_altstack_thread_exit(void)
         }
         alt.installed = 0;
     }
+    atomic_store_explicit(&kept_size, alt.size + GUARD, memory_order_relaxed);
     if (!str_keep_give(&kept, alt.map))
         munmap(alt.map, alt.size + GUARD);
     alt.map = NULL;

@@ -909,8 +909,15 @@ static int reclaim_exited(void);
 static void *map_pool(size_t size)
 {
     void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED && errno == ENOMEM && reclaim_exited()) /* exited threads' buffers */
-        m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED && errno == ENOMEM) {
+        /* An address-space limit: exited threads' buffers are written (and kept), then what
+         * is kept is given back (pools.c), and the mapping is tried once more. */
+        int more = reclaim_exited();
+        size_t n = str_keep_drain(&kept_pools, default_pool());
+        str_mem_give(n * default_pool());
+        if (more || n || str_altstack_drain())
+            m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    }
     if (m != MAP_FAILED)
         str_munlock_new(m, size);
     return m;

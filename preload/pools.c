@@ -15,6 +15,10 @@
  * again when reused. Resident memory held here is at most STR_KEEP pools' used chunks and
  * STR_KEEP alternate stacks.
  *
+ * Address space. What is kept counts against RLIMIT_AS: when a mapping fails with ENOMEM, its
+ * caller drains its kept ones (str_keep_drain) and tries once more, so a program near its
+ * limit is no worse off than when every thread's memory was unmapped at its exit.
+ *
  * Threads and signals. Givers are the flush thread, the final flush, a fork child freeing what
  * it inherited and exiting threads; takers are threads setting up (the slow path, asynchronous
  * signals blocked). The slots are atomic pointers: a give stores into an empty slot with a
@@ -25,6 +29,8 @@
  * taker's acquire exchange.
  */
 #include "str.h"
+
+#include <sys/mman.h>
 
 int str_keep_give(struct str_keep *k, void *map)
 {
@@ -37,6 +43,14 @@ int str_keep_give(struct str_keep *k, void *map)
             return 1;
     }
     return 0;
+}
+
+size_t str_keep_drain(struct str_keep *k, size_t size)
+{
+    size_t n = 0;
+    for (void *p; (p = str_keep_take(k)) != NULL; n++)
+        munmap(p, size);
+    return n;
 }
 
 void *str_keep_take(struct str_keep *k)

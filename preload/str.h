@@ -318,6 +318,8 @@ struct str_keep {
 };
 STR_HIDDEN int str_keep_give(struct str_keep *k, void *map);
 STR_HIDDEN void *str_keep_take(struct str_keep *k);
+/* Unmaps every mapping k keeps (each `size` bytes); returns how many. */
+STR_HIDDEN size_t str_keep_drain(struct str_keep *k, size_t size);
 STR_HIDDEN void str_mem_give(size_t bytes);
 STR_HIDDEN void str_mem_short(unsigned got, int cause);
 STR_HIDDEN void str_mem_report(void);
@@ -387,6 +389,8 @@ STR_HIDDEN void str_altstack_thread(void);
 STR_HIDDEN void str_altstack_thread_exit(void);
 /* The calling thread's runtime alternate stack mapping (NULL, 0: none). */
 STR_HIDDEN void str_altstack_range(void **map, size_t *len);
+/* Unmaps the alternate stacks kept for the next threads (an address-space limit); how many. */
+STR_HIDDEN size_t str_altstack_drain(void);
 /* signals.c */
 /* Resolves what the signal paths call later (the interposed longjmp family's targets), so that
  * they never call dlsym from a handler. Called once at start-up, before any tracing. */
