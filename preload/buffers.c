@@ -2246,10 +2246,12 @@ static void final_flush_writes(void)
         report_losses(&lost, dropped);
         return;
     }
-    /* At least 2 ms of interval: the clock read is bracketed within ~50 ns, so the frequency is
-     * good to ~25 ppm, far finer than anything such a short run can time; waiting 20 ms, as
-     * before, held up the exit of every short traced process (a shell's every command). */
-    uint64_t freq = calibrate(2, 1);
+    /* The whole run's interval, without waiting: each clock read is bracketed within ~50 ns,
+     * so even a run of 1 ms gets a frequency good to ~100 ppm, finer than anything it can time
+     * (a 10 us call is off by 1 ns); plausible() checks it against the references it has.
+     * Waiting for 2 ms of interval, as before (20 ms before that), held up the exit of every
+     * short traced process (a shell's every command) by up to that much (issue 24.3). */
+    uint64_t freq = calibrate(0, 1);
     write_header(freq);
     if (atomic_load_explicit(&solo, memory_order_relaxed) && !flusher_cpu_ns)
         str_log(STR_INFO, "trace: %llu bytes in %llu blocks, TSC %llu Hz; no flush thread",
