@@ -896,7 +896,7 @@ static void start_block(struct str_cursor *cur, struct str_thread *th, uint64_t 
     atomic_store_explicit(&cur->stable, (uintptr_t)p + STR_BLOCK_HEAD, memory_order_release);
     atomic_store_explicit(&cur->pos, (uintptr_t)p + STR_BLOCK_HEAD, memory_order_release);
     atomic_signal_fence(memory_order_seq_cst);
-    atomic_store_explicit(&cur->end, (uintptr_t)p + str_cfg.chunk_size, memory_order_relaxed);
+    atomic_store_explicit(&cur->end, (uintptr_t)p + c->ready, memory_order_relaxed);
 }
 
 static int reclaim_exited(void);
@@ -941,13 +941,35 @@ static void populate(void *p, size_t len)
         ((volatile uint8_t *)p)[off] = 0;
 }
 
-/* Chunk c's pages, the first time its owner takes it. */
+/* Chunk c's pages, all of them, when its owner takes it. */
 static void make_ready(struct str_chunk *c)
 {
-    if (!c->ready) {
-        populate(c->base, str_cfg.chunk_size);
-        c->ready = 1;
+    if (c->ready < str_cfg.chunk_size) {
+        populate(c->base + c->ready, str_cfg.chunk_size - c->ready);
+        c->ready = str_cfg.chunk_size;
     }
+}
+
+/* A fresh pool's first chunk grows as it fills (refill): STR_FIRST_BYTES at set-up, then
+ * doubling, so that a thread that records little holds 16 KiB of chunk, not 64. */
+static size_t first_bytes(void)
+{
+    return str_cfg.chunk_size < STR_FIRST_BYTES ? str_cfg.chunk_size : STR_FIRST_BYTES;
+}
+
+/* The bookkeeping's pages but the side ring's (pages holding nothing else): that ring is
+ * written only by signal handlers that interrupt the tracer, which fault its pages in when they
+ * first need them (a delay in that handler, not in the interrupted recording). */
+static void populate_head(void *m, size_t head)
+{
+    size_t side_lo = (offsetof(struct str_thread, side) + 4095) & ~(size_t)4095;
+    size_t side_hi = offsetof(struct str_thread, side[STR_SIDE_N]) & ~(size_t)4095;
+    if (side_hi <= side_lo) {
+        populate(m, head);
+        return;
+    }
+    populate(m, side_lo);
+    populate((uint8_t *)m + side_hi, head - side_hi);
 }
 
 static size_t pool_head(unsigned n)
@@ -967,15 +989,15 @@ static struct str_thread *new_thread(int vfork_child, struct str_cursor *cur)
     unsigned n = str_cfg.nchunks;
     size_t size = 0;
     void *m = MAP_FAILED;
-    int cause = 0;      /* 0: the budget; else the mapping's errno */
-    uint64_t ready = 0; /* a kept pool's chunks that are resident (the first 64) */
+    int cause = 0;          /* 0: the budget; else the mapping's errno */
+    size_t ready[64] = {0}; /* a kept pool's chunks' resident bytes (the first 64) */
     struct str_thread *old = str_keep_take(&kept_pools);
     if (old) {
         /* An exited thread's (pools.c): already counted in the budget. Its bookkeeping starts
          * again from zero, as a new mapping's would; its chunks' pages stay. */
         m = old;
         for (unsigned i = 0; i < old->nchunks && i < 64; i++)
-            ready |= (uint64_t)(old->chunks[i].ready != 0) << i;
+            ready[i] = old->chunks[i].ready;
         size = default_pool();
         memset(m, 0, pool_head(n));
     }
@@ -997,8 +1019,11 @@ static struct str_thread *new_thread(int vfork_child, struct str_cursor *cur)
     if (m == MAP_FAILED)
         return NULL;
     size_t head = pool_head(n);
-    if (!(ready & 1))
-        populate(m, head + str_cfg.chunk_size); /* the bookkeeping and the first chunk */
+    if (!old) { /* the bookkeeping and the start of the first chunk */
+        populate_head(m, head);
+        populate((uint8_t *)m + head, first_bytes());
+        ready[0] = first_bytes();
+    }
     struct str_thread *th = m;
     th->map_size = size;
     th->cursor = cur;
@@ -1010,9 +1035,8 @@ static struct str_thread *new_thread(int vfork_child, struct str_cursor *cur)
     for (unsigned i = 0; i < th->nchunks; i++) {
         th->chunks[i].owner = th;
         th->chunks[i].base = (uint8_t *)m + head + i * str_cfg.chunk_size;
-        th->chunks[i].ready = i < 64 && (ready >> i & 1);
+        th->chunks[i].ready = i < 64 ? ready[i] : 0;
     }
-    th->chunks[0].ready = 1;
     if (vfork_child)
         return th;
     str_altstack_thread();
@@ -1246,8 +1270,21 @@ static void refill(struct str_cursor *cur, uint64_t tsc)
         return;
     }
     uintptr_t pos = atomic_load_explicit(&cur->pos, memory_order_relaxed);
-    if (pos > (uintptr_t)th->chunks[atomic_load_explicit(&th->cur, memory_order_relaxed)].base +
-                  STR_BLOCK_HEAD) {
+    struct str_chunk *c = &th->chunks[atomic_load_explicit(&th->cur, memory_order_relaxed)];
+    if (c->ready < str_cfg.chunk_size && pos > (uintptr_t)c->base &&
+        pos <= (uintptr_t)c->base + c->ready &&
+        atomic_load_explicit(&cur->end, memory_order_relaxed) == (uintptr_t)c->base + c->ready) {
+        /* The first chunk, filled as far as it is present: more of it, doubling (no new block:
+         * its records go on where they are). */
+        size_t more =
+            c->ready < str_cfg.chunk_size - c->ready ? c->ready : str_cfg.chunk_size - c->ready;
+        populate(c->base + c->ready, more);
+        c->ready += more;
+        atomic_store_explicit(&cur->end, (uintptr_t)c->base + c->ready, memory_order_relaxed);
+        errno = saved;
+        return;
+    }
+    if (pos > (uintptr_t)c->base + STR_BLOCK_HEAD) {
         hand_over(th, cur, 0);
         if (!next_chunk(th, str_cfg.policy == STR_LOSSLESS)) {
             /* Solo, only a vfork child gets here: its chunks wait for its parent (a gap). */

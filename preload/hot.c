@@ -42,7 +42,7 @@
  *    view charges it to the function whose entry or exit it delayed.
  *    LIMIT: the ring holds STR_SIDE_N events. It overflows only if the outermost level stays
  *    inside the fast path while that many nested events arrive: a stall on a slow page
- *    (thread memory is populated up front to avoid those).
+ *    (a chunk's pages are populated before the owner records into them, buffers.c).
  *  - Strict seccomp. A thread in SECCOMP_MODE_STRICT may not even read the TSC (the kernel
  *    turns rdtsc into a fault). Such a thread carries STR_NEST_STRICT in `nest` (threads.c);
  *    the fast path reads the clock only after its nest check, so those events go to

@@ -90,7 +90,7 @@ static inline void str_raw_sigmask(long how, const uint64_t *set, uint64_t *old)
 }
 
 /* ---- per-thread state ---- */
-enum { STR_SIDE_N = 1024, STR_BLOCK_HEAD = 80 };
+enum { STR_SIDE_N = 1024, STR_BLOCK_HEAD = 80, STR_FIRST_BYTES = 16384 };
 
 /* One event recorded by a signal handler that interrupted the hot path (see hot.c). */
 struct str_side_entry {
@@ -128,7 +128,9 @@ struct str_chunk {
     size_t used;       /* bytes, set by the owner before queueing */
     _Atomic int state; /* enum str_chunk_state */
     int final;         /* last chunk of an exiting thread: the flusher frees the thread */
-    int ready;         /* its pages are present (populated when the owner first takes it) */
+    /* Its bytes that are present (populated by the owner: a fresh pool's first chunk
+     * STR_FIRST_BYTES at set-up, growing as it fills; any other chunk whole when first taken). */
+    size_t ready;
     /* How much of this chunk is already in the file (0: nothing, not even its header) and the
      * TSC of the last record written, the base of a continuation block. Written by the flush
      * thread; under the flight policy also reset by the owner when it reclaims the chunk. */

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-enum { E2E_MAX_ENV = 12, E2E_MAX_FUNCS = 128, E2E_MAX_TIDS = 512 };
+enum { E2E_MAX_ENV = 12, E2E_MAX_FUNCS = 128, E2E_MAX_TIDS = 1024 };
 
 struct e2e_spec {
     const char *prog;             /* path of the program */
