@@ -20,7 +20,8 @@
 # (SLEDTRACE_BUFFER_KB x SLEDTRACE_BUFFERS per thread that records events).
 #
 # Also: start-up with many functions, the per-process cost of the preload for a program with
-# nothing to trace (/bin/true), self times against perf (scripts/bench/profile.sh), and
+# nothing to trace (/bin/true), self times against perf (scripts/bench/profile.sh), threads
+# and processes (scripts/bench/threads.sh: churn, live threads, a small traced program), and
 # analysis speed.
 #
 # Environment: BENCH_ROUNDS (default 7), BENCH_FIB_N (default 30), BENCH_MANY (functions in
@@ -625,6 +626,15 @@ if [[ "$sp_a" != "-" && "$sp_b" != "-" ]]; then
         "$TARGET_SPAWN_US" "$verdict"
 else
     echo "  not measured (no runtime built, or a spawn failed)"
+fi
+
+# ---- threads and processes (issue 24) -------------------------------------------
+# Thread churn and set-up, thousands of live threads (time and peak RSS), and a small
+# instrumented program's per-process cost, each against untraced: scripts/bench/threads.sh.
+if [[ -e "$preload" && -x "$tool" ]]; then
+    echo
+    BENCH_ROUNDS=$ROUNDS CLANG=$CLANG scripts/bench/threads.sh "$root" ||
+        echo "threads: not measured (scripts/bench/threads.sh failed)"
 fi
 
 # ---- analysis speed ----------------------------------------------------------

@@ -1,5 +1,5 @@
-/* Per-process cost: posix_spawn + waitpid of argv[2], argv[1] times, with this process's
- * environment (LD_PRELOAD included when the bench sets it). Prints "ns=<ns per process>". The
+/* Per-process cost: posix_spawn + waitpid of argv[2], argv[1] times, in an environment that
+ * holds only LD_PRELOAD=$SPAWN_PRELOAD and, when SPAWN_OUTPUT is set, SLEDTRACE_OUTPUT. Prints "ns=<ns per process>". The
  * spawner itself is never preloaded: the bench passes the preload to the children only, through
  * SPAWN_PRELOAD. */
 #include <spawn.h>
@@ -14,10 +14,11 @@ int main(int argc, char **argv)
     if (argc < 3)
         return 2;
     long n = atol(argv[1]);
-    const char *pre = getenv("SPAWN_PRELOAD");
-    char preload[4096 + 16];
-    char *env[] = {preload, NULL};
+    const char *pre = getenv("SPAWN_PRELOAD"), *dir = getenv("SPAWN_OUTPUT");
+    char preload[4096 + 16], output[4096 + 32];
+    char *env[] = {preload, dir ? output : NULL, NULL};
     snprintf(preload, sizeof preload, "LD_PRELOAD=%s", pre ? pre : "");
+    snprintf(output, sizeof output, "SLEDTRACE_OUTPUT=%s", dir ? dir : "");
     char *args[] = {argv[2], NULL};
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);
