@@ -237,3 +237,34 @@ Test(cache, shared_libraries_too)
     }
     e2e_rmtree(work);
 }
+
+/* Issue 24.3: a process started without HOME (a daemon, `env -i`) still has a cache:
+ * sledtrace-cache-<euid> in $TMPDIR. Before: none, so every such process proved its sleds
+ * again (2.2 ms of a one-function program's start-up). The second run takes all 3 proofs from
+ * the first one's file; the directory is private. */
+Test(cache, without_home_in_tmpdir)
+{
+    char work[PATH_MAX], dir[PATH_MAX + 64];
+    e2e_workdir(work, sizeof work);
+    for (int run = 0; run < 2; run++) {
+        struct e2e_run t;
+        e2e_run_sh(
+            work, &t,
+            "env -i TMPDIR='%s' SLEDTRACE_LOG=info LD_PRELOAD='%s' SLEDTRACE_OUTPUT='%s/out' "
+            "'%s'",
+            work, E2E_PRELOAD, work, BIN("cacheprog"));
+        cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0, "status %#x\n%s", t.status,
+                  t.err);
+        char want[128];
+        snprintf(want, sizeof want,
+                 ": 3 functions (3 proven, %d by the cache), 6 sleds, 6 patched\n", run ? 3 : 0);
+        cr_assert_not_null(strstr(t.err, want), "run %d: no '%s' in:\n%s", run, want, t.err);
+        e2e_run_free(&t);
+    }
+    snprintf(dir, sizeof dir, "%s/sledtrace-cache-%u", work, (unsigned)geteuid());
+    struct stat st;
+    cr_assert_eq(lstat(dir, &st), 0, "%s missing", dir);
+    cr_assert(S_ISDIR(st.st_mode) && (st.st_mode & 0777) == 0700, "%s: mode %o", dir,
+              (unsigned)st.st_mode);
+    e2e_rmtree(work);
+}
