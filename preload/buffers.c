@@ -1043,6 +1043,9 @@ static struct str_thread *new_thread(int vfork_child, struct str_cursor *cur)
     str_altstack_range(&th->alt_map, &th->alt_size);
     pthread_mutex_lock(&registry_lock);
     th->next = registry;
+    th->pprev = &registry;
+    if (registry)
+        registry->pprev = &th->next;
     registry = th;
     pthread_mutex_unlock(&registry_lock);
     pthread_setspecific(exit_key, th);
@@ -1318,11 +1321,14 @@ static void retire(struct str_thread *th)
     char name[16];
     str_names_get(th->self, th->birth, name);
     pthread_mutex_lock(&registry_lock);
-    for (struct str_thread **p = &registry; *p; p = &(*p)->next)
-        if (*p == th) {
-            *p = th->next;
-            break;
-        }
+    /* O(1): a walk of the list here, under the lock, made 4000 live threads exiting at once
+     * cost 4000^2/2 visits of as many pages (retire was 15% of that run's CPU). */
+    if (th->pprev) { /* a vfork child's buffers are never registered */
+        *th->pprev = th->next;
+        if (th->next)
+            th->next->pprev = th->pprev;
+        th->pprev = NULL;
+    }
     if (nnamed < MAX_NAMED) {
         named[nnamed] = (struct named){.pid = th->pid, .tid = th->tid};
         memcpy(named[nnamed++].name, name, sizeof name);
@@ -1704,6 +1710,7 @@ static void reset_for_child(struct str_cursor *c, struct str_thread *th)
     if (!th)
         return;
     th->next = NULL;
+    th->pprev = &registry;
     th->tid = (int32_t)syscall(SYS_gettid);
     th->pid = (int32_t)getpid();
     atomic_store_explicit(&th->cur, 0, memory_order_relaxed);

@@ -193,6 +193,7 @@ STR_HIDDEN extern __thread struct str_tls str_tls __attribute__((tls_model("init
 
 struct str_thread {
     struct str_thread *next;   /* registry, under the registry lock */
+    struct str_thread **pprev; /* the link that points at it (O(1) removal); NULL: not in it */
     struct str_cursor *cursor; /* owner's TLS cursor; NULL once the owner has exited */
     size_t map_size;
     int32_t tid;

@@ -7,7 +7,9 @@
  * sidecar, tells this run's traces (the program's, the images it exec'd, its fork children's and
  * any descendant's that kept the environment) from others in the same directory. The command
  * forks + execvp's, waits while ignoring SIGINT/SIGQUIT (the terminal delivers them to the
- * program), then lists on stderr the traces the run wrote (the program's first), optionally a
+ * program) and passing SIGTERM and SIGHUP on to the program (a `kill` of the run, as a harness
+ * or a service manager sends, ends the program as it would end the run, rather than leave it
+ * running without its tracer's parent), then lists on stderr the traces the run wrote (the program's first), optionally a
  * short report (--report: the top functions by self time, per trace), and exits with the
  * program's status, or 128 + signal number if a signal killed it (not re-raised). exec
  * failures exit 127 (126: permission), like shells. A run that wrote no trace says why.
@@ -31,6 +33,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +41,19 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+/* The program, while the run waits for it: SIGTERM and SIGHUP are passed on to it. Relaxed: the
+ * handler runs in this thread, after the store (pid_t is lock-free). */
+static _Atomic pid_t run_child;
+
+static void forward(int sig)
+{
+    int saved = errno;
+    pid_t pid = atomic_load_explicit(&run_child, memory_order_relaxed);
+    if (pid > 0)
+        kill(pid, sig);
+    errno = saved;
+}
 
 static void help(FILE *out, bool live)
 {
@@ -600,7 +616,7 @@ static int run_or_live(int argc, char **argv, bool live)
     }
     snprintf(run_id, sizeof run_id, "%016llx", r);
 
-    struct sigaction ign = {.sa_handler = SIG_IGN}, oldint, oldquit;
+    struct sigaction ign = {.sa_handler = SIG_IGN}, oldint, oldquit, oldterm, oldhup;
     sigemptyset(&ign.sa_mask);
     sigaction(SIGINT, &ign, &oldint);
     sigaction(SIGQUIT, &ign, &oldquit);
@@ -637,10 +653,17 @@ static int run_or_live(int argc, char **argv, bool live)
         _exit(e == EACCES || e == ENOEXEC ? 126 : 127);
     }
 
+    atomic_store_explicit(&run_child, pid, memory_order_relaxed);
+    struct sigaction fwd = {.sa_handler = forward};
+    sigemptyset(&fwd.sa_mask);
+    sigaction(SIGTERM, &fwd, &oldterm);
+    sigaction(SIGHUP, &fwd, &oldhup);
     int st = 0;
     pid_t w;
     while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR) {
     }
+    sigaction(SIGTERM, &oldterm, NULL);
+    sigaction(SIGHUP, &oldhup, NULL);
     sigaction(SIGINT, &oldint, NULL);
     sigaction(SIGQUIT, &oldquit, NULL);
     int code;

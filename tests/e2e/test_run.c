@@ -559,3 +559,36 @@ Test(run, stack_and_flamegraph_diff)
     e2e_run_free(&r);
     e2e_rmtree(work);
 }
+
+/* A SIGTERM sent to `sledtrace run` reaches the program: the run waits for it and exits 143
+ * (128 + 15), and no program is left running. Before: the run died alone and the program ran
+ * on without it (seen: the top test's 20000-round program kept a CPU busy for 30 s after its
+ * test had ended). The signal is sent once the program is seen running. */
+Test(run, sigterm_reaches_the_program)
+{
+    char work[PATH_MAX], script[PATH_MAX + 16];
+    e2e_workdir(work, sizeof work);
+    snprintf(script, sizeof script, "%s/term.sh", work);
+    FILE *f = fopen(script, "w");
+    cr_assert_not_null(f);
+    /* alive: a process whose command line is "sleep 31.7" exists (from /proc: no procps) */
+    fprintf(f,
+            "alive() {\n"
+            "  for c in /proc/[0-9]*/cmdline; do\n"
+            "    [ \"$(tr '\\0' ' ' <\"$c\" 2>/dev/null)\" = 'sleep 31.7 ' ] && return 0\n"
+            "  done\n"
+            "  return 1\n"
+            "}\n"
+            "'%s' run -o '%s/out' -- sleep 31.7 2>/dev/null & run=$!\n"
+            "i=0; while ! alive && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done\n"
+            "sleep 0.1; kill $run; wait $run; echo status=$?\n"
+            "sleep 0.2; if alive; then echo left; else echo gone; fi\n",
+            E2E_SLEDTRACE, work);
+    fclose(f);
+    struct e2e_run r;
+    e2e_run_sh(work, &r, "sh '%s'", script);
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "status %#x: %s", r.status, r.err);
+    cr_assert_str_eq(r.out, "status=143\ngone\n", "%s", r.err);
+    e2e_run_free(&r);
+    e2e_rmtree(work);
+}
