@@ -331,29 +331,24 @@ static int as_patched(const struct stp_sled *s, uint32_t id_base, uint64_t targe
     return memcmp(p + 2, b + 2, STP_SLED_SIZE - 2) == 0;
 }
 
-/* Before the first patch: the sled still holds the bytes its proof saw, the template (its head
- * off) or the patched form carrying its function's id (compiler-rt's patch_premain leaves it
- * calling compiler-rt's trampolines). Event sleds: their unpatched head. Anything else, such as
- * an int3 a debugger put there since the proof, is left alone. */
+/* Before the first patch: the sled still holds a form its proof accepted (stp_sled_form): the
+ * template, or the patched form carrying its function's id (compiler-rt's patch_premain leaves
+ * it calling compiler-rt's trampolines). Event sleds: their unpatched head. Anything else, such
+ * as an int3 a debugger put there since the proof, is left alone. */
 static int as_proven(const struct stp_sled *s, uint32_t id_base, uint64_t target)
 {
+    (void)target;
     const uint8_t *p = (const uint8_t *)(uintptr_t)s->addr;
     if (s->kind == STP_CUSTOM_EVENT || s->kind == STP_TYPED_EVENT) {
         uint16_t head;
         memcpy(&head, p, 2);
         return head == head_bytes(s->kind, 0);
     }
-    static const uint8_t nop9[STP_SLED_SIZE - 2] = {0x66, 0x0f, 0x1f, 0x84, 0x00,
-                                                    0x00, 0x02, 0x00, 0x00};
-    uint16_t head;
-    memcpy(&head, p, 2);
-    if (head == head_bytes(s->kind, 0) && memcmp(p + 2, nop9, sizeof nop9) == 0)
-        return 1;
     uint32_t id;
-    memcpy(&id, p + 2, 4);
-    return (head == head_bytes(s->kind, 1) && p[6] == (s->kind == STP_EXIT ? 0xe9 : 0xe8) &&
-            (id == s->fid || id == id_base + s->fid)) ||
-           as_patched(s, id_base, target);
+    int int3;
+    enum stp_form f = stp_sled_form(p, s->kind, &id, &int3);
+    return !int3 && (f == STP_FORM_TEMPLATE ||
+                     (f == STP_FORM_PATCHED && (id == s->fid || id == id_base + s->fid)));
 }
 
 static int sled_cmp(const void *a, const void *b)

@@ -67,6 +67,15 @@ struct stp_object {
 /* Reads n bytes of fd at off, all of them (EINTR retried): 0, or -1. */
 int stp_pread_all(int fd, void *buf, size_t n, uint64_t off);
 
+/* The two forms an entry, exit or tail sled may hold (xray-facts section 3): the compiler's
+ * template (its head off: `jmp +9` or `ret` over a 9-byte nop), or the patched form `mov $id,
+ * %r10d` + `call` (`jmp` for an exit) rel32, whoever patched it. *id: the patched form's id.
+ * *int3: the form matched but for an int3 (0xcc) over its first byte, a debugger's breakpoint
+ * (the form is returned as if the byte were intact). verify.c's proof and patch.c's check
+ * before writing both ask this. */
+enum stp_form { STP_FORM_NONE, STP_FORM_TEMPLATE, STP_FORM_PATCHED };
+enum stp_form stp_sled_form(const uint8_t b[STP_SLED_SIZE], unsigned kind, uint32_t *id, int *int3);
+
 /* A function is traced whole or not at all: an entry patched without its exits (or the
  * reverse) records calls that never end (or end without starting). When one of fn's entry,
  * exit, tail or log-args sleds is refused (any status but STP_OK and STP_FILTERED), its other

@@ -47,29 +47,39 @@ struct shape {
 static const struct shape entry_shape = {X86_INS_JMP, 2, X86_INS_NOP, 9, 1};
 static const struct shape exit_shape = {X86_INS_RET, 1, X86_INS_NOP, 10, 1};
 
+enum stp_form stp_sled_form(const uint8_t b[STP_SLED_SIZE], unsigned kind, uint32_t *id, int *int3)
+{
+    const uint8_t *tmpl = kind == STP_EXIT ? exit_template : entry_template;
+    memcpy(id, b + 2, 4);
+    enum stp_form f = STP_FORM_NONE;
+    uint8_t head0 = 0;
+    if (memcmp(b + 1, tmpl + 1, STP_SLED_SIZE - 1) == 0)
+        f = STP_FORM_TEMPLATE, head0 = tmpl[0];
+    else if (b[1] == 0xba && b[6] == (kind == STP_EXIT ? 0xe9 : 0xe8))
+        f = STP_FORM_PATCHED, head0 = 0x41;
+    *int3 = f != STP_FORM_NONE && b[0] == 0xcc;
+    return f != STP_FORM_NONE && (b[0] == head0 || *int3) ? f : STP_FORM_NONE;
+}
+
 /* Byte check: template, or our own patched form for this function id. Sets *shape. */
 static enum stp_status check_bytes(const uint8_t *b, unsigned kind, uint32_t expect_id,
                                    struct shape *shape)
 {
-    const uint8_t *tmpl = kind == STP_EXIT ? exit_template : entry_template;
-    if (memcmp(b, tmpl, STP_SLED_SIZE) == 0) {
-        *shape = kind == STP_EXIT ? exit_shape : entry_shape;
-        return STP_OK;
-    }
     uint32_t id;
-    memcpy(&id, b + 2, 4);
-    uint8_t op = kind == STP_EXIT ? 0xe9 : 0xe8;
-    if (b[0] == 0x41 && b[1] == 0xba && id == expect_id && b[6] == op) {
-        *shape =
-            (struct shape){X86_INS_MOV, 6, kind == STP_EXIT ? X86_INS_JMP : X86_INS_CALL, 5, 0};
-        return STP_OK;
-    }
+    int int3;
+    enum stp_form f = stp_sled_form(b, kind, &id, &int3);
+    if (f == STP_FORM_PATCHED && id != expect_id)
+        return STP_BAD_BYTES;
     /* A debugger's breakpoint over the first byte of either form: refused, but named as such
      * (the runtime says it louder than other refusals: the user may not know it matters). */
-    if (b[0] == 0xcc && (memcmp(b + 1, tmpl + 1, STP_SLED_SIZE - 1) == 0 ||
-                         (b[1] == 0xba && id == expect_id && b[6] == op)))
+    if (f != STP_FORM_NONE && int3)
         return STP_BREAKPOINT;
-    return STP_BAD_BYTES;
+    if (f == STP_FORM_TEMPLATE)
+        *shape = kind == STP_EXIT ? exit_shape : entry_shape;
+    else if (f == STP_FORM_PATCHED)
+        *shape =
+            (struct shape){X86_INS_MOV, 6, kind == STP_EXIT ? X86_INS_JMP : X86_INS_CALL, 5, 0};
+    return f == STP_FORM_NONE ? STP_BAD_BYTES : STP_OK;
 }
 
 /* Decodes two instructions at *p with d's full handle (moving *p, *left, *addr past them): 1
