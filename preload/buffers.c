@@ -994,7 +994,9 @@ static struct str_thread *new_thread(int vfork_child, struct str_cursor *cur)
     struct str_thread *old = str_keep_take(&kept_pools);
     if (old) {
         /* An exited thread's (pools.c): already counted in the budget. Its bookkeeping starts
-         * again from zero, as a new mapping's would; its chunks' pages stay. */
+         * again from zero, as a new mapping's would (the side ring included: a stale entry
+         * could pass for a new one, so its pages become resident here); its chunks' pages
+         * stay. */
         m = old;
         for (unsigned i = 0; i < old->nchunks && i < 64; i++)
             ready[i] = old->chunks[i].ready;

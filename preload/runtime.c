@@ -540,6 +540,12 @@ static int patch(struct stp_object *obj, const char *name)
  * lock, where dlopen would deadlock) must load it outside and come back (scan_objects). */
 enum { ADD_NONE = -1, ADD_NEED_CAPSTONE = -2, ADD_NEED_LIBELF = -3 };
 
+/* The ids a range takes for an object of nfuncs functions (ids 1..nfuncs), a multiple of 16. */
+static uint64_t range_size(size_t nfuncs)
+{
+    return ((uint64_t)nfuncs + 1 + 15) & ~(uint64_t)15;
+}
+
 /* An object number to give the file: that of an unloaded object of the same file (its id base
  * too), else a new one (*base: its ids' base; a range of nfuncs + 1 ids from the 15th object
  * on); -1 when the ids are used up. */
@@ -556,8 +562,7 @@ static int number_for(const char *path, const struct stat *st, size_t nfuncs, ui
         *base = nobjs << OBJECT_SHIFT;
         return (int)nobjs;
     }
-    uint64_t size = ((uint64_t)nfuncs + 1 + 15) & ~(uint64_t)15;
-    if (range_next + size > ID_END)
+    if (range_next + range_size(nfuncs) > ID_END)
         return -1;
     *base = range_next;
     return (int)nobjs;
@@ -631,7 +636,7 @@ static int add_object(const char *path, uintptr_t bias, const struct stat *st)
     if (reused)
         stp_object_close(objs[objid].obj); /* the unloaded image's (its stub page stays) */
     else if (objid >= PACKED_OBJECTS)
-        range_next = base + (uint32_t)(((uint64_t)stp_object_nfuncs(obj) + 1 + 15) & ~15ull);
+        range_next = base + (uint32_t)range_size(stp_object_nfuncs(obj));
     stp_object_set_id_base(obj, base);
     objs[objid] = (struct traced){
         obj, stp_object_path(obj), 1, st ? st->st_dev : 0, st ? st->st_ino : 0, base, scan_gen};
