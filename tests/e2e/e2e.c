@@ -487,6 +487,17 @@ void e2e_check_trace(const struct e2e_trace *t, const struct e2e_expect *e, cons
     free(csv);
 }
 
+void e2e_check_printed(const char *trace, const char *printed, const char *what)
+{
+    struct e2e_expect e;
+    e2e_parse_expect(printed, &e);
+    struct e2e_trace *tr = malloc(sizeof *tr);
+    cr_assert_not_null(tr);
+    e2e_read_trace(trace, tr);
+    e2e_check_trace(tr, &e, what);
+    free(tr);
+}
+
 void e2e_trace_path(char *buf, size_t len, const char *dir, const char *prog, pid_t pid,
                     const char *ext)
 {

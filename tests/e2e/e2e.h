@@ -79,6 +79,9 @@ void e2e_read_trace(const char *trace, struct e2e_trace *t);
  * per-thread work, balanced stacks, no reader error), and that `sledtrace account` on it gives
  * every function's exact call count with no repair, unmatched exit or unfinished frame. */
 void e2e_check_trace(const struct e2e_trace *t, const struct e2e_expect *e, const char *what);
+/* The two above in one: the counts the program printed (`printed`, its stdout) against the
+ * trace at `trace`, read with e2e_read_trace (a large structure: allocated here). */
+void e2e_check_printed(const char *trace, const char *printed, const char *what);
 
 /* Path of the trace the runtime writes for `prog` run as `pid` in `dir`. */
 void e2e_trace_path(char *buf, size_t len, const char *dir, const char *prog, pid_t pid,
