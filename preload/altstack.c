@@ -16,10 +16,15 @@
  *
  * Threads: all state is the thread's own (initial-exec TLS); a signal handler of the program
  * that calls sigaltstack in the middle of the wrapper's update is the one race, as it would be
- * against the kernel's own state. The memory is given back at the thread's retirement
- * (str_altstack_thread_exit) unless the thread is running on it: kept for the next thread
- * (pools.c; its guard page stays), else unmapped. It is reused only once the kernel no
- * longer has it as the exiting thread's alternate stack (disabled first).
+ * against the kernel's own state.
+ *
+ * Memory. A thread whose buffers are a slot (slots.c) gets the slot's stack, guard page below
+ * it included; others (a pool halved under a memory limit) get a mapping of their own, guarded
+ * with mprotect and unmapped at their exit. At the thread's retirement the stack is disabled
+ * in the kernel (str_altstack_thread_exit) before its buffers are handed to the flush thread,
+ * which may give the slot to the next thread as soon as it has written them; a thread that
+ * retires while running on the stack (pthread_exit from a handler on it) keeps it: its slot
+ * is never reused.
  */
 #include "str.h"
 
@@ -43,11 +48,10 @@ struct alt {
     uint8_t *map;  /* the mapping (guard page, then the stack), or NULL */
     size_t size;   /* of the stack, without the guard */
     int installed; /* the kernel's alternate stack for this thread is the runtime's */
+    int own;       /* mapped here (else a slot's, slots.c) */
 };
 
 static __thread struct alt alt __attribute__((tls_model("initial-exec")));
-/* Alternate stacks of exited threads (their guard page set), all of one size. */
-static struct str_keep kept;
 
 static int raw_sigaltstack(const stack_t *ss, stack_t *old)
 {
@@ -63,7 +67,7 @@ static int install(void)
     return 0;
 }
 
-void str_altstack_thread(void)
+void str_altstack_thread(void *stack, size_t size)
 {
     int saved = errno;
     stack_t cur;
@@ -71,16 +75,16 @@ void str_altstack_thread(void)
         errno = saved;
         return; /* already done, or the program has one */
     }
-    size_t min = (size_t)getauxval(AT_MINSIGSTKSZ);
-    size_t size = 4 * min > STACK_MIN ? 4 * min : STACK_MIN;
-    size = (size + 4095) & ~(size_t)4095;
-    void *m = str_keep_take(&kept);
-    if (!m) {
-        m = mmap(NULL, size + GUARD, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (m == MAP_FAILED && errno == ENOMEM && str_keep_drain(&kept, size + GUARD))
-            m = mmap(NULL, size + GUARD, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (stack) {
+        alt.map = (uint8_t *)stack - GUARD;
+        alt.size = size;
+        alt.own = 0;
+    } else {
+        size_t min = (size_t)getauxval(AT_MINSIGSTKSZ);
+        size = 4 * min > STACK_MIN ? 4 * min : STACK_MIN;
+        size = (size + 4095) & ~(size_t)4095;
+        void *m = mmap(NULL, size + GUARD, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (m == MAP_FAILED) {
             errno = saved;
             return;
@@ -91,25 +95,16 @@ void str_altstack_thread(void)
             errno = saved;
             return;
         }
+        alt.map = m;
+        alt.size = size;
+        alt.own = 1;
     }
-    alt.map = m;
-    alt.size = size;
     if (install() != 0) {
-        munmap(m, size + GUARD);
+        if (alt.own)
+            munmap(alt.map, alt.size + GUARD);
         alt.map = NULL;
     }
     errno = saved;
-}
-
-/* The size of the kept stacks, the same for every thread (AT_MINSIGSTKSZ); set before the
- * first is kept. Relaxed: a drain that sees 0 finds nothing kept yet either (it only matters
- * under an address-space limit, where a missed stack makes one mapping fail, as before). */
-static _Atomic size_t kept_size;
-
-size_t str_altstack_drain(void)
-{
-    size_t size = atomic_load_explicit(&kept_size, memory_order_relaxed);
-    return size ? str_keep_drain(&kept, size) : 0;
 }
 
 void str_altstack_range(void **map, size_t *len)
@@ -118,29 +113,29 @@ void str_altstack_range(void **map, size_t *len)
     *len = alt.map ? alt.size + GUARD : 0;
 }
 
-void str_altstack_thread_exit(void)
+int str_altstack_thread_exit(void)
 {
     if (!alt.map)
-        return;
+        return 1;
     int saved = errno;
     stack_t cur;
     if (raw_sigaltstack(NULL, &cur) != 0 || (cur.ss_flags & SS_ONSTACK)) {
         errno = saved;
-        return; /* running on it (or cannot tell): it stays */
+        return 0; /* running on it (or cannot tell): it stays */
     }
     if (alt.installed) {
         stack_t off = {.ss_sp = NULL, .ss_flags = SS_DISABLE, .ss_size = 0};
         if (raw_sigaltstack(&off, NULL) != 0) {
             errno = saved;
-            return;
+            return 0;
         }
         alt.installed = 0;
     }
-    atomic_store_explicit(&kept_size, alt.size + GUARD, memory_order_relaxed);
-    if (!str_keep_give(&kept, alt.map))
+    if (alt.own)
         munmap(alt.map, alt.size + GUARD);
     alt.map = NULL;
     errno = saved;
+    return 1;
 }
 
 STR_EXPORT int sigaltstack(const stack_t *ss, stack_t *old)

@@ -489,15 +489,23 @@ static size_t default_pool(void)
     return pool_head(str_cfg.nchunks) + str_cfg.nchunks * str_cfg.chunk_size;
 }
 
-/* Pools of the default size, kept for the next threads (pools.c). */
-static struct str_keep kept_pools;
+/* Set by the crash path: the process is about to die and nothing is freed any more (a slot's
+ * free takes a lock the interrupted thread may hold). */
+static _Atomic int dying;
 
-/* A thread's pool, its last chunk written: kept for the next thread, else unmapped. */
+/* A thread's buffers, its last chunk written: a slot goes back to slots.c (unless its thread
+ * retired running on the slot's alternate stack: then it is never reused), a pool of its own
+ * is unmapped. */
 static void free_thread(struct str_thread *th)
 {
     size_t size = th->map_size;
-    if (size == default_pool() && str_keep_give(&kept_pools, th))
+    if (atomic_load_explicit(&dying, memory_order_relaxed))
+        return; /* a fatal signal's flush (emergency_write): it may have interrupted a free */
+    if (th->slot) {
+        if (!th->slot_lost)
+            str_slot_give(th);
         return;
+    }
     munmap(th, size);
     str_mem_give(size);
 }
@@ -828,6 +836,7 @@ static void *flush_main(void *arg)
             break;
         }
         write_queue();
+        str_slots_cool(); /* exited threads' slots past the ones kept warm */
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
         first_frequency();
@@ -910,12 +919,9 @@ static void *map_pool(size_t size)
 {
     void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED && errno == ENOMEM) {
-        /* An address-space limit: exited threads' buffers are written (and kept), then what
-         * is kept is given back (pools.c), and the mapping is tried once more. */
-        int more = reclaim_exited();
-        size_t n = str_keep_drain(&kept_pools, default_pool());
-        str_mem_give(n * default_pool());
-        if (more || n || str_altstack_drain())
+        /* An address-space limit: exited threads' buffers are written (those of their own
+         * unmapped: slots stay address space, slots.c), and the mapping is tried once more. */
+        if (reclaim_exited())
             m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     }
     if (m != MAP_FAILED)
@@ -927,6 +933,17 @@ static void *map_pool(size_t size)
 #define MADV_POPULATE_WRITE 23
 #endif
 
+/* A write to each page of [p, p + len), zero memory of the caller's own: page faults, which take
+ * no process-wide lock (the kernel's per-mapping locks), where madvise takes the mmap lock,
+ * which the program's thread stacks need for writing: a few pages at a thread's set-up are
+ * faulted in this way (4000 threads starting together spent 10% of their time in
+ * MADV_POPULATE_WRITE). */
+static void touch(void *p, size_t len)
+{
+    for (size_t off = 0; off < len; off += 4096)
+        ((volatile uint8_t *)p)[off] = 0; /* a store the compiler keeps, not synchronisation */
+}
+
 /* Makes [p, p + len) present and writable, so that recording into it never takes a page fault:
  * one madvise (Linux >= 5.14), else a write per page (the memory is the caller's own, zero). A
  * pool is populated a chunk at a time, when its owner first takes the chunk (next_chunk): a
@@ -937,8 +954,7 @@ static void populate(void *p, size_t len)
 {
     if (madvise(p, len, MADV_POPULATE_WRITE) == 0)
         return;
-    for (size_t off = 0; off < len; off += 4096)
-        ((volatile uint8_t *)p)[off] = 0;
+    touch(p, len);
 }
 
 /* Chunk c's pages, all of them, when its owner takes it. */
@@ -965,11 +981,11 @@ static void populate_head(void *m, size_t head)
     size_t side_lo = (offsetof(struct str_thread, side) + 4095) & ~(size_t)4095;
     size_t side_hi = offsetof(struct str_thread, side[STR_SIDE_N]) & ~(size_t)4095;
     if (side_hi <= side_lo) {
-        populate(m, head);
+        touch(m, head);
         return;
     }
-    populate(m, side_lo);
-    populate((uint8_t *)m + side_hi, head - side_hi);
+    touch(m, side_lo);
+    touch((uint8_t *)m + side_hi, head - side_hi);
 }
 
 static size_t pool_head(unsigned n)
@@ -990,18 +1006,24 @@ static struct str_thread *new_thread(int vfork_child, struct str_cursor *cur)
     size_t size = 0;
     void *m = MAP_FAILED;
     int cause = 0;          /* 0: the budget; else the mapping's errno */
-    size_t ready[64] = {0}; /* a kept pool's chunks' resident bytes (the first 64) */
-    struct str_thread *old = str_keep_take(&kept_pools);
-    if (old) {
-        /* An exited thread's (pools.c): already counted in the budget. Its bookkeeping starts
-         * again from zero, as a new mapping's would (the side ring included: a stale entry
-         * could pass for a new one, so its pages become resident here); its chunks' pages
-         * stay. */
-        m = old;
-        for (unsigned i = 0; i < old->nchunks && i < 64; i++)
-            ready[i] = old->chunks[i].ready;
+    size_t ready[64] = {0}; /* a warm slot's chunks' resident bytes (the first 64) */
+    int slot = 0, warm = 0;
+    void *s = NULL;
+    if (!vfork_child) /* a vfork child takes no lock: its pool is a mapping of its own */
+        s = str_slot_take(default_pool(), &warm);
+    if (s) {
+        m = s;
+        slot = 1;
         size = default_pool();
-        memset(m, 0, pool_head(n));
+        if (warm) {
+            /* An exited thread's (slots.c): its bookkeeping starts again from zero, as a new
+             * one's would (the side ring included: a stale entry could pass for a new one, so
+             * its pages become resident here); its chunks' pages stay. */
+            struct str_thread *old = m;
+            for (unsigned i = 0; i < old->nchunks && i < 64; i++)
+                ready[i] = old->chunks[i].ready;
+            memset(m, 0, pool_head(n));
+        }
     }
     while (m == MAP_FAILED) {
         size = pool_head(n) + n * str_cfg.chunk_size;
@@ -1021,13 +1043,14 @@ static struct str_thread *new_thread(int vfork_child, struct str_cursor *cur)
     if (m == MAP_FAILED)
         return NULL;
     size_t head = pool_head(n);
-    if (!old) { /* the bookkeeping and the start of the first chunk */
+    if (!warm) { /* the bookkeeping and the start of the first chunk */
         populate_head(m, head);
-        populate((uint8_t *)m + head, first_bytes());
+        touch((uint8_t *)m + head, first_bytes());
         ready[0] = first_bytes();
     }
     struct str_thread *th = m;
     th->map_size = size;
+    th->slot = (uint8_t)slot;
     th->cursor = cur;
     th->tid = (int32_t)syscall(SYS_gettid);
     th->pid = vfork_child ? (int32_t)syscall(SYS_getpid) : pid;
@@ -1041,7 +1064,11 @@ static struct str_thread *new_thread(int vfork_child, struct str_cursor *cur)
     }
     if (vfork_child)
         return th;
-    str_altstack_thread();
+    void *stack = NULL;
+    size_t stack_size = 0;
+    if (slot)
+        str_slot_stack(th, &stack, &stack_size);
+    str_altstack_thread(stack, stack_size);
     str_altstack_range(&th->alt_map, &th->alt_size);
     pthread_mutex_lock(&registry_lock);
     th->next = registry;
@@ -1391,8 +1418,11 @@ void str_thread_exit(void *arg)
         }
     }
     t->dead = 1;
+    /* Before the buffers are handed over: once their last chunk is written, the flush thread
+     * may give their slot, alternate stack included, to the next thread. */
+    if (!str_altstack_thread_exit())
+        th->slot_lost = 1;
     retire(th);
-    str_altstack_thread_exit();
     pthread_sigmask(SIG_SETMASK, &mask, NULL);
     errno = saved;
 }
@@ -1693,11 +1723,13 @@ void str_fork_prepare(void)
 {
     block_async(&fork_mask);
     pthread_mutex_lock(&registry_lock);
+    str_slots_fork_prepare();
     clock_pair(&fork_tsc, &fork_raw); /* the parent's clock, for the child's check */
 }
 
 void str_fork_parent(void)
 {
+    str_slots_fork_parent();
     pthread_mutex_unlock(&registry_lock);
     pthread_sigmask(SIG_SETMASK, &fork_mask, NULL);
 }
@@ -1752,6 +1784,7 @@ static void fork_child(int in_refill)
 {
     pthread_mutex_init(&registry_lock, NULL);
     pthread_mutex_init(&drop_lock, NULL);
+    str_slots_fork_child();
     flusher_live = 0;
     atomic_store_explicit(&flusher_tid, 0, memory_order_relaxed);
     atomic_store_explicit(&str_mlock_future, 0, memory_order_relaxed); /* not inherited */
@@ -1790,7 +1823,8 @@ static void fork_child(int in_refill)
     registry = NULL;
     t->dropped = 0;
     /* The budget is read again at the first event; in use: this thread's buffers. */
-    str_mem_reset((t->th ? t->th->map_size : 0) + (t->fork_th ? t->fork_th->map_size : 0));
+    str_mem_reset((t->th ? t->th->map_size : 0) + (t->fork_th ? t->fork_th->map_size : 0) +
+                  str_slots_warm_bytes());
     t->nomem = 0;
     pid = (int32_t)getpid();
     int refused = 0;
@@ -2096,11 +2130,14 @@ void str_buffers_munlock(void)
     block_async(&mask);
     pthread_mutex_lock(&registry_lock);
     for (struct str_thread *th = registry; th; th = th->next) {
+        if (th->slot)
+            continue; /* below, with its region */
         munlock(th, th->map_size);
         if (th->alt_map)
             munlock(th->alt_map, th->alt_size);
     }
     pthread_mutex_unlock(&registry_lock);
+    str_slots_munlock();
     pthread_mutex_lock(&drop_lock);
     pthread_attr_t a;
     if (flusher_live && pthread_getattr_np(flusher, &a) == 0) {
@@ -2168,6 +2205,7 @@ static void emergency_write(void)
 {
     struct xfsz_guard g;
     xfsz_block(&g);
+    atomic_store_explicit(&dying, 1, memory_order_relaxed);
     write_queue();
     int locked = pthread_mutex_trylock(&registry_lock) == 0;
     flushing_whole = 1; /* the process is about to die: nothing will be taken back */

@@ -9,12 +9,14 @@
  *
  * How. mlockall and munlockall are interposed (they stay the same system calls):
  *  - mlockall(MCL_CURRENT ...) that succeeded: the runtime unlocks what it had mapped
- *    (str_buffers_munlock: every registered thread's pool and alternate signal stack, the flush
- *    thread's stack; and the pages of libsledtrace.so itself, found with dl_iterate_phdr).
+ *    (str_buffers_munlock: the slots' regions (slots.c), every registered thread's pool and
+ *    alternate signal stack of its own, the flush thread's stack; and the pages of
+ *    libsledtrace.so itself, found with dl_iterate_phdr).
  *  - MCL_FUTURE makes the kernel lock every new mapping as it is made, and count it against
  *    the limit: str_mlock_future remembers it (until munlockall, or an mlockall without it),
- *    and the runtime unlocks each mapping of its own right after mmap (str_munlock_new: thread
- *    pools in buffers.c, alternate stacks in altstack.c, the flush thread's stack as it starts).
+ *    and the runtime unlocks each mapping of its own right after mmap (str_munlock_new: the slots'
+ *    regions in slots.c, pools and alternate stacks of their own in buffers.c and altstack.c,
+ *    the flush thread's stack as it starts).
  *    A mapping that does not fit in what the limit leaves fails with EAGAIN: buffers.c then
  *    tries a smaller pool, and without any, the thread records nothing and that is counted and
  *    said at exit (limits.c, "memory limit").

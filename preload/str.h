@@ -211,6 +211,8 @@ struct str_thread {
     uint64_t birth;
     void *alt_map; /* its alternate signal stack's mapping (altstack.c), for memlock.c */
     size_t alt_size;
+    uint8_t slot;      /* its memory is a slot (slots.c), else a mapping of its own */
+    uint8_t slot_lost; /* its thread retired on the slot's alternate stack: never reused */
     struct str_side_entry side[STR_SIDE_N];
     /* SLEDTRACE_MIN_DURATION: calls taken back from the chunk, per function (owner writes,
      * relaxed; the flush thread reads them at the thread's or the process's end). */
@@ -312,17 +314,24 @@ STR_HIDDEN void str_buffers_munlock(void);
  * holds. str_tasks_tight: the task limits leave little room (*why says which). */
 STR_HIDDEN void str_limits_read(void);
 STR_HIDDEN int str_mem_take(size_t bytes);
-/* pools.c: mappings of exited threads kept for the next threads, up to STR_KEEP of one size
- * per str_keep (zero-initialised). str_keep_give keeps map (1) if there is room, else 0 (the
- * caller unmaps it); str_keep_take returns a kept one, or NULL. */
+/* slots.c: per-thread memory, [pool | guard page | alternate stack], carved from large
+ * regions. str_slot_take: a slot whose pool is `pool` bytes (the first call fixes the size;
+ * another size, no room in the budget or no address space: NULL); *was_warm: its pages are as
+ * an exited thread left them (else zero). str_slot_give: a slot no thread uses any more; kept
+ * warm (past STR_KEEP its pages are given back, in batches). str_slot_stack: the slot's alternate
+ * stack. str_slots_warm_bytes: the budget warm slots hold (a fork child's count).
+ * str_slots_munlock: unlock every region (memlock.c). Callers block asynchronous signals. */
 enum { STR_KEEP = 16 };
-struct str_keep {
-    _Atomic(void *) slots[STR_KEEP];
-};
-STR_HIDDEN int str_keep_give(struct str_keep *k, void *map);
-STR_HIDDEN void *str_keep_take(struct str_keep *k);
-/* Unmaps every mapping k keeps (each `size` bytes); returns how many. */
-STR_HIDDEN size_t str_keep_drain(struct str_keep *k, size_t size);
+STR_HIDDEN void *str_slot_take(size_t pool, int *was_warm);
+STR_HIDDEN void str_slot_give(void *slot);
+/* Gives back the pages of the warm slots past STR_KEEP (the flush thread, after each pass). */
+STR_HIDDEN void str_slots_cool(void);
+STR_HIDDEN void str_slot_stack(void *slot, void **stack, size_t *size);
+STR_HIDDEN size_t str_slots_warm_bytes(void);
+STR_HIDDEN void str_slots_munlock(void);
+STR_HIDDEN void str_slots_fork_prepare(void);
+STR_HIDDEN void str_slots_fork_parent(void);
+STR_HIDDEN void str_slots_fork_child(void);
 STR_HIDDEN void str_mem_give(size_t bytes);
 STR_HIDDEN void str_mem_short(unsigned got, int cause);
 STR_HIDDEN void str_mem_report(void);
@@ -387,13 +396,13 @@ STR_HIDDEN int str_filter_keep(const char *lib, const char *name);
 STR_HIDDEN void str_filter_report(void);
 /* altstack.c: the runtime's alternate signal stack for a traced thread that has none (set up
  * with the thread's buffers, given back at its exit), so that a stack overflow still completes
- * the trace. */
-STR_HIDDEN void str_altstack_thread(void);
-STR_HIDDEN void str_altstack_thread_exit(void);
+ * the trace. str_altstack_thread: `stack` (size bytes, a guard page below it: a slot's), or,
+ * NULL, one mapped for the thread. str_altstack_thread_exit: disables it; 0 when the thread
+ * runs on it (its memory must then never be reused), else 1. */
+STR_HIDDEN void str_altstack_thread(void *stack, size_t size);
+STR_HIDDEN int str_altstack_thread_exit(void);
 /* The calling thread's runtime alternate stack mapping (NULL, 0: none). */
 STR_HIDDEN void str_altstack_range(void **map, size_t *len);
-/* Unmaps the alternate stacks kept for the next threads (an address-space limit); how many. */
-STR_HIDDEN size_t str_altstack_drain(void);
 /* signals.c */
 /* Resolves what the signal paths call later (the interposed longjmp family's targets), so that
  * they never call dlsym from a handler. Called once at start-up, before any tracing. */

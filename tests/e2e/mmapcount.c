@@ -2,7 +2,7 @@
  * MMAPCOUNT_MIN bytes (decimal) made through libc's mmap by anything after it in the search
  * order (the runtime among them), and writes the count to the file MMAPCOUNT_OUT at exit.
  * For tests/e2e/test_runtime.c: threads set up after others exited take their buffers and
- * alternate stacks from the kept ones (preload/pools.c) rather than mapping new ones. */
+ * alternate stacks from slots (preload/slots.c) rather than mapping new ones. */
 /* Both names are defined: without this, <sys/mman.h> would make mmap an alias of mmap64. */
 #undef _FILE_OFFSET_BITS
 #include <dlfcn.h>
