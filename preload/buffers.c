@@ -45,6 +45,7 @@
 #include "str.h"
 #include "stp.h"
 #include "stf.h"
+#include "bufs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -61,11 +62,6 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-
-/* ST_FORKED: a fork child that has not recorded an event yet; its first event opens its own
- * trace and starts its flush thread (lazily, so that fork + exec children that never trace leave
- * no files behind). */
-enum { ST_OFF = 0, ST_ACTIVE = 1, ST_STOPPING = 2, ST_DONE = 3, ST_FORKED = 4 };
 
 static _Atomic int state = ST_OFF;
 static _Atomic(struct str_chunk *) queue_head;
@@ -91,17 +87,8 @@ static int write_error;
  * not written are counted (capped_events) and a loss marker says so at the end. */
 static uint64_t max_size, capped_events;
 static int capped, over_cap;
-/* The TSC's calibration (calibrate): the start pair, taken at start-up and again in a fork
- * child; the flush thread's first estimate; a fork child's parent's calibration (0: unknown),
- * what the child's own is checked against; the (tsc, raw) pair str_fork_prepare takes in the
- * parent, from which the child derives that when the parent had no estimate yet. */
-static uint64_t tsc0;
-static uint64_t freq_estimate;
-static struct timespec raw0;
-static uint64_t parent_freq;
 static uint64_t fork_tsc;
 static struct timespec fork_raw;
-static int implausible_said;
 static uint32_t header_bits;
 static int32_t pid;
 /* Solo (see the top): no flush thread. flusher_live: a flush thread was started and not yet
@@ -119,17 +106,6 @@ static int freq_written;
  * acquire (the file offset and the counters pass between them). The crash path waits for it a
  * bounded time and never gives it back: the process is about to die. */
 static _Atomic int writer;
-
-/* Sleeps ns nanoseconds (up to a second; the whole time even if a signal interrupts it). Not
- * a cancellation point, unlike libc's nanosleep: deferred cancellation must never act inside
- * the tracer (a thread cancelled while waiting for a chunk would leave it handed over twice),
- * and the exit paths that wait run in the program's threads. */
-static void pause_ns(long ns)
-{
-    struct timespec ts = {ns / 1000000000L, ns % 1000000000L};
-    while (syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &ts, &ts) != 0 && errno == EINTR)
-        ;
-}
 
 static int writer_take_for(unsigned ms)
 {
@@ -149,21 +125,11 @@ static void writer_give(void)
     atomic_store_explicit(&writer, 0, memory_order_release);
 }
 
-static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts)
-{
-    return syscall(SYS_futex, addr, op, val, ts, NULL, 0);
-}
-
 static void wake_flusher(void)
 {
     atomic_fetch_add_explicit(&wake_seq, 1, memory_order_seq_cst);
     if (atomic_load_explicit(&flusher_sleeping, memory_order_seq_cst))
         futex(&wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL);
-}
-
-static uint64_t ns_of(const struct timespec *ts)
-{
-    return (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;
 }
 
 /* ---- writing ---- */
@@ -350,8 +316,8 @@ static void write_chunk(struct str_thread *th, struct str_chunk *c, size_t upto)
         memcpy(&sec, base + 32 + 1, 8);
         memcpy(&usec, base + 32 + 9, 4);
         uint64_t us = (uint64_t)sec * 1000000u + usec;
-        if (freq_estimate >= 1000000u)
-            us += (c->flushed_tsc - start_tsc) / (freq_estimate / 1000000u);
+        if (str_freq_estimate >= 1000000u)
+            us += (c->flushed_tsc - start_tsc) / (str_freq_estimate / 1000000u);
         stf_meta_walltime(h + 32, (int64_t)(us / 1000000u), (uint32_t)(us % 1000000u));
         memcpy(h + 48, base + 48, STF_META_SIZE); /* Pid */
         uint16_t cpu;
@@ -558,98 +524,6 @@ static void write_header(uint64_t freq)
         write_error = errno ? errno : EIO;
 }
 
-/* A (TSC, CLOCK_MONOTONIC_RAW) pair of one moment: the clock read bracketed between two TSC
- * reads, whose midpoint is taken; of three tries, the tightest bracket (an interrupt or a
- * preemption between the reads widens a try, and the pair it gives is off by up to that much). */
-static void clock_pair(uint64_t *tsc, struct timespec *raw)
-{
-    uint64_t best = UINT64_MAX;
-    for (int i = 0; i < 3; i++) {
-        struct timespec now;
-        uint64_t a = str_now();
-        str_clock_raw(&now);
-        uint64_t b = str_now();
-        if (b - a < best) {
-            best = b - a;
-            *tsc = a + (b - a) / 2;
-            *raw = now;
-        }
-    }
-}
-
-/* TSC ticks per second between two pairs at least min_ns apart, else 0. */
-static uint64_t freq_between(uint64_t t0, const struct timespec *r0, uint64_t t1,
-                             const struct timespec *r1, uint64_t min_ns)
-{
-    uint64_t n0 = ns_of(r0), n1 = ns_of(r1);
-    if (n1 <= n0 || n1 - n0 < min_ns || t1 <= t0)
-        return 0;
-    __extension__ typedef unsigned __int128 u128;
-    return (uint64_t)((u128)(t1 - t0) * 1000000000u / (n1 - n0));
-}
-
-/* A calibrated TSC frequency, checked against what else is known of it, so that a clock that
- * jumped under the calibration (issue 23.10: a fork child in a new time namespace, calibrated
- * from its parent's start pair, wrote 5837 Hz) cannot put an absurd frequency in the header. The
- * reference is the first of: CPUID leaf 0x15 (exact), the parent process's calibration (a fork
- * child: the same TSC), CPUID leaf 0x16 (the base frequency, nominal; clock.c). A value more
- * than an eighth away from one of the first two, not within a factor of 2 of the third, or
- * outside 100 MHz .. 20 GHz when there is none, is replaced by the reference (with none, by the
- * last accepted estimate), and an info line says so, once per process (say = 0 on the crash
- * path, which logs nothing). */
-static uint64_t plausible(uint64_t f, int say)
-{
-    int exact;
-    uint64_t cpu = str_clock_cpuid_hz(&exact);
-    uint64_t ref = exact ? cpu : parent_freq ? parent_freq : cpu;
-    const char *what = exact         ? "CPUID leaf 0x15"
-                       : parent_freq ? "the parent process's calibration"
-                                     : "CPUID leaf 0x16";
-    uint64_t lo = 100000000u, hi = 20000000000u;
-    if (exact || parent_freq) {
-        lo = ref - ref / 8;
-        hi = ref + ref / 8;
-    } else if (ref) {
-        lo = ref / 2;
-        hi = ref * 2;
-    }
-    if (f > lo && f < hi)
-        return f;
-    uint64_t use = ref ? ref : freq_estimate ? freq_estimate : f;
-    if (say && !implausible_said) {
-        implausible_said = 1;
-        if (ref)
-            str_log(STR_INFO,
-                    "the TSC's calibration gave %llu Hz, but %s says %llu Hz: the clock it was "
-                    "calibrated against jumped meanwhile; the trace says %llu Hz",
-                    (unsigned long long)f, what, (unsigned long long)ref, (unsigned long long)use);
-        else
-            str_log(STR_INFO,
-                    "the TSC's calibration gave %llu Hz, no TSC runs at that; the trace says "
-                    "%llu Hz",
-                    (unsigned long long)f, (unsigned long long)use);
-    }
-    return use;
-}
-
-/* TSC ticks per second between the start pair and now, checked (plausible). Sleeps until at
- * least `min_ms` have passed since the start pair, so short runs still calibrate over a usable
- * interval. */
-static uint64_t calibrate(unsigned min_ms, int say)
-{
-    if (!str_clock_tsc)
-        return 1000000000u; /* timestamps are nanoseconds */
-    struct timespec now;
-    str_clock_raw(&now);
-    uint64_t elapsed = ns_of(&now) - ns_of(&raw0);
-    if (ns_of(&now) >= ns_of(&raw0) && elapsed < min_ms * 1000000ull)
-        pause_ns((long)(min_ms * 1000000ull - elapsed));
-    uint64_t tsc = 0;
-    clock_pair(&tsc, &now);
-    uint64_t f = freq_between(tsc0, &raw0, tsc, &now, 1);
-    return plausible(f ? f : freq_estimate, say);
-}
-
 static void final_flush(void);
 static void final_flush_writes(void);
 static int fork_activate(void);
@@ -749,17 +623,6 @@ static void note_flusher_cpu(void)
         flusher_cpu_ns = ns_of(&ts);
 }
 
-/* SLEDTRACE_MIN_DURATION in ticks of the calibrated clock (hot.c reads it relaxed: until it is
- * set, every call is recorded). */
-static void set_min_ticks(uint64_t freq)
-{
-    if (!str_cfg.min_duration_ns || !freq)
-        return;
-    __extension__ typedef unsigned __int128 u128;
-    uint64_t t = (uint64_t)((u128)str_cfg.min_duration_ns * freq / 1000000000u);
-    atomic_store_explicit(&str_min_ticks, t ? t : 1, memory_order_relaxed);
-}
-
 /* A block of its own for th's elided calls (SLEDTRACE_MIN_DURATION): one typed event
  * (STF_TYPED_ELIDED) listing, per function, how many calls were taken back and their time. At
  * the thread's end (its last chunk written) or the process's (every live thread); the owner
@@ -809,12 +672,12 @@ static void first_frequency(void)
         return;
     struct timespec raw;
     str_clock_raw(&raw);
-    if (ns_of(&raw) - ns_of(&raw0) < 5000000u)
+    if (ns_of(&raw) - ns_of(&str_raw0) < 5000000u)
         return;
-    freq_estimate = calibrate(0, 1);
-    write_header(freq_estimate);
+    str_freq_estimate = str_calibrate(0, 1);
+    write_header(str_freq_estimate);
     freq_written = 1;
-    set_min_ticks(freq_estimate);
+    str_set_min_ticks(str_freq_estimate);
 }
 
 static void *flush_main(void *arg)
@@ -1194,20 +1057,6 @@ static void refill(struct str_cursor *cur, uint64_t tsc);
 static void fork_child(int in_refill);
 static void end_hold(int unmap);
 
-/* Blocks every asynchronous signal of the calling thread (old mask in *old): no handler of the
- * program runs on a thread while the runtime's lock or a half-made change is in its hands. The
- * synchronous ones (a fault, a trap, a seccomp SIGSYS) stay deliverable: blocked, the kernel
- * would kill the process on them. */
-static void block_async(sigset_t *old)
-{
-    sigset_t all;
-    sigfillset(&all);
-    static const int sync_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS};
-    for (size_t i = 0; i < sizeof sync_signals / sizeof sync_signals[0]; i++)
-        sigdelset(&all, sync_signals[i]);
-    pthread_sigmask(SIG_BLOCK, &all, old);
-}
-
 /* The slow path changes the thread's chunks in several steps (hand over, move on, start a
  * block): asynchronous cancellation must not cut through them (the thread's exit would hand
  * the same chunk over again), so it is held off meanwhile; deferred cancellation finds no
@@ -1239,7 +1088,6 @@ int str_tracing(void)
  * child as fork's child handler would have (PROC_SAME after that). A vfork or CLONE_VM child
  * also has a new pid but shares the parent's memory: nothing of it may be reset, so kcmp asks
  * the kernel whether the memory is shared (assumed not where kcmp is unavailable): PROC_SHARED. */
-enum { PROC_SAME, PROC_SHARED };
 static int new_process_check(void)
 {
     int32_t now = (int32_t)syscall(SYS_getpid);
@@ -1702,11 +1550,11 @@ int str_buffers_start(int fd, const char *path, const char *spath, const struct 
     header_bits = str_clock_init();
     str_limits_read();   /* the memory budget and the task limits, before any thread's buffers */
     str_calib_measure(); /* before any sled is patched: the clock is chosen now */
-    clock_pair(&tsc0, &raw0);
+    str_tsc_pair(&str_tsc0, &str_raw0);
     if (str_cfg.min_duration_ns) {
         /* The threshold in ticks from the first event on: 2 ms of calibration at start-up,
          * paid only when SLEDTRACE_MIN_DURATION asks for it (refined by the flush thread's). */
-        set_min_ticks(calibrate(2, 1));
+        str_set_min_ticks(str_calibrate(2, 1));
     }
     if (pthread_key_create(&exit_key, str_thread_exit) != 0 || begin_file(fd, path, spath) != 0)
         return -1;
@@ -1724,7 +1572,7 @@ void str_fork_prepare(void)
     block_async(&fork_mask);
     pthread_mutex_lock(&registry_lock);
     str_slots_fork_prepare();
-    clock_pair(&fork_tsc, &fork_raw); /* the parent's clock, for the child's check */
+    str_tsc_pair(&fork_tsc, &fork_raw); /* the parent's clock, for the child's check */
 }
 
 void str_fork_parent(void)
@@ -1848,12 +1696,13 @@ static void fork_child(int in_refill)
     }
     /* Right after the fork: an event whose clock was read before this is the parent's. */
     t->fork_tsc = str_now();
-    parent_freq =
-        freq_estimate ? freq_estimate : freq_between(tsc0, &raw0, fork_tsc, &fork_raw, 1000000u);
+    str_parent_freq = str_freq_estimate
+                          ? str_freq_estimate
+                          : str_freq_between(str_tsc0, &str_raw0, fork_tsc, &fork_raw, 1000000u);
     fork_tsc = 0; /* the parent's pair: never mixed with a later clock (a _Fork made here) */
     fork_raw = (struct timespec){0, 0};
-    clock_pair(&tsc0, &raw0);
-    implausible_said = 0;
+    str_tsc_pair(&str_tsc0, &str_raw0);
+    str_implausible_said = 0;
     atomic_store_explicit(&state, refused ? ST_OFF : ST_FORKED, memory_order_release);
     if (refused)
         str_log(STR_WARN,
@@ -2217,7 +2066,7 @@ static void emergency_write(void)
     if (locked)
         pthread_mutex_unlock(&registry_lock);
     write_queue();
-    write_header(calibrate(0, 0));
+    write_header(str_calibrate(0, 0));
     xfsz_unblock(&g);
 }
 
@@ -2335,7 +2184,7 @@ static void final_flush_writes(void)
      * (a 10 us call is off by 1 ns); plausible() checks it against the references it has.
      * Waiting for 2 ms of interval, as before (20 ms before that), held up the exit of every
      * short traced process (a shell's every command) by up to that much (issue 24.3). */
-    uint64_t freq = calibrate(0, 1);
+    uint64_t freq = str_calibrate(0, 1);
     write_header(freq);
     if (atomic_load_explicit(&solo, memory_order_relaxed) && !flusher_cpu_ns)
         str_log(STR_INFO, "trace: %llu bytes in %llu blocks, TSC %llu Hz; no flush thread",
