@@ -13,7 +13,7 @@
  * Periods. Every period the flush thread also writes what each thread has committed in its
  * current chunk (flush_committed), without involving the thread: an idle or blocked thread's
  * records reach the file within a period, and a SIGKILL loses at most one period. The rest of
- * that chunk follows later as a continuation block (write_chunk).
+ * that chunk follows later as a continuation block (str_write_chunk).
  *
  * Memory ordering:
  *  - queue push: CAS with release on `queue_head`, pairs with the acquire exchange in take_queue();
@@ -73,24 +73,13 @@ static pthread_t flusher;
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct str_thread *registry;
 static pthread_key_t exit_key;
-static int trace_fd = -1;
-static char trace_path[4096], syms_path[4096];
 /* runtime.c's services (str.h), set by str_buffers_start before the flush thread exists. */
 static struct str_outputs outputs;
-static struct stat trace_st;
-static uint64_t bytes_written, bytes_lost, chunks_written;
 /* Events lost by exited threads: side-ring overflows and events that found no buffer. Added to
  * at thread exit, read at the final flush. */
 static _Atomic uint64_t exited_lost_nested, exited_dropped, exited_discarded;
-static int write_error;
-/* SLEDTRACE_MAX_SIZE: past max_size (0: none) nothing more is written; the events of what was
- * not written are counted (capped_events) and a loss marker says so at the end. */
-static uint64_t max_size, capped_events;
-static int capped, over_cap;
 static uint64_t fork_tsc;
 static struct timespec fork_raw;
-static uint32_t header_bits;
-static int32_t pid;
 /* Solo (see the top): no flush thread. flusher_live: a flush thread was started and not yet
  * joined (under drop_lock once the process runs); flusher_tid: its kernel task, to wait for its
  * release. */
@@ -98,32 +87,6 @@ static _Atomic int solo;
 static int flusher_live;
 static _Atomic int32_t flusher_tid;
 static pthread_mutex_t drop_lock = PTHREAD_MUTEX_INITIALIZER;
-/* The header carries a first frequency estimate (5 ms after start-up); under the writer flag. */
-static int freq_written;
-
-/* One writer of the file at a time: the flush thread, the final flush, or the crash path.
- * Taken with an acquire CAS, given back with a release store that pairs with the next taker's
- * acquire (the file offset and the counters pass between them). The crash path waits for it a
- * bounded time and never gives it back: the process is about to die. */
-static _Atomic int writer;
-
-static int writer_take_for(unsigned ms)
-{
-    for (unsigned waited = 0;; waited++) {
-        int expect = 0;
-        if (atomic_compare_exchange_weak_explicit(&writer, &expect, 1, memory_order_acquire,
-                                                  memory_order_relaxed))
-            return 1;
-        if (ms && waited >= ms * 10)
-            return 0;
-        pause_ns(100000);
-    }
-}
-
-static void writer_give(void)
-{
-    atomic_store_explicit(&writer, 0, memory_order_release);
-}
 
 static void wake_flusher(void)
 {
@@ -132,231 +95,11 @@ static void wake_flusher(void)
         futex(&wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL);
 }
 
-/* ---- writing ---- */
-
-/* The trace's descriptor is the program's to take: it may dup2 a file of its own onto that
- * number, or close every descriptor (close_range). Before each use the runtime checks that the
- * number still names its file (device and inode); when it does not, that number is never
- * touched again (no write, no close) and the trace is reopened by its path, at the offset it
- * had reached, into a fresh number at the top of the range. */
-static int fd_still_ours(void)
-{
-    struct stat st;
-    return trace_fd >= 0 && fstat(trace_fd, &st) == 0 && st.st_dev == trace_st.st_dev &&
-           st.st_ino == trace_st.st_ino;
-}
-
-/* 0 when trace_fd names the trace (again), -1 when it cannot. */
-static int trace_fd_ours(void)
-{
-    if (fd_still_ours())
-        return 0;
-    trace_fd = -1;
-    int fd = open(trace_path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    struct stat st;
-    if (fstat(fd, &st) != 0 || st.st_dev != trace_st.st_dev || st.st_ino != trace_st.st_ino ||
-        lseek(fd, (off_t)bytes_written, SEEK_SET) != (off_t)bytes_written) {
-        close(fd);
-        return -1;
-    }
-    trace_fd = str_fd_high(fd);
-    str_log(STR_INFO, "the trace's descriptor was taken over by the program; reopened %s",
-            trace_path);
-    return 0;
-}
-
-/* Closes the trace's descriptor if it still names the trace. */
-static void close_trace_fd(void)
-{
-    if (fd_still_ours())
-        close(trace_fd);
-    trace_fd = -1;
-}
-
-/* Appends len bytes; returns 0, or -1 after the first failure (sticky: later writes are only
- * counted as lost). bytes_written is the file size: the runtime only appends (and rewrites the
- * header in place). */
-static int write_all(const void *buf, size_t len)
-{
-    const uint8_t *p = buf;
-    if (write_error) {
-        bytes_lost += len;
-        return -1;
-    }
-    if (trace_fd_ours() != 0) {
-        write_error = EBADF;
-        bytes_lost += len;
-        return -1;
-    }
-    while (len > 0) {
-        ssize_t n = write(trace_fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            write_error = n < 0 ? errno : EIO;
-            bytes_lost += len;
-            return -1;
-        }
-        p += n;
-        len -= (size_t)n;
-        bytes_written += (uint64_t)n;
-    }
-    return 0;
-}
-
-/* Writes one block from two pieces. A block that cannot be written whole (disk full, file size
- * limit) is cut off again, so the file always ends on a block boundary and stays readable. */
-/* Events in [p, p + len) of what the runtime writes: function records and custom/typed events
- * count one each, a loss marker the events it stands for; block headers none. */
-static uint64_t events_in(const uint8_t *p, size_t len)
-{
-    const uint8_t *end = p + len;
-    uint64_t n = 0;
-    while (p < end) {
-        if (!(p[0] & 1)) {
-            uint32_t w;
-            memcpy(&w, p, 4);
-            n += !stf_tracer_name(w >> 4); /* the tracer's own pseudo-calls are not events */
-            p += STF_FUNC_SIZE;
-            continue;
-        }
-        unsigned kind = p[0] >> 1;
-        if (kind == STF_M_CUSTOM_EVENT || kind == STF_M_TYPED_EVENT) {
-            int32_t size;
-            memcpy(&size, p + 1, 4);
-            size_t sz = size > 0 ? (size_t)size : 0;
-            uint64_t lost;
-            if (sz > (size_t)(end - p) - STF_META_SIZE)
-                break;
-            n += kind == STF_M_CUSTOM_EVENT && stf_decode_loss(p + STF_META_SIZE, sz, &lost) ? lost
-                                                                                             : 1;
-            p += sz;
-        }
-        p += STF_META_SIZE;
-    }
-    return n;
-}
-
-static int write_block(const void *a, size_t alen, const void *b, size_t blen)
-{
-    if (capped || (max_size && !over_cap && bytes_written + alen + blen > max_size)) {
-        if (!capped)
-            str_log(STR_WARN,
-                    "the trace reached SLEDTRACE_MAX_SIZE (%llu bytes): nothing more is "
-                    "written; the program runs on, and the events left out are counted",
-                    (unsigned long long)max_size);
-        capped = 1;
-        capped_events += events_in(a, alen) + events_in(b, blen);
-        return -1;
-    }
-    uint64_t start = bytes_written;
-    if (write_all(a, alen) == 0 && (blen == 0 || write_all(b, blen) == 0))
-        return 0;
-    if (bytes_written > start && fd_still_ours() && ftruncate(trace_fd, (off_t)start) == 0) {
-        bytes_lost += bytes_written - start;
-        bytes_written = start;
-    }
-    return -1;
-}
-
-/* TSC after the records in [p, end) of a chunk, starting from `tsc`: function records add their
- * delta; TSCWrap and NewCPUId set it. Only what the runtime itself writes can be there. */
-static uint64_t tsc_after(const uint8_t *p, const uint8_t *end, uint64_t tsc)
-{
-    while (p < end) {
-        if (!(p[0] & 1)) {
-            uint32_t d;
-            memcpy(&d, p + 4, 4);
-            tsc += d;
-            p += STF_FUNC_SIZE;
-            continue;
-        }
-        unsigned kind = p[0] >> 1;
-        if (kind == STF_M_TSC_WRAP) {
-            memcpy(&tsc, p + 1, 8);
-        } else if (kind == STF_M_NEW_CPU) {
-            memcpy(&tsc, p + 3, 8);
-        } else if (kind == STF_M_CUSTOM_EVENT || kind == STF_M_TYPED_EVENT) {
-            /* v5: size and TSC delta; the payload follows (loss markers are custom events). */
-            int32_t size, delta;
-            memcpy(&size, p + 1, 4);
-            memcpy(&delta, p + 5, 4);
-            tsc += (uint64_t)(int64_t)delta;
-            p += size > 0 ? (size_t)size : 0;
-        }
-        p += STF_META_SIZE;
-    }
-    return tsc;
-}
-
-/* Writes the bytes of chunk `c` (of thread `th`) below `upto` that are not in the file yet. The
- * first piece is the chunk itself as a block (BufferExtents, its own NewBuffer, Walltime, Pid and
- * NewCPUId, then records). A later piece gets a header of its own: NewBuffer, a Walltime derived
- * from the chunk's by the TSC elapsed, Pid, and a NewCPUId carrying the TSC of the last record
- * already written, so that its first delta applies. */
-static void write_chunk(struct str_thread *th, struct str_chunk *c, size_t upto)
-{
-    uint8_t *base = c->base;
-    if (upto <= STR_BLOCK_HEAD || upto <= c->flushed)
-        return;
-    uint64_t start_tsc;
-    memcpy(&start_tsc, base + 64 + 3, 8); /* the chunk's NewCPUId */
-    if (c->flushed == 0) {
-        stf_meta_u64(base, STF_M_BUFFER_EXTENTS, upto - STF_META_SIZE);
-        write_block(base, upto, NULL, 0);
-        c->flushed_tsc = tsc_after(base + STR_BLOCK_HEAD, base + upto, start_tsc);
-    } else {
-        uint8_t h[STR_BLOCK_HEAD];
-        stf_meta_u64(h, STF_M_BUFFER_EXTENTS, STR_BLOCK_HEAD - STF_META_SIZE + upto - c->flushed);
-        stf_meta_new_buffer(h + 16, th->tid);
-        int64_t sec;
-        uint32_t usec;
-        memcpy(&sec, base + 32 + 1, 8);
-        memcpy(&usec, base + 32 + 9, 4);
-        uint64_t us = (uint64_t)sec * 1000000u + usec;
-        if (str_freq_estimate >= 1000000u)
-            us += (c->flushed_tsc - start_tsc) / (str_freq_estimate / 1000000u);
-        stf_meta_walltime(h + 32, (int64_t)(us / 1000000u), (uint32_t)(us % 1000000u));
-        memcpy(h + 48, base + 48, STF_META_SIZE); /* Pid */
-        uint16_t cpu;
-        memcpy(&cpu, base + 64 + 1, 2);
-        stf_meta_new_cpu(h + 64, cpu, c->flushed_tsc);
-        write_block(h, sizeof h, base + c->flushed, upto - c->flushed);
-        c->flushed_tsc = tsc_after(base + c->flushed, base + upto, c->flushed_tsc);
-    }
-    c->flushed = upto;
-    chunks_written++;
-}
-
 /* Writes what every registered thread has committed in its current chunk, so that an idle or
  * blocked thread's records reach the file within a period. The owner keeps appending meanwhile:
  * only bytes below its published pos (acquire, pairing with the release in hot.c) are read. A
  * thread that just moved to another chunk is caught next time. Adds up side-ring losses. */
-/* At the end, a thread still inside a gap (discard policy) gets a block of its own holding just
- * the loss marker, so the trace says where its records stop. */
 static void write_queue(void);
-
-static void write_loss_block(int32_t tid, uint64_t lost)
-{
-    uint8_t b[STR_BLOCK_HEAD + STF_LOSS_SIZE];
-    struct timespec wall;
-    clock_gettime(CLOCK_REALTIME, &wall);
-    stf_meta_u64(b, STF_M_BUFFER_EXTENTS, sizeof b - STF_META_SIZE);
-    stf_meta_new_buffer(b + 16, tid);
-    stf_meta_walltime(b + 32, wall.tv_sec, (uint32_t)(wall.tv_nsec / 1000));
-    stf_meta_pid(b + 48, pid);
-    stf_meta_new_cpu(b + 64, 0, str_now());
-    stf_encode_loss(b + STR_BLOCK_HEAD, lost);
-    if (write_block(b, sizeof b, NULL, 0) == 0)
-        chunks_written++;
-}
-
-static void write_gap_block(struct str_thread *th)
-{
-    write_loss_block(th->tid, th->gap);
-}
 
 /* Final flush only: losses to report. */
 struct losses {
@@ -384,7 +127,7 @@ static void write_committed(struct str_thread *th, uint32_t idx)
     uintptr_t base = (uintptr_t)c->base;
     if (atomic_load_explicit(&c->state, memory_order_relaxed) == STR_FILLING && pos > base &&
         pos <= base + str_cfg.chunk_size)
-        write_chunk(th, c, pos - base);
+        str_write_chunk(th, c, pos - base);
 }
 
 /* Flight policy: writes what th's ring holds that is not in the file yet, oldest first: its kept
@@ -402,14 +145,12 @@ static void dump_thread(struct str_thread *th)
         if (!atomic_compare_exchange_strong_explicit(&c->state, &st, STR_DUMPING,
                                                      memory_order_acquire, memory_order_relaxed))
             continue;
-        write_chunk(th, c, c->used);
+        str_write_chunk(th, c, c->used);
         atomic_store_explicit(&c->state, STR_KEPT, memory_order_release);
     }
     if (atomic_load_explicit(&th->cur, memory_order_relaxed) == c0)
         write_committed(th, c0);
 }
-
-static void write_elided_block(struct str_thread *th);
 
 static void flush_committed_locked(struct losses *final)
 {
@@ -418,7 +159,7 @@ static void flush_committed_locked(struct losses *final)
             final->lost_nested += th->lost_nested;
             final->discarded += th->discarded + th->gap;
             if (th->dropping && th->gap)
-                write_gap_block(th);
+                str_write_gap_block(th);
         }
         if (str_cfg.policy == STR_FLIGHT) {
             dump_thread(th);
@@ -436,7 +177,7 @@ static void flush_committed_locked(struct losses *final)
         }
         write_committed(th, idx);
         if (final)
-            write_elided_block(th);
+            str_write_elided_block(th);
     }
 }
 
@@ -497,10 +238,10 @@ static void write_queue(void)
         struct str_thread *th = c->owner;
         if (c->final && str_cfg.policy == STR_FLIGHT)
             dump_thread(th); /* an exited thread's ring goes out with its last chunk */
-        write_chunk(th, c, c->used);
+        str_write_chunk(th, c, c->used);
         c->flushed = 0;
         if (c->final) {
-            write_elided_block(th);
+            str_write_elided_block(th);
             free_thread(th);
         } else {
             atomic_fetch_sub_explicit(&th->queued, 1, memory_order_relaxed);
@@ -508,20 +249,6 @@ static void write_queue(void)
         }
         c = next;
     }
-}
-
-static void write_header(uint64_t freq)
-{
-    uint8_t h[STF_HEADER_SIZE];
-    struct stf_header hd = {STF_VERSION, STF_TYPE_FDR, header_bits, freq, str_cfg.chunk_size};
-    stf_encode_header(h, &hd);
-    if (trace_fd_ours() != 0) {
-        if (!write_error)
-            write_error = EBADF;
-        return;
-    }
-    if (pwrite(trace_fd, h, sizeof h, 0) != (ssize_t)sizeof h && !write_error)
-        write_error = errno ? errno : EIO;
 }
 
 static void final_flush(void);
@@ -623,60 +350,19 @@ static void note_flusher_cpu(void)
         flusher_cpu_ns = ns_of(&ts);
 }
 
-/* A block of its own for th's elided calls (SLEDTRACE_MIN_DURATION): one typed event
- * (STF_TYPED_ELIDED) listing, per function, how many calls were taken back and their time. At
- * the thread's end (its last chunk written) or the process's (every live thread); the owner
- * may still be adding to the table then (a thread running at exit): its last few calls can be
- * missing. Async-signal-safe (the crash path): a buffer on the stack, no allocation. */
-static void write_elided_block(struct str_thread *th)
-{
-    enum { ROOM = STF_ELIDED_ENTRY * STR_ELIDED_N };
-    uint8_t b[STR_BLOCK_HEAD + 16 + ROOM];
-    size_t n = 0;
-    for (unsigned i = 0; i < STR_ELIDED_N; i++) {
-        uint32_t id = atomic_load_explicit(&th->elided[i].id, memory_order_relaxed);
-        uint32_t count = atomic_load_explicit(&th->elided[i].count, memory_order_relaxed);
-        if (!id || !count)
-            continue;
-        uint64_t ticks = atomic_load_explicit(&th->elided[i].ticks, memory_order_relaxed);
-        stf_encode_elided(b + STR_BLOCK_HEAD + 16 + n * STF_ELIDED_ENTRY, id, count, ticks);
-        n++;
-    }
-    if (!n)
-        return;
-    size_t len = n * STF_ELIDED_ENTRY;
-    struct timespec wall;
-    clock_gettime(CLOCK_REALTIME, &wall);
-    uint64_t tsc = str_now();
-    stf_meta_u64(b, STF_M_BUFFER_EXTENTS, STR_BLOCK_HEAD + 16 + len - STF_META_SIZE);
-    stf_meta_new_buffer(b + 16, th->tid);
-    stf_meta_walltime(b + 32, wall.tv_sec, (uint32_t)(wall.tv_nsec / 1000));
-    stf_meta_pid(b + 48, th->pid);
-    stf_meta_new_cpu(b + 64, 0, tsc);
-    uint8_t *m = b + STR_BLOCK_HEAD;
-    memset(m, 0, 16);
-    m[0] = (uint8_t)((STF_M_TYPED_EVENT << 1) | 1u);
-    uint32_t size = (uint32_t)len;
-    uint16_t type = STF_TYPED_ELIDED;
-    memcpy(m + 1, &size, 4); /* TSC delta 0: at the block's NewCPUId time */
-    memcpy(m + 9, &type, 2);
-    if (write_block(b, STR_BLOCK_HEAD + 16 + len, NULL, 0) == 0)
-        chunks_written++;
-}
-
 /* The header's first frequency, once 5 ms have passed (never waited for), so that a trace cut
  * short still has one. The caller holds the writer flag. */
 static void first_frequency(void)
 {
-    if (freq_written)
+    if (str_freq_written)
         return;
     struct timespec raw;
     str_clock_raw(&raw);
     if (ns_of(&raw) - ns_of(&str_raw0) < 5000000u)
         return;
     str_freq_estimate = str_calibrate(0, 1);
-    write_header(str_freq_estimate);
-    freq_written = 1;
+    str_write_header(str_freq_estimate);
+    str_freq_written = 1;
     str_set_min_ticks(str_freq_estimate);
 }
 
@@ -693,9 +379,9 @@ static void *flush_main(void *arg)
     while (atomic_load_explicit(&state, memory_order_seq_cst) == ST_ACTIVE &&
            !atomic_load_explicit(&solo, memory_order_seq_cst)) {
         uint32_t seq = atomic_load_explicit(&wake_seq, memory_order_seq_cst);
-        writer_take_for(0);
+        str_writer_take_for(0);
         if (atomic_load_explicit(&state, memory_order_seq_cst) != ST_ACTIVE) {
-            writer_give();
+            str_writer_give();
             break;
         }
         write_queue();
@@ -709,12 +395,12 @@ static void *flush_main(void *arg)
             if (atomic_exchange_explicit(&dump_requested, 0, memory_order_acq_rel)) {
                 flush_committed(NULL);
                 str_log(STR_INFO, "flight recorder dumped: %llu bytes so far",
-                        (unsigned long long)bytes_written);
+                        (unsigned long long)str_bytes_written);
             }
         } else if (period_due) {
             flush_committed(NULL);
         }
-        writer_give();
+        str_writer_give();
         if (atomic_exchange_explicit(&toggle_requested, 0, memory_order_acq_rel))
             outputs.toggle();
         if (period_due) {
@@ -733,7 +419,7 @@ static void *flush_main(void *arg)
         uint64_t left = deadline - ns_of(&now);
         if (left > period)
             left = period;
-        if (!freq_written && left > 5000000u)
+        if (!str_freq_written && left > 5000000u)
             left = 5000000u;
         struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
         atomic_store_explicit(&flusher_sleeping, 1, memory_order_seq_cst);
@@ -916,7 +602,7 @@ static struct str_thread *new_thread(int vfork_child, struct str_cursor *cur)
     th->slot = (uint8_t)slot;
     th->cursor = cur;
     th->tid = (int32_t)syscall(SYS_gettid);
-    th->pid = vfork_child ? (int32_t)syscall(SYS_getpid) : pid;
+    th->pid = vfork_child ? (int32_t)syscall(SYS_getpid) : str_pid;
     th->self = pthread_self();
     th->birth = str_thread_birth;
     th->nchunks = n;
@@ -1092,10 +778,10 @@ static int new_process_check(void)
 {
     int32_t now = (int32_t)syscall(SYS_getpid);
     int st = atomic_load_explicit(&state, memory_order_relaxed);
-    if (now == pid || now <= 0 || (st != ST_ACTIVE && st != ST_FORKED))
+    if (now == str_pid || now <= 0 || (st != ST_ACTIVE && st != ST_FORKED))
         return PROC_SAME; /* same process (or a sandbox that refuses getpid: then assume so) */
     enum { KCMP_VM_ = 1 };
-    if (syscall(SYS_kcmp, (long)now, (long)pid, KCMP_VM_, 0L, 0L) == 0)
+    if (syscall(SYS_kcmp, (long)now, (long)str_pid, KCMP_VM_, 0L, 0L) == 0)
         return PROC_SHARED; /* vfork / CLONE_VM: the parent's memory */
     fork_child(1);
     return PROC_SAME;
@@ -1311,7 +997,7 @@ void str_vfork_begin(void)
     }
     if (t->shared || t->dead || c->nest != 0 ||
         atomic_load_explicit(&state, memory_order_acquire) != ST_ACTIVE ||
-        (int32_t)syscall(SYS_getpid) != pid) {
+        (int32_t)syscall(SYS_getpid) != str_pid) {
         errno = saved;
         return;
     }
@@ -1419,40 +1105,6 @@ void str_thread_unstrict(void)
     str_cursor.nest = 0;
 }
 
-/* ---- start and finish ---- */
-
-/* Takes over a freshly created trace file: resets the counters and writes a provisional header
- * (frequency unknown yet), which moves the file offset past itself; blocks are appended after it
- * and the header is rewritten in place with pwrite at the end. */
-static int begin_file(int fd, const char *path, const char *spath)
-{
-    trace_fd = fd;
-    if (fstat(fd, &trace_st) != 0)
-        return -1;
-    snprintf(trace_path, sizeof trace_path, "%s", path);
-    snprintf(syms_path, sizeof syms_path, "%s", spath);
-    pid = (int32_t)getpid();
-    bytes_written = bytes_lost = chunks_written = 0;
-    write_error = 0;
-    capped = over_cap = 0;
-    capped_events = 0;
-    freq_written = 0;
-    max_size = str_cfg.max_size;
-    struct statvfs vfs;
-    if (!str_cfg.max_size_set)
-        max_size = fstatvfs(fd, &vfs) == 0 ? (uint64_t)vfs.f_bavail * vfs.f_frsize / 2 : 0;
-    uint8_t h[STF_HEADER_SIZE];
-    struct stf_header hd = {STF_VERSION, STF_TYPE_FDR, header_bits, 0, str_cfg.chunk_size};
-    stf_encode_header(h, &hd);
-    write_all(h, sizeof h);
-    /* The tracer's own cost (calib.c) in a block of its own, first; not counted as a chunk, so
-     * that a run that recorded nothing still leaves no file. */
-    uint8_t cb[STR_CALIB_BLOCK];
-    if (str_calib_block(cb, (int32_t)syscall(SYS_gettid), pid))
-        write_block(cb, sizeof cb, NULL, 0);
-    return 0;
-}
-
 /* Starts the flush thread and makes tracing active; or, when the process's task limits are
  * tight (limits.c) or the thread cannot be started, makes it active solo (see the top), with
  * an info line: the trace loses nothing. A fork child of a solo process is solo too. The flush
@@ -1502,7 +1154,7 @@ static int start_flusher(void)
 static void wait_task_gone(int32_t tid)
 {
     for (int i = 0; tid > 0 && i < 2000; i++) {
-        if (syscall(SYS_tgkill, (long)pid, (long)tid, 0L) != 0 && errno == ESRCH)
+        if (syscall(SYS_tgkill, (long)str_pid, (long)tid, 0L) != 0 && errno == ESRCH)
             return;
         pause_ns(50000);
     }
@@ -1513,7 +1165,7 @@ static int drop_flusher(void)
 {
     if (atomic_load_explicit(&solo, memory_order_acquire) ||
         atomic_load_explicit(&state, memory_order_acquire) != ST_ACTIVE ||
-        (int32_t)syscall(SYS_getpid) != pid)
+        (int32_t)syscall(SYS_getpid) != str_pid)
         return 0;
     sigset_t mask;
     block_async(&mask);
@@ -1547,7 +1199,7 @@ static int drop_flusher(void)
 int str_buffers_start(int fd, const char *path, const char *spath, const struct str_outputs *o)
 {
     outputs = *o; /* before the flush thread starts: pthread_create orders it for that thread */
-    header_bits = str_clock_init();
+    str_header_bits = str_clock_init();
     str_limits_read();   /* the memory budget and the task limits, before any thread's buffers */
     str_calib_measure(); /* before any sled is patched: the clock is chosen now */
     str_tsc_pair(&str_tsc0, &str_raw0);
@@ -1556,7 +1208,7 @@ int str_buffers_start(int fd, const char *path, const char *spath, const struct 
          * paid only when SLEDTRACE_MIN_DURATION asks for it (refined by the flush thread's). */
         str_set_min_ticks(str_calibrate(2, 1));
     }
-    if (pthread_key_create(&exit_key, str_thread_exit) != 0 || begin_file(fd, path, spath) != 0)
+    if (pthread_key_create(&exit_key, str_thread_exit) != 0 || str_begin_file(fd, path, spath) != 0)
         return -1;
     return start_flusher();
 }
@@ -1638,7 +1290,7 @@ static void fork_child(int in_refill)
     atomic_store_explicit(&str_mlock_future, 0, memory_order_relaxed); /* not inherited */
     /* The flush thread does not exist here: whatever it held or was asked for at the fork
      * (writing the file, a dump, a toggle) is the parent's. */
-    atomic_store_explicit(&writer, 0, memory_order_relaxed);
+    atomic_store_explicit(&str_writer, 0, memory_order_relaxed);
     atomic_store_explicit(&dump_requested, 0, memory_order_relaxed);
     atomic_store_explicit(&toggle_requested, 0, memory_order_relaxed);
     atomic_store_explicit(&wake_seq, 0, memory_order_relaxed);
@@ -1650,8 +1302,8 @@ static void fork_child(int in_refill)
         return;
     }
     if (st == ST_ACTIVE)
-        close_trace_fd(); /* the parent's: the child's own comes with its first event */
-    trace_fd = -1;
+        str_close_trace_fd(); /* the parent's: the child's own comes with its first event */
+    str_trace_fd = -1;
     atomic_store_explicit(&queue_head, NULL, memory_order_relaxed);
     atomic_store_explicit(&flusher_sleeping, 0, memory_order_relaxed);
     atomic_store_explicit(&exited_lost_nested, 0, memory_order_relaxed);
@@ -1674,7 +1326,7 @@ static void fork_child(int in_refill)
     str_mem_reset((t->th ? t->th->map_size : 0) + (t->fork_th ? t->fork_th->map_size : 0) +
                   str_slots_warm_bytes());
     t->nomem = 0;
-    pid = (int32_t)getpid();
+    str_pid = (int32_t)getpid();
     int refused = 0;
     if (!t->held && !in_refill && c->nest != 0 && !(c->nest & STR_NEST_STRICT) && !t->vfork) {
         /* The fork interrupted the tracer: the cursor (pos, last_tsc, the side ring's indices)
@@ -1773,13 +1425,13 @@ static int fork_activate(void)
     if (!atomic_compare_exchange_strong_explicit(&state, &expect, ST_OFF, memory_order_acq_rel,
                                                  memory_order_acquire))
         return expect;
-    char path[sizeof trace_path], spath[sizeof syms_path];
+    char path[sizeof str_trace_path], spath[sizeof str_syms_path];
     int fd = outputs.open(path, sizeof path, spath, sizeof spath);
     /* This process's own limits (its cgroup's usage, the rlimits it inherited); under a
      * seccomp filter, which may kill for an open, the parent's. */
     if (fd >= 0 && !atomic_load_explicit(&str_seccomp_filter, memory_order_relaxed))
         str_limits_read();
-    if (fd < 0 || begin_file(fd, path, spath) != 0 || start_flusher() != 0)
+    if (fd < 0 || str_begin_file(fd, path, spath) != 0 || start_flusher() != 0)
         return ST_OFF;
     return ST_ACTIVE;
 }
@@ -1847,7 +1499,7 @@ static void drain_own(void)
 void str_buffers_finish(void)
 {
     /* A vfork child shares the parent's memory and must not touch its tracing state. */
-    if ((int32_t)getpid() != pid)
+    if ((int32_t)getpid() != str_pid)
         return;
     int expect = ST_ACTIVE;
     if (!atomic_compare_exchange_strong_explicit(&state, &expect, ST_STOPPING, memory_order_seq_cst,
@@ -1870,58 +1522,19 @@ void str_buffers_finish(void)
     pthread_setcancelstate(old_state, &old_state);
 }
 
-/* The final flush runs in one of the program's threads (exit, _exit, exec). A write past a file
- * size limit must not kill the program with SIGXFSZ there: the signal is blocked around the
- * writes, and one that they raised (none was pending before) is consumed. */
-struct xfsz_guard {
-    sigset_t old;
-    int was_pending;
-    int active; /* only under a finite RLIMIT_FSIZE: nothing to guard against otherwise, and a
-                   sandbox need not allow rt_sigpending */
-};
-
-static void xfsz_block(struct xfsz_guard *g)
-{
-    struct rlimit rl;
-    g->active = getrlimit(RLIMIT_FSIZE, &rl) != 0 || rl.rlim_cur != RLIM_INFINITY;
-    if (!g->active)
-        return;
-    sigset_t s, pend;
-    sigemptyset(&s);
-    sigaddset(&s, SIGXFSZ);
-    pthread_sigmask(SIG_BLOCK, &s, &g->old);
-    sigpending(&pend);
-    g->was_pending = sigismember(&pend, SIGXFSZ);
-}
-
-static void xfsz_unblock(struct xfsz_guard *g)
-{
-    if (!g->active)
-        return;
-    sigset_t s, pend;
-    sigemptyset(&s);
-    sigaddset(&s, SIGXFSZ);
-    sigpending(&pend);
-    if (!g->was_pending && sigismember(&pend, SIGXFSZ)) {
-        struct timespec zero = {0, 0};
-        sigtimedwait(&s, NULL, &zero);
-    }
-    pthread_sigmask(SIG_SETMASK, &g->old, NULL);
-}
-
 /* Solo: the calling thread writes what is queued (see the top). Not in a vfork child, which
  * shares its parent's memory but must take no lock: 0 then. */
 static int solo_write(void)
 {
-    if ((int32_t)syscall(SYS_getpid) != pid)
+    if ((int32_t)syscall(SYS_getpid) != str_pid)
         return 0;
-    struct xfsz_guard g;
-    xfsz_block(&g);
-    writer_take_for(0);
+    struct str_xfsz_guard g;
+    str_xfsz_block(&g);
+    str_writer_take_for(0);
     write_queue();
     first_frequency();
-    writer_give();
-    xfsz_unblock(&g);
+    str_writer_give();
+    str_xfsz_unblock(&g);
     return 1;
 }
 
@@ -1944,17 +1557,17 @@ static void solo_requests(void)
         return;
     if (!atomic_load_explicit(&solo, memory_order_acquire) ||
         atomic_load_explicit(&state, memory_order_acquire) != ST_ACTIVE ||
-        (int32_t)syscall(SYS_getpid) != pid)
+        (int32_t)syscall(SYS_getpid) != str_pid)
         return;
     if (atomic_exchange_explicit(&dump_requested, 0, memory_order_acq_rel)) {
-        struct xfsz_guard g;
-        xfsz_block(&g);
-        writer_take_for(0);
+        struct str_xfsz_guard g;
+        str_xfsz_block(&g);
+        str_writer_take_for(0);
         flush_committed(NULL);
-        writer_give();
-        xfsz_unblock(&g);
+        str_writer_give();
+        str_xfsz_unblock(&g);
         str_log(STR_INFO, "flight recorder dumped: %llu bytes so far",
-                (unsigned long long)bytes_written);
+                (unsigned long long)str_bytes_written);
     }
     if (atomic_exchange_explicit(&toggle_requested, 0, memory_order_acq_rel)) {
         pthread_t t;
@@ -2004,7 +1617,7 @@ void str_buffers_munlock(void)
 
 int str_flush_now(void)
 {
-    if ((int32_t)syscall(SYS_getpid) != pid ||
+    if ((int32_t)syscall(SYS_getpid) != str_pid ||
         atomic_load_explicit(&state, memory_order_acquire) != ST_ACTIVE) {
         errno = ENODEV; /* not tracing in this process */
         return -1;
@@ -2016,15 +1629,15 @@ int str_flush_now(void)
     drain_own();
     int old_state;
     pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old_state);
-    writer_take_for(0);
-    struct xfsz_guard g;
-    xfsz_block(&g);
+    str_writer_take_for(0);
+    struct str_xfsz_guard g;
+    str_xfsz_block(&g);
     write_queue();
     flush_committed(NULL); /* every thread's committed records; flight: every ring, as a dump */
     write_queue();
-    int err = write_error;
-    xfsz_unblock(&g);
-    writer_give();
+    int err = str_write_error;
+    str_xfsz_unblock(&g);
+    str_writer_give();
     pthread_setcancelstate(old_state, &old_state);
     pthread_sigmask(SIG_SETMASK, &mask, NULL);
     if (err) {
@@ -2038,12 +1651,12 @@ int str_flush_now(void)
  * caller); the state is ST_STOPPING. */
 static void final_flush(void)
 {
-    struct xfsz_guard g;
-    xfsz_block(&g);
-    writer_take_for(0);
+    struct str_xfsz_guard g;
+    str_xfsz_block(&g);
+    str_writer_take_for(0);
     final_flush_writes();
-    writer_give();
-    xfsz_unblock(&g);
+    str_writer_give();
+    str_xfsz_unblock(&g);
 }
 
 /* Writes everything queued and every thread's committed records, and the header with the
@@ -2052,8 +1665,8 @@ static void final_flush(void)
  * logged. The caller holds the writer flag. */
 static void emergency_write(void)
 {
-    struct xfsz_guard g;
-    xfsz_block(&g);
+    struct str_xfsz_guard g;
+    str_xfsz_block(&g);
     atomic_store_explicit(&dying, 1, memory_order_relaxed);
     write_queue();
     int locked = pthread_mutex_trylock(&registry_lock) == 0;
@@ -2061,26 +1674,26 @@ static void emergency_write(void)
     if (locked)
         flush_committed_locked(NULL);
     for (struct str_thread *th = locked ? registry : NULL; th; th = th->next)
-        write_elided_block(th);
+        str_write_elided_block(th);
     sidecar_end(locked, 1);
     if (locked)
         pthread_mutex_unlock(&registry_lock);
     write_queue();
-    write_header(str_calibrate(0, 0));
-    xfsz_unblock(&g);
+    str_write_header(str_calibrate(0, 0));
+    str_xfsz_unblock(&g);
 }
 
 /* A fatal signal is about to end the process (signals.c): everything goes out and tracing ends.
  * The writer flag is never given back. */
 void str_crash_flush(void)
 {
-    if ((int32_t)getpid() != pid)
+    if ((int32_t)getpid() != str_pid)
         return;
     int expect = ST_ACTIVE;
     if (!atomic_compare_exchange_strong_explicit(&state, &expect, ST_STOPPING, memory_order_seq_cst,
                                                  memory_order_seq_cst))
         return;
-    if (!writer_take_for(1000))
+    if (!str_writer_take_for(1000))
         return;
     emergency_write();
     atomic_store_explicit(&state, ST_DONE, memory_order_seq_cst);
@@ -2090,12 +1703,13 @@ void str_crash_flush(void)
  * tracing continues. */
 void str_checkpoint(void)
 {
-    if ((int32_t)getpid() != pid || atomic_load_explicit(&state, memory_order_seq_cst) != ST_ACTIVE)
+    if ((int32_t)getpid() != str_pid ||
+        atomic_load_explicit(&state, memory_order_seq_cst) != ST_ACTIVE)
         return;
-    if (!writer_take_for(1000))
+    if (!str_writer_take_for(1000))
         return;
     emergency_write();
-    writer_give();
+    str_writer_give();
 }
 
 static void report_losses(const struct losses *lost, uint64_t dropped)
@@ -2107,11 +1721,11 @@ static void report_losses(const struct losses *lost, uint64_t dropped)
                 "(code run from pthread key destructors, or signal handlers while it exited) were "
                 "not recorded",
                 (unsigned long long)late);
-    if (capped)
+    if (str_capped)
         str_log(STR_WARN,
                 "trace incomplete: it stopped at SLEDTRACE_MAX_SIZE (%llu bytes); %llu events "
                 "after that were not written (a loss marker at its end says so)",
-                (unsigned long long)max_size, (unsigned long long)capped_events);
+                (unsigned long long)str_max_size, (unsigned long long)str_capped_events);
     uint64_t shared = atomic_load_explicit(&str_shared_dropped, memory_order_relaxed);
     if (shared)
         str_log(STR_WARN,
@@ -2161,21 +1775,21 @@ static void final_flush_writes(void)
     pthread_mutex_lock(&registry_lock);
     sidecar_end(1, 0);
     pthread_mutex_unlock(&registry_lock);
-    if (capped) {
-        over_cap = 1; /* the marker goes past the cap by its 96 bytes */
-        capped = 0;
-        write_loss_block(pid, capped_events);
-        capped = 1;
+    if (str_capped) {
+        str_over_cap = 1; /* the marker goes past the cap by its 96 bytes */
+        str_capped = 0;
+        str_write_loss_block(str_pid, str_capped_events);
+        str_capped = 1;
     }
     atomic_store_explicit(&state, ST_DONE, memory_order_seq_cst);
-    if (chunks_written == 0 && !write_error) {
+    if (str_chunks_written == 0 && !str_write_error) {
         /* Nothing was recorded: a header-only file is no trace (llvm-xray rejects it). Events
          * lost on the way are still said (below). */
-        close_trace_fd();
-        unlink(trace_path);
-        unlink(syms_path);
+        str_close_trace_fd();
+        unlink(str_trace_path);
+        unlink(str_syms_path);
         str_log(lost.lost_nested || dropped ? STR_WARN : STR_INFO, "no events recorded; removed %s",
-                trace_path);
+                str_trace_path);
         report_losses(&lost, dropped);
         return;
     }
@@ -2185,20 +1799,20 @@ static void final_flush_writes(void)
      * Waiting for 2 ms of interval, as before (20 ms before that), held up the exit of every
      * short traced process (a shell's every command) by up to that much (issue 24.3). */
     uint64_t freq = str_calibrate(0, 1);
-    write_header(freq);
+    str_write_header(freq);
     if (atomic_load_explicit(&solo, memory_order_relaxed) && !flusher_cpu_ns)
         str_log(STR_INFO, "trace: %llu bytes in %llu blocks, TSC %llu Hz; no flush thread",
-                (unsigned long long)bytes_written, (unsigned long long)chunks_written,
+                (unsigned long long)str_bytes_written, (unsigned long long)str_chunks_written,
                 (unsigned long long)freq);
     else
         str_log(STR_INFO,
                 "trace: %llu bytes in %llu blocks, TSC %llu Hz; the flush thread used %.1f ms "
                 "of CPU",
-                (unsigned long long)bytes_written, (unsigned long long)chunks_written,
+                (unsigned long long)str_bytes_written, (unsigned long long)str_chunks_written,
                 (unsigned long long)freq, (double)flusher_cpu_ns / 1e6);
-    if (write_error)
+    if (str_write_error)
         str_log(STR_ERROR, "trace incomplete: %llu bytes not written: %s",
-                (unsigned long long)bytes_lost, strerror(write_error));
+                (unsigned long long)str_bytes_lost, strerror(str_write_error));
     report_losses(&lost, dropped);
-    close_trace_fd();
+    str_close_trace_fd();
 }

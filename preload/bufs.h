@@ -63,7 +63,7 @@ static inline void block_async(sigset_t *old)
 
 /* ---- freq.c ---- */
 /* The start pair (start-up; a fork child's, forks.c), the flush thread's first estimate (under
- * the writer flag: flusher.c first_frequency; read by trace_file.c write_chunk), a fork child's
+ * the writer flag: flusher.c first_frequency; read by trace_file.c str_write_chunk), a fork child's
  * parent's calibration (0: unknown), and whether the implausible calibration was said (reset in
  * a fork child). */
 STR_HIDDEN extern uint64_t str_tsc0;
@@ -76,5 +76,46 @@ STR_HIDDEN uint64_t str_freq_between(uint64_t t0, const struct timespec *r0, uin
                                      const struct timespec *r1, uint64_t min_ns);
 STR_HIDDEN uint64_t str_calibrate(unsigned min_ms, int say);
 STR_HIDDEN void str_set_min_ticks(uint64_t freq);
+
+/* ---- trace_file.c ---- */
+/* The trace's descriptor and names (str_begin_file; the descriptor reset in a fork child, forks.c;
+ * the names unlinked by final.c when nothing was recorded). */
+STR_HIDDEN extern int str_trace_fd;
+STR_HIDDEN extern char str_trace_path[4096], str_syms_path[4096];
+/* The file's size, what could not be written, the blocks written, the first write error: under
+ * the writer flag (final.c reports them; flusher.c logs str_bytes_written). */
+STR_HIDDEN extern uint64_t str_bytes_written, str_bytes_lost, str_chunks_written;
+STR_HIDDEN extern int str_write_error;
+/* SLEDTRACE_MAX_SIZE's cap, under the writer flag (final.c writes the cap's loss marker). */
+STR_HIDDEN extern uint64_t str_max_size, str_capped_events;
+STR_HIDDEN extern int str_capped, str_over_cap;
+/* The header's TSC bits (set once at start-up, buffers.c) and this process's pid (str_begin_file;
+ * a fork child's, forks.c): read by every file. */
+STR_HIDDEN extern uint32_t str_header_bits;
+STR_HIDDEN extern int32_t str_pid;
+/* The header carries a first frequency (flusher.c first_frequency); under the writer flag. */
+STR_HIDDEN extern int str_freq_written;
+/* The writer flag (trace_file.c's top): 0 free, 1 taken. Reset in a fork child (forks.c). */
+STR_HIDDEN extern _Atomic int str_writer;
+/* Takes the writer flag (acquire), waiting at most ms milliseconds (0: for ever): 1, or 0. */
+STR_HIDDEN int str_writer_take_for(unsigned ms);
+/* Gives it back (release, pairs with the next str_writer_take_for). */
+STR_HIDDEN void str_writer_give(void);
+STR_HIDDEN void str_close_trace_fd(void);
+STR_HIDDEN void str_write_chunk(struct str_thread *th, struct str_chunk *c, size_t upto);
+STR_HIDDEN void str_write_loss_block(int32_t tid, uint64_t lost);
+STR_HIDDEN void str_write_gap_block(struct str_thread *th);
+STR_HIDDEN void str_write_elided_block(struct str_thread *th);
+STR_HIDDEN void str_write_header(uint64_t freq);
+STR_HIDDEN int str_begin_file(int fd, const char *path, const char *spath);
+/* SIGXFSZ held off around writes made by one of the program's threads (see trace_file.c). */
+struct str_xfsz_guard {
+    sigset_t old;
+    int was_pending;
+    int active; /* only under a finite RLIMIT_FSIZE: nothing to guard against otherwise, and a
+                   sandbox need not allow rt_sigpending */
+};
+STR_HIDDEN void str_xfsz_block(struct str_xfsz_guard *g);
+STR_HIDDEN void str_xfsz_unblock(struct str_xfsz_guard *g);
 
 #endif
