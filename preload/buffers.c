@@ -11,16 +11,17 @@
  * when half of its pool is queued, or when it has to wait for a free chunk.
  *
  * Periods. Every period the flush thread also writes what each thread has committed in its
- * current chunk (flush_committed), without involving the thread: an idle or blocked thread's
+ * current chunk (str_flush_committed), without involving the thread: an idle or blocked thread's
  * records reach the file within a period, and a SIGKILL loses at most one period. The rest of
  * that chunk follows later as a continuation block (str_write_chunk).
  *
  * Memory ordering:
- *  - queue push: CAS with release on `queue_head`, pairs with the acquire exchange in take_queue();
+ *  - queue push: CAS with release on `str_queue_head`, pairs with the acquire exchange in
+ * take_queue();
  *    it publishes the chunk's bytes and `used`.
  *  - chunk state FREE: release store by the flush thread after writing, pairs with the acquire
  *    load in next_chunk() before the owner reuses the memory.
- *  - `pos`: release by the owner (hot.c), acquire in flush_committed() (every period, at exit).
+ *  - `pos`: release by the owner (hot.c), acquire in str_flush_committed() (every period, at exit).
  *  - `running` and `wake_seq`: seq_cst, for the sleep/wake handshake.
  *
  * Exit. str_buffers_finish() (called once, from the exit path) stops the flush thread, then writes
@@ -64,14 +65,11 @@
 #include <unistd.h>
 
 static _Atomic int state = ST_OFF;
-static _Atomic(struct str_chunk *) queue_head;
 static _Atomic int dump_requested;   /* flight policy: set by the dump signal's handler */
 static _Atomic int toggle_requested; /* set by the toggle signal's handler */
 static _Atomic uint32_t wake_seq;
 static _Atomic int flusher_sleeping;
 static pthread_t flusher;
-static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct str_thread *registry;
 static pthread_key_t exit_key;
 /* runtime.c's services (str.h), set by str_buffers_start before the flush thread exists. */
 static struct str_outputs outputs;
@@ -95,160 +93,12 @@ static void wake_flusher(void)
         futex(&wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL);
 }
 
-/* Writes what every registered thread has committed in its current chunk, so that an idle or
- * blocked thread's records reach the file within a period. The owner keeps appending meanwhile:
- * only bytes below its published pos (acquire, pairing with the release in hot.c) are read. A
- * thread that just moved to another chunk is caught next time. Adds up side-ring losses. */
-static void write_queue(void);
-
-/* Final flush only: losses to report. */
-struct losses {
-    uint64_t lost_nested, discarded;
-};
-
-/* Writes what th has committed in chunk `idx` if that is the chunk it is filling: only bytes
- * below its published pos (acquire, pairing with the release in hot.c). A thread that just moved
- * to another chunk is caught next time. */
-static int flushing_whole; /* the final flush or the crash path: up to pos, whatever stable says */
-
-static void write_committed(struct str_thread *th, uint32_t idx)
-{
-    struct str_chunk *c = &th->chunks[idx];
-    if (!th->cursor)
-        return; /* the thread has exited: its last chunk is queued, `used` says what it holds */
-    uintptr_t pos = atomic_load_explicit(&th->cursor->pos, memory_order_acquire);
-    if (str_cfg.min_duration_ns && !flushing_whole) {
-        /* Records above `stable` may still be taken back (hot.c exit_elide): not yet. Acquire:
-         * pairs with the owner's release of stable, made after the records below it. */
-        uintptr_t stable = atomic_load_explicit(&th->cursor->stable, memory_order_acquire);
-        if (stable < pos)
-            pos = stable;
-    }
-    uintptr_t base = (uintptr_t)c->base;
-    if (atomic_load_explicit(&c->state, memory_order_relaxed) == STR_FILLING && pos > base &&
-        pos <= base + str_cfg.chunk_size)
-        str_write_chunk(th, c, pos - base);
-}
-
-/* Flight policy: writes what th's ring holds that is not in the file yet, oldest first: its kept
- * chunks from the one after the current one round to the current one (each taken KEPT ->
- * DUMPING while written, so the owner cannot overwrite it), then the committed part of the
- * current chunk if the owner is still on it. The owner, which must wait for the chunk being
- * written, can only trail the scan: whatever it records meanwhile lands behind it and goes out
- * with the next dump, so a thread's records reach the file in time order. */
-static void dump_thread(struct str_thread *th)
-{
-    uint32_t c0 = atomic_load_explicit(&th->cur, memory_order_relaxed);
-    for (uint32_t i = 1; i <= th->nchunks; i++) {
-        struct str_chunk *c = &th->chunks[(c0 + i) % th->nchunks];
-        int st = STR_KEPT;
-        if (!atomic_compare_exchange_strong_explicit(&c->state, &st, STR_DUMPING,
-                                                     memory_order_acquire, memory_order_relaxed))
-            continue;
-        str_write_chunk(th, c, c->used);
-        atomic_store_explicit(&c->state, STR_KEPT, memory_order_release);
-    }
-    if (atomic_load_explicit(&th->cur, memory_order_relaxed) == c0)
-        write_committed(th, c0);
-}
-
-static void flush_committed_locked(struct losses *final)
-{
-    for (struct str_thread *th = registry; th; th = th->next) {
-        if (final) {
-            final->lost_nested += th->lost_nested;
-            final->discarded += th->discarded + th->gap;
-            if (th->dropping && th->gap)
-                str_write_gap_block(th);
-        }
-        if (str_cfg.policy == STR_FLIGHT) {
-            dump_thread(th);
-            continue;
-        }
-        /* The thread's chunks must reach the file in order: any it has handed over (older than
-         * its current one) go first. The acquire on cur pairs with the release in next_chunk, so
-         * every chunk handed over before the current one is counted in `queued`. */
-        uint32_t idx = atomic_load_explicit(&th->cur, memory_order_acquire);
-        if (atomic_load_explicit(&th->queued, memory_order_acquire) != 0) {
-            write_queue();
-            idx = atomic_load_explicit(&th->cur, memory_order_acquire);
-            if (atomic_load_explicit(&th->queued, memory_order_acquire) != 0)
-                continue; /* it handed another over meanwhile: next time */
-        }
-        write_committed(th, idx);
-        if (final)
-            str_write_elided_block(th);
-    }
-}
-
-static void flush_committed(struct losses *final)
-{
-    pthread_mutex_lock(&registry_lock);
-    flush_committed_locked(final);
-    pthread_mutex_unlock(&registry_lock);
-}
-
 static size_t pool_head(unsigned n);
 
 /* The default pool's size: SLEDTRACE_BUFFERS chunks and their bookkeeping. */
 static size_t default_pool(void)
 {
     return pool_head(str_cfg.nchunks) + str_cfg.nchunks * str_cfg.chunk_size;
-}
-
-/* Set by the crash path: the process is about to die and nothing is freed any more (a slot's
- * free takes a lock the interrupted thread may hold). */
-static _Atomic int dying;
-
-/* A thread's buffers, its last chunk written: a slot goes back to slots.c (unless its thread
- * retired running on the slot's alternate stack: then it is never reused), a pool of its own
- * is unmapped. */
-static void free_thread(struct str_thread *th)
-{
-    size_t size = th->map_size;
-    if (atomic_load_explicit(&dying, memory_order_relaxed))
-        return; /* a fatal signal's flush (emergency_write): it may have interrupted a free */
-    if (th->slot) {
-        if (!th->slot_lost)
-            str_slot_give(th);
-        return;
-    }
-    munmap(th, size);
-    str_mem_give(size);
-}
-
-/* Takes the whole queue, oldest first. */
-static struct str_chunk *take_queue(void)
-{
-    struct str_chunk *c = atomic_exchange_explicit(&queue_head, NULL, memory_order_acquire);
-    struct str_chunk *rev = NULL;
-    while (c) {
-        struct str_chunk *next = c->next;
-        c->next = rev;
-        rev = c;
-        c = next;
-    }
-    return rev;
-}
-
-static void write_queue(void)
-{
-    for (struct str_chunk *c = take_queue(); c;) {
-        struct str_chunk *next = c->next;
-        struct str_thread *th = c->owner;
-        if (c->final && str_cfg.policy == STR_FLIGHT)
-            dump_thread(th); /* an exited thread's ring goes out with its last chunk */
-        str_write_chunk(th, c, c->used);
-        c->flushed = 0;
-        if (c->final) {
-            str_write_elided_block(th);
-            free_thread(th);
-        } else {
-            atomic_fetch_sub_explicit(&th->queued, 1, memory_order_relaxed);
-            atomic_store_explicit(&c->state, STR_FREE, memory_order_release);
-        }
-        c = next;
-    }
 }
 
 static void final_flush(void);
@@ -327,7 +177,8 @@ static void sidecar_end(int with_registry, int crash)
     }
     for (size_t i = 0; i < nnamed && p < end; i++)
         p = put_thread(p, named[i].pid, named[i].tid, named[i].name);
-    for (struct str_thread *th = with_registry ? registry : NULL; th && p < end; th = th->next) {
+    for (struct str_thread *th = with_registry ? str_registry : NULL; th && p < end;
+         th = th->next) {
         char name[16];
         if (crash)
             str_names_get_unlocked(th->self, th->birth, name);
@@ -384,7 +235,7 @@ static void *flush_main(void *arg)
             str_writer_give();
             break;
         }
-        write_queue();
+        str_write_queue();
         str_slots_cool(); /* exited threads' slots past the ones kept warm */
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
@@ -393,12 +244,12 @@ static void *flush_main(void *arg)
         if (str_cfg.policy == STR_FLIGHT) {
             /* A flight recorder writes only when asked (or at the end). */
             if (atomic_exchange_explicit(&dump_requested, 0, memory_order_acq_rel)) {
-                flush_committed(NULL);
+                str_flush_committed(NULL);
                 str_log(STR_INFO, "flight recorder dumped: %llu bytes so far",
                         (unsigned long long)str_bytes_written);
             }
         } else if (period_due) {
-            flush_committed(NULL);
+            str_flush_committed(NULL);
         }
         str_writer_give();
         if (atomic_exchange_explicit(&toggle_requested, 0, memory_order_acq_rel))
@@ -423,7 +274,7 @@ static void *flush_main(void *arg)
             left = 5000000u;
         struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
         atomic_store_explicit(&flusher_sleeping, 1, memory_order_seq_cst);
-        if (atomic_load_explicit(&queue_head, memory_order_seq_cst) == NULL &&
+        if (atomic_load_explicit(&str_queue_head, memory_order_seq_cst) == NULL &&
             atomic_load_explicit(&state, memory_order_seq_cst) == ST_ACTIVE &&
             !atomic_load_explicit(&solo, memory_order_seq_cst))
             futex(&wake_seq, FUTEX_WAIT_PRIVATE, seq, &ts);
@@ -619,24 +470,15 @@ static struct str_thread *new_thread(int vfork_child, struct str_cursor *cur)
         str_slot_stack(th, &stack, &stack_size);
     str_altstack_thread(stack, stack_size);
     str_altstack_range(&th->alt_map, &th->alt_size);
-    pthread_mutex_lock(&registry_lock);
-    th->next = registry;
-    th->pprev = &registry;
-    if (registry)
-        registry->pprev = &th->next;
-    registry = th;
-    pthread_mutex_unlock(&registry_lock);
+    pthread_mutex_lock(&str_registry_lock);
+    th->next = str_registry;
+    th->pprev = &str_registry;
+    if (str_registry)
+        str_registry->pprev = &th->next;
+    str_registry = th;
+    pthread_mutex_unlock(&str_registry_lock);
     pthread_setspecific(exit_key, th);
     return th;
-}
-
-static void push(struct str_chunk *c)
-{
-    struct str_chunk *head = atomic_load_explicit(&queue_head, memory_order_relaxed);
-    do {
-        c->next = head;
-    } while (!atomic_compare_exchange_weak_explicit(&queue_head, &head, c, memory_order_release,
-                                                    memory_order_relaxed));
 }
 
 /* Hands the current chunk over, filled up to pos, if it holds records. */
@@ -654,7 +496,7 @@ static void hand_over_at(struct str_thread *th, uintptr_t pos, int final)
     }
     atomic_store_explicit(&c->state, STR_QUEUED, memory_order_relaxed);
     uint32_t q = atomic_fetch_add_explicit(&th->queued, 1, memory_order_relaxed) + 1;
-    push(c);
+    str_queue_push(c);
     /* Acquire: pairs with the seq_cst store that made the process solo. Solo, th may be freed
      * by the write (its final chunk): not touched after it. */
     if (atomic_load_explicit(&solo, memory_order_acquire))
@@ -697,7 +539,8 @@ static int next_chunk(struct str_thread *th, int wait)
             pause_ns(20000);
         }
         make_ready(c);
-        /* Release: pairs with the acquire in flush_committed_locked (queued is already counted). */
+        /* Release: pairs with the acquire in str_flush_committed_locked (queued is already
+         * counted). */
         atomic_store_explicit(&th->cur, next, memory_order_release);
         return 1;
     }
@@ -723,7 +566,7 @@ static int next_chunk(struct str_thread *th, int wait)
         pause_ns(50000);
     }
     make_ready(c);
-    /* Release: pairs with the acquire in flush_committed_locked (queued is already counted). */
+    /* Release: pairs with the acquire in str_flush_committed_locked (queued is already counted). */
     atomic_store_explicit(&th->cur, next, memory_order_release);
     return 1;
 }
@@ -883,7 +726,7 @@ static void retire(struct str_thread *th)
     str_drain_side(cur);
     char name[16];
     str_names_get(th->self, th->birth, name);
-    pthread_mutex_lock(&registry_lock);
+    pthread_mutex_lock(&str_registry_lock);
     /* O(1): a walk of the list here, under the lock, made 4000 live threads exiting at once
      * cost 4000^2/2 visits of as many pages (retire was 15% of that run's CPU). */
     if (th->pprev) { /* a vfork child's buffers are never registered */
@@ -896,7 +739,7 @@ static void retire(struct str_thread *th)
         named[nnamed] = (struct named){.pid = th->pid, .tid = th->tid};
         memcpy(named[nnamed++].name, name, sizeof name);
     }
-    pthread_mutex_unlock(&registry_lock);
+    pthread_mutex_unlock(&str_registry_lock);
     int can_hand_over = 1;
     if (th->dropping) {
         /* Its last chunk is already queued: wait for a free one to carry the gap's marker. */
@@ -1006,7 +849,7 @@ void str_vfork_begin(void)
     c->nest++;
     str_drain_side(c);
     c->nest--;
-    pthread_mutex_lock(&registry_lock);
+    pthread_mutex_lock(&str_registry_lock);
     keep->last_tsc = c->last_tsc;
     keep->nest = 0;
     atomic_store_explicit(&keep->stable, atomic_load_explicit(&c->stable, memory_order_relaxed),
@@ -1021,7 +864,7 @@ void str_vfork_begin(void)
                           memory_order_release);
     if (t->th)
         t->th->cursor = keep;
-    pthread_mutex_unlock(&registry_lock);
+    pthread_mutex_unlock(&str_registry_lock);
     t->vfork_th = t->th;
     t->vfork_dropped = t->dropped;
     t->th = NULL;
@@ -1057,7 +900,7 @@ void str_vfork_end(void)
     /* The child may have left the cursor anywhere (killed inside the tracer, or exec'd from a
      * handler): all of it is put back. */
     c->nest = 0;
-    pthread_mutex_lock(&registry_lock);
+    pthread_mutex_lock(&str_registry_lock);
     atomic_store_explicit(&c->end, 0, memory_order_relaxed);
     atomic_signal_fence(memory_order_seq_cst);
     atomic_store_explicit(&c->pos, atomic_load_explicit(&keep->pos, memory_order_relaxed),
@@ -1074,7 +917,7 @@ void str_vfork_end(void)
     t->th = t->vfork_th;
     if (t->th)
         t->th->cursor = c;
-    pthread_mutex_unlock(&registry_lock);
+    pthread_mutex_unlock(&str_registry_lock);
     t->dropped = t->vfork_dropped;
     t->vfork_th = NULL;
     t->vfork = 0;
@@ -1222,7 +1065,7 @@ static __thread sigset_t fork_mask __attribute__((tls_model("initial-exec")));
 void str_fork_prepare(void)
 {
     block_async(&fork_mask);
-    pthread_mutex_lock(&registry_lock);
+    pthread_mutex_lock(&str_registry_lock);
     str_slots_fork_prepare();
     str_tsc_pair(&fork_tsc, &fork_raw); /* the parent's clock, for the child's check */
 }
@@ -1230,7 +1073,7 @@ void str_fork_prepare(void)
 void str_fork_parent(void)
 {
     str_slots_fork_parent();
-    pthread_mutex_unlock(&registry_lock);
+    pthread_mutex_unlock(&str_registry_lock);
     pthread_sigmask(SIG_SETMASK, &fork_mask, NULL);
 }
 
@@ -1244,7 +1087,7 @@ static void reset_for_child(struct str_cursor *c, struct str_thread *th)
     if (!th)
         return;
     th->next = NULL;
-    th->pprev = &registry;
+    th->pprev = &str_registry;
     th->tid = (int32_t)syscall(SYS_gettid);
     th->pid = (int32_t)getpid();
     atomic_store_explicit(&th->cur, 0, memory_order_relaxed);
@@ -1282,7 +1125,7 @@ static void reset_for_child(struct str_cursor *c, struct str_thread *th)
  * over at least a millisecond) is kept to check the child's own against (plausible). */
 static void fork_child(int in_refill)
 {
-    pthread_mutex_init(&registry_lock, NULL);
+    pthread_mutex_init(&str_registry_lock, NULL);
     pthread_mutex_init(&drop_lock, NULL);
     str_slots_fork_child();
     flusher_live = 0;
@@ -1304,7 +1147,7 @@ static void fork_child(int in_refill)
     if (st == ST_ACTIVE)
         str_close_trace_fd(); /* the parent's: the child's own comes with its first event */
     str_trace_fd = -1;
-    atomic_store_explicit(&queue_head, NULL, memory_order_relaxed);
+    atomic_store_explicit(&str_queue_head, NULL, memory_order_relaxed);
     atomic_store_explicit(&flusher_sleeping, 0, memory_order_relaxed);
     atomic_store_explicit(&exited_lost_nested, 0, memory_order_relaxed);
     atomic_store_explicit(&exited_dropped, 0, memory_order_relaxed);
@@ -1315,12 +1158,12 @@ static void fork_child(int in_refill)
     struct str_cursor *c = &str_cursor, *a = &t->fork_cursor;
     /* Everything registered is the parent's but this thread's buffers (the ones it records
      * into, and, held, the ones the interrupted code writes, which are not registered). */
-    for (struct str_thread *th = registry, *next; th; th = next) {
+    for (struct str_thread *th = str_registry, *next; th; th = next) {
         next = th->next;
         if (th != t->th && th != t->fork_th)
-            free_thread(th);
+            str_free_thread(th);
     }
-    registry = NULL;
+    str_registry = NULL;
     t->dropped = 0;
     /* The budget is read again at the first event; in use: this thread's buffers. */
     str_mem_reset((t->th ? t->th->map_size : 0) + (t->fork_th ? t->fork_th->map_size : 0) +
@@ -1344,7 +1187,7 @@ static void fork_child(int in_refill)
         struct str_cursor *rc = t->held ? a : c;
         struct str_thread *th = t->held ? t->fork_th : t->th;
         reset_for_child(rc, th);
-        registry = th;
+        str_registry = th;
     }
     /* Right after the fork: an event whose clock was read before this is the parent's. */
     t->fork_tsc = str_now();
@@ -1383,7 +1226,7 @@ static void end_hold(int unmap)
     if (!t->held)
         return;
     struct str_thread *inherited = t->th;
-    pthread_mutex_lock(&registry_lock);
+    pthread_mutex_lock(&str_registry_lock);
     atomic_store_explicit(&c->end, 0, memory_order_relaxed);
     atomic_signal_fence(memory_order_seq_cst);
     c->last_tsc = a->last_tsc;
@@ -1400,12 +1243,12 @@ static void end_hold(int unmap)
     t->th = t->fork_th;
     if (t->th)
         t->th->cursor = c;
-    pthread_mutex_unlock(&registry_lock);
+    pthread_mutex_unlock(&str_registry_lock);
     t->fork_th = NULL;
     memset(a, 0, sizeof *a);
     t->held = 0;
     if (inherited && unmap)
-        free_thread(inherited);
+        str_free_thread(inherited);
 }
 
 void str_fork_takeover(void *unused)
@@ -1443,7 +1286,7 @@ static int fork_activate(void)
 static int reclaim_exited(void)
 {
     if (atomic_load_explicit(&state, memory_order_acquire) != ST_ACTIVE ||
-        atomic_load_explicit(&queue_head, memory_order_acquire) == NULL)
+        atomic_load_explicit(&str_queue_head, memory_order_acquire) == NULL)
         return 0;
     if (atomic_load_explicit(&solo, memory_order_acquire))
         return solo_write();
@@ -1454,7 +1297,7 @@ static int reclaim_exited(void)
     wake_flusher();
     futex(&wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL);
     /* Acquire: pairs with the release exchange in take_queue. */
-    for (int i = 0; i < 200 && atomic_load_explicit(&queue_head, memory_order_acquire); i++)
+    for (int i = 0; i < 200 && atomic_load_explicit(&str_queue_head, memory_order_acquire); i++)
         pause_ns(1000000);
     pause_ns(1000000); /* the last chunk taken may still be being written */
     return 1;
@@ -1531,7 +1374,7 @@ static int solo_write(void)
     struct str_xfsz_guard g;
     str_xfsz_block(&g);
     str_writer_take_for(0);
-    write_queue();
+    str_write_queue();
     first_frequency();
     str_writer_give();
     str_xfsz_unblock(&g);
@@ -1563,7 +1406,7 @@ static void solo_requests(void)
         struct str_xfsz_guard g;
         str_xfsz_block(&g);
         str_writer_take_for(0);
-        flush_committed(NULL);
+        str_flush_committed(NULL);
         str_writer_give();
         str_xfsz_unblock(&g);
         str_log(STR_INFO, "flight recorder dumped: %llu bytes so far",
@@ -1590,15 +1433,15 @@ void str_buffers_munlock(void)
 {
     sigset_t mask;
     block_async(&mask);
-    pthread_mutex_lock(&registry_lock);
-    for (struct str_thread *th = registry; th; th = th->next) {
+    pthread_mutex_lock(&str_registry_lock);
+    for (struct str_thread *th = str_registry; th; th = th->next) {
         if (th->slot)
             continue; /* below, with its region */
         munlock(th, th->map_size);
         if (th->alt_map)
             munlock(th->alt_map, th->alt_size);
     }
-    pthread_mutex_unlock(&registry_lock);
+    pthread_mutex_unlock(&str_registry_lock);
     str_slots_munlock();
     pthread_mutex_lock(&drop_lock);
     pthread_attr_t a;
@@ -1632,9 +1475,9 @@ int str_flush_now(void)
     str_writer_take_for(0);
     struct str_xfsz_guard g;
     str_xfsz_block(&g);
-    write_queue();
-    flush_committed(NULL); /* every thread's committed records; flight: every ring, as a dump */
-    write_queue();
+    str_write_queue();
+    str_flush_committed(NULL); /* every thread's committed records; flight: every ring, as a dump */
+    str_write_queue();
     int err = str_write_error;
     str_xfsz_unblock(&g);
     str_writer_give();
@@ -1667,18 +1510,18 @@ static void emergency_write(void)
 {
     struct str_xfsz_guard g;
     str_xfsz_block(&g);
-    atomic_store_explicit(&dying, 1, memory_order_relaxed);
-    write_queue();
-    int locked = pthread_mutex_trylock(&registry_lock) == 0;
-    flushing_whole = 1; /* the process is about to die: nothing will be taken back */
+    atomic_store_explicit(&str_dying, 1, memory_order_relaxed);
+    str_write_queue();
+    int locked = pthread_mutex_trylock(&str_registry_lock) == 0;
+    str_flushing_whole = 1; /* the process is about to die: nothing will be taken back */
     if (locked)
-        flush_committed_locked(NULL);
-    for (struct str_thread *th = locked ? registry : NULL; th; th = th->next)
+        str_flush_committed_locked(NULL);
+    for (struct str_thread *th = locked ? str_registry : NULL; th; th = th->next)
         str_write_elided_block(th);
     sidecar_end(locked, 1);
     if (locked)
-        pthread_mutex_unlock(&registry_lock);
-    write_queue();
+        pthread_mutex_unlock(&str_registry_lock);
+    str_write_queue();
     str_write_header(str_calibrate(0, 0));
     str_xfsz_unblock(&g);
 }
@@ -1712,7 +1555,7 @@ void str_checkpoint(void)
     str_writer_give();
 }
 
-static void report_losses(const struct losses *lost, uint64_t dropped)
+static void report_losses(const struct str_losses *lost, uint64_t dropped)
 {
     uint64_t late = atomic_load_explicit(&str_after_exit_dropped, memory_order_relaxed);
     if (late)
@@ -1763,18 +1606,18 @@ static void report_losses(const struct losses *lost, uint64_t dropped)
 static void final_flush_writes(void)
 {
     struct str_tls *t = &str_tls;
-    struct losses lost = {
+    struct str_losses lost = {
         atomic_load_explicit(&exited_lost_nested, memory_order_relaxed),
         atomic_load_explicit(&exited_discarded, memory_order_relaxed),
     };
     uint64_t dropped = t->dropped + atomic_load_explicit(&exited_dropped, memory_order_relaxed);
-    write_queue();
-    flushing_whole = 1; /* the end: what the threads still running do next is not recorded */
-    flush_committed(&lost);
-    write_queue();
-    pthread_mutex_lock(&registry_lock);
+    str_write_queue();
+    str_flushing_whole = 1; /* the end: what the threads still running do next is not recorded */
+    str_flush_committed(&lost);
+    str_write_queue();
+    pthread_mutex_lock(&str_registry_lock);
     sidecar_end(1, 0);
-    pthread_mutex_unlock(&registry_lock);
+    pthread_mutex_unlock(&str_registry_lock);
     if (str_capped) {
         str_over_cap = 1; /* the marker goes past the cap by its 96 bytes */
         str_capped = 0;

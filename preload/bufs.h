@@ -118,4 +118,27 @@ struct str_xfsz_guard {
 STR_HIDDEN void str_xfsz_block(struct str_xfsz_guard *g);
 STR_HIDDEN void str_xfsz_unblock(struct str_xfsz_guard *g);
 
+/* ---- queue.c ---- */
+/* The queue's head: pushed by the owners (release CAS), taken whole by the writer (acquire
+ * exchange); reset in a fork child (forks.c); polled by flusher.c. */
+STR_HIDDEN extern _Atomic(struct str_chunk *) str_queue_head;
+/* The registry of threads with buffers: linked by thread_pool.c new_thread, unlinked by retire.c,
+ * walked by queue.c, final.c and buffers.c, all under str_registry_lock (taken over fork by
+ * forks.c). */
+STR_HIDDEN extern pthread_mutex_t str_registry_lock;
+STR_HIDDEN extern struct str_thread *str_registry;
+/* The final flush or the crash path (final.c): up to pos, whatever stable says. */
+STR_HIDDEN extern int str_flushing_whole;
+/* Set by the crash path (final.c): nothing is freed any more. */
+STR_HIDDEN extern _Atomic int str_dying;
+/* Final flush only: losses to report (final.c). */
+struct str_losses {
+    uint64_t lost_nested, discarded;
+};
+STR_HIDDEN void str_queue_push(struct str_chunk *c);
+STR_HIDDEN void str_write_queue(void);
+STR_HIDDEN void str_flush_committed_locked(struct str_losses *final);
+STR_HIDDEN void str_flush_committed(struct str_losses *final);
+STR_HIDDEN void str_free_thread(struct str_thread *th);
+
 #endif
