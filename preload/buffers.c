@@ -64,24 +64,14 @@
 #include <time.h>
 #include <unistd.h>
 
-static _Atomic int state = ST_OFF;
 static _Atomic int dump_requested;   /* flight policy: set by the dump signal's handler */
 static _Atomic int toggle_requested; /* set by the toggle signal's handler */
 static _Atomic uint32_t wake_seq;
 static _Atomic int flusher_sleeping;
 static pthread_t flusher;
 static pthread_key_t exit_key;
-/* runtime.c's services (str.h), set by str_buffers_start before the flush thread exists. */
-static struct str_outputs outputs;
-/* Events lost by exited threads: side-ring overflows and events that found no buffer. Added to
- * at thread exit, read at the final flush. */
-static _Atomic uint64_t exited_lost_nested, exited_dropped, exited_discarded;
 static uint64_t fork_tsc;
 static struct timespec fork_raw;
-/* Solo (see the top): no flush thread. flusher_live: a flush thread was started and not yet
- * joined (under drop_lock once the process runs); flusher_tid: its kernel task, to wait for its
- * release. */
-static _Atomic int solo;
 static int flusher_live;
 static _Atomic int32_t flusher_tid;
 static pthread_mutex_t drop_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -101,104 +91,15 @@ static size_t default_pool(void)
     return pool_head(str_cfg.nchunks) + str_cfg.nchunks * str_cfg.chunk_size;
 }
 
-static void final_flush(void);
-static void final_flush_writes(void);
 static int fork_activate(void);
 static int solo_write(void);
 static void solo_requests(void);
-
-/* ---- the sidecar's end: how the process ended, and its threads' names ----
- * A thread's name (names.c) is taken when it is retired, and for the threads still running
- * at the end; the final flush (or the crash path) appends an `exit` line and one
- * `thread<TAB>pid<TAB>tid<TAB>name` line per traced thread to the sidecar. No allocation and
- * no stdio: the crash path runs it from a signal handler. */
-enum { MAX_NAMED = 4096 };
-struct named {
-    int32_t pid, tid;
-    char name[16];
-};
-static struct named named[MAX_NAMED]; /* exited threads, under the registry lock */
-static size_t nnamed;
-static _Atomic int end_kind, end_value;
-
-void str_set_end(int kind, int value)
-{
-    atomic_store_explicit(&end_value, value, memory_order_relaxed);
-    atomic_store_explicit(&end_kind, kind, memory_order_relaxed);
-}
-
-/* Appends "prefix" + a decimal to p. */
-static char *put_dec(char *p, const char *prefix, int64_t v)
-{
-    while (*prefix)
-        *p++ = *prefix++;
-    char d[24];
-    int n = 0;
-    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    do
-        d[n++] = (char)('0' + u % 10);
-    while ((u /= 10) != 0);
-    if (v < 0)
-        *p++ = '-';
-    while (n)
-        *p++ = d[--n];
-    return p;
-}
-
-static char *put_thread(char *p, int32_t pid, int32_t tid, const char *name)
-{
-    p = put_dec(p, "thread\t", pid);
-    p = put_dec(p, "\t", tid);
-    *p++ = '\t';
-    for (size_t i = 0; i < 15 && name[i]; i++)
-        *p++ = name[i];
-    *p++ = '\n';
-    return p;
-}
-
-/* with_registry: the caller holds the registry lock (the live threads' names can be read). */
-static void sidecar_end(int with_registry, int crash)
-{
-    static char buf[64 + (MAX_NAMED + 256) * 48];
-    char *p = buf, *end = buf + sizeof buf - 64;
-    switch (atomic_load_explicit(&end_kind, memory_order_relaxed)) {
-    case STR_END_STATUS:
-        p = put_dec(p, "exit\tstatus\t", atomic_load_explicit(&end_value, memory_order_relaxed));
-        *p++ = '\n';
-        break;
-    case STR_END_SIGNAL:
-        p = put_dec(p, "exit\tsignal\t", atomic_load_explicit(&end_value, memory_order_relaxed));
-        *p++ = '\n';
-        break;
-    case STR_END_EXEC:
-        memcpy(p, "exit\texec\n", 10);
-        p += 10;
-        break;
-    }
-    for (size_t i = 0; i < nnamed && p < end; i++)
-        p = put_thread(p, named[i].pid, named[i].tid, named[i].name);
-    for (struct str_thread *th = with_registry ? str_registry : NULL; th && p < end;
-         th = th->next) {
-        char name[16];
-        if (crash)
-            str_names_get_unlocked(th->self, th->birth, name);
-        else
-            str_names_get(th->self, th->birth, name);
-        p = put_thread(p, th->pid, th->tid, name);
-    }
-    if (outputs.syms_finish)
-        outputs.syms_finish(buf, (size_t)(p - buf));
-}
-
-/* CPU time the flush thread used, noted as it ends (reported at the info level: what tracing
- * costs beyond the traced threads' own time). */
-static uint64_t flusher_cpu_ns;
 
 static void note_flusher_cpu(void)
 {
     struct timespec ts;
     if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
-        flusher_cpu_ns = ns_of(&ts);
+        str_flusher_cpu_ns = ns_of(&ts);
 }
 
 /* The header's first frequency, once 5 ms have passed (never waited for), so that a trace cut
@@ -227,11 +128,11 @@ static void *flush_main(void *arg)
     uint64_t period = str_cfg.flush_ms * 1000000ull;
     uint64_t deadline = ns_of(&next) + period;
     /* Solo, once set (str_reclaim), ends the loop: the program's threads write from then on. */
-    while (atomic_load_explicit(&state, memory_order_seq_cst) == ST_ACTIVE &&
-           !atomic_load_explicit(&solo, memory_order_seq_cst)) {
+    while (atomic_load_explicit(&str_state, memory_order_seq_cst) == ST_ACTIVE &&
+           !atomic_load_explicit(&str_solo, memory_order_seq_cst)) {
         uint32_t seq = atomic_load_explicit(&wake_seq, memory_order_seq_cst);
         str_writer_take_for(0);
-        if (atomic_load_explicit(&state, memory_order_seq_cst) != ST_ACTIVE) {
+        if (atomic_load_explicit(&str_state, memory_order_seq_cst) != ST_ACTIVE) {
             str_writer_give();
             break;
         }
@@ -253,17 +154,17 @@ static void *flush_main(void *arg)
         }
         str_writer_give();
         if (atomic_exchange_explicit(&toggle_requested, 0, memory_order_acq_rel))
-            outputs.toggle();
+            str_outs.toggle();
         if (period_due) {
             deadline = ns_of(&now) + period;
             int expect = ST_ACTIVE;
             if (str_threads_alone() &&
                 atomic_compare_exchange_strong_explicit(
-                    &state, &expect, ST_STOPPING, memory_order_seq_cst, memory_order_seq_cst)) {
+                    &str_state, &expect, ST_STOPPING, memory_order_seq_cst, memory_order_seq_cst)) {
                 /* Everything the exited threads recorded is queued: write it, then end, so that
                  * glibc's last-thread exit(0) runs as it would have without us. */
                 note_flusher_cpu();
-                final_flush();
+                str_final_flush();
                 return NULL;
             }
         }
@@ -275,8 +176,8 @@ static void *flush_main(void *arg)
         struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
         atomic_store_explicit(&flusher_sleeping, 1, memory_order_seq_cst);
         if (atomic_load_explicit(&str_queue_head, memory_order_seq_cst) == NULL &&
-            atomic_load_explicit(&state, memory_order_seq_cst) == ST_ACTIVE &&
-            !atomic_load_explicit(&solo, memory_order_seq_cst))
+            atomic_load_explicit(&str_state, memory_order_seq_cst) == ST_ACTIVE &&
+            !atomic_load_explicit(&str_solo, memory_order_seq_cst))
             futex(&wake_seq, FUTEX_WAIT_PRIVATE, seq, &ts);
         atomic_store_explicit(&flusher_sleeping, 0, memory_order_seq_cst);
     }
@@ -499,7 +400,7 @@ static void hand_over_at(struct str_thread *th, uintptr_t pos, int final)
     str_queue_push(c);
     /* Acquire: pairs with the seq_cst store that made the process solo. Solo, th may be freed
      * by the write (its final chunk): not touched after it. */
-    if (atomic_load_explicit(&solo, memory_order_acquire))
+    if (atomic_load_explicit(&str_solo, memory_order_acquire))
         solo_write();
     else if (final || q * 2 >= th->nchunks)
         wake_flusher();
@@ -533,7 +434,7 @@ static int next_chunk(struct str_thread *th, int wait)
                 c->flushed = 0;
                 break;
             }
-            if (atomic_load_explicit(&state, memory_order_relaxed) != ST_ACTIVE)
+            if (atomic_load_explicit(&str_state, memory_order_relaxed) != ST_ACTIVE)
                 return 0;
             str_tls.overhead = STF_ID_TRACER_WAIT;
             pause_ns(20000);
@@ -545,9 +446,9 @@ static int next_chunk(struct str_thread *th, int wait)
         return 1;
     }
     while (atomic_load_explicit(&c->state, memory_order_acquire) != STR_FREE) {
-        if (atomic_load_explicit(&state, memory_order_relaxed) != ST_ACTIVE)
+        if (atomic_load_explicit(&str_state, memory_order_relaxed) != ST_ACTIVE)
             return 0;
-        if (atomic_load_explicit(&solo, memory_order_acquire)) {
+        if (atomic_load_explicit(&str_solo, memory_order_acquire)) {
             /* No flush thread (any more): write the queue here; a vfork child cannot. */
             if (!solo_write())
                 return 0;
@@ -607,7 +508,8 @@ void str_refill(void *arg)
 
 int str_tracing(void)
 {
-    int st = atomic_load_explicit(&state, memory_order_relaxed); /* a hint: nothing is published */
+    int st =
+        atomic_load_explicit(&str_state, memory_order_relaxed); /* a hint: nothing is published */
     return st == ST_ACTIVE || st == ST_FORKED;
 }
 
@@ -620,7 +522,7 @@ int str_tracing(void)
 static int new_process_check(void)
 {
     int32_t now = (int32_t)syscall(SYS_getpid);
-    int st = atomic_load_explicit(&state, memory_order_relaxed);
+    int st = atomic_load_explicit(&str_state, memory_order_relaxed);
     if (now == str_pid || now <= 0 || (st != ST_ACTIVE && st != ST_FORKED))
         return PROC_SAME; /* same process (or a sandbox that refuses getpid: then assume so) */
     enum { KCMP_VM_ = 1 };
@@ -651,7 +553,7 @@ static void refill(struct str_cursor *cur, uint64_t tsc)
     if (t->vfork && proc != PROC_SHARED)
         goto drop;
     struct str_thread *th = *own;
-    int st = atomic_load_explicit(&state, memory_order_acquire);
+    int st = atomic_load_explicit(&str_state, memory_order_acquire);
     if (st == ST_FORKED)
         st = fork_activate();
     if (st != ST_ACTIVE || t->dead)
@@ -698,8 +600,8 @@ static void refill(struct str_cursor *cur, uint64_t tsc)
         if (!next_chunk(th, str_cfg.policy == STR_LOSSLESS)) {
             /* Solo, only a vfork child gets here: its chunks wait for its parent (a gap). */
             if ((str_cfg.policy == STR_DISCARD ||
-                 atomic_load_explicit(&solo, memory_order_relaxed)) &&
-                atomic_load_explicit(&state, memory_order_relaxed) == ST_ACTIVE)
+                 atomic_load_explicit(&str_solo, memory_order_relaxed)) &&
+                atomic_load_explicit(&str_state, memory_order_relaxed) == ST_ACTIVE)
                 th->dropping = 1;
             goto drop;
         }
@@ -735,9 +637,9 @@ static void retire(struct str_thread *th)
             th->next->pprev = th->pprev;
         th->pprev = NULL;
     }
-    if (nnamed < MAX_NAMED) {
-        named[nnamed] = (struct named){.pid = th->pid, .tid = th->tid};
-        memcpy(named[nnamed++].name, name, sizeof name);
+    if (str_nnamed < MAX_NAMED) {
+        str_named[str_nnamed] = (struct str_named){.pid = th->pid, .tid = th->tid};
+        memcpy(str_named[str_nnamed++].name, name, sizeof name);
     }
     pthread_mutex_unlock(&str_registry_lock);
     int can_hand_over = 1;
@@ -750,9 +652,9 @@ static void retire(struct str_thread *th)
             end_gap(cur, th);
         }
     }
-    atomic_fetch_add_explicit(&exited_discarded, th->discarded, memory_order_relaxed);
-    atomic_fetch_add_explicit(&exited_lost_nested, th->lost_nested, memory_order_relaxed);
-    atomic_fetch_add_explicit(&exited_dropped, t->dropped, memory_order_relaxed);
+    atomic_fetch_add_explicit(&str_exited_discarded, th->discarded, memory_order_relaxed);
+    atomic_fetch_add_explicit(&str_exited_lost_nested, th->lost_nested, memory_order_relaxed);
+    atomic_fetch_add_explicit(&str_exited_dropped, t->dropped, memory_order_relaxed);
     t->dropped = 0;
     t->th = NULL;
     /* The cursor is this thread's TLS, gone once it exits: nothing may read it through th from
@@ -761,7 +663,7 @@ static void retire(struct str_thread *th)
      * take_queue). */
     uintptr_t last = atomic_load_explicit(&cur->pos, memory_order_relaxed);
     th->cursor = NULL;
-    if (can_hand_over && atomic_load_explicit(&state, memory_order_relaxed) == ST_ACTIVE)
+    if (can_hand_over && atomic_load_explicit(&str_state, memory_order_relaxed) == ST_ACTIVE)
         hand_over_at(th, last, 1); /* the flush thread frees th after writing it */
     atomic_store_explicit(&cur->end, 0, memory_order_relaxed);
     atomic_signal_fence(memory_order_seq_cst);
@@ -839,7 +741,7 @@ void str_vfork_begin(void)
         pthread_sigmask(SIG_SETMASK, &mask, NULL);
     }
     if (t->shared || t->dead || c->nest != 0 ||
-        atomic_load_explicit(&state, memory_order_acquire) != ST_ACTIVE ||
+        atomic_load_explicit(&str_state, memory_order_acquire) != ST_ACTIVE ||
         (int32_t)syscall(SYS_getpid) != str_pid) {
         errno = saved;
         return;
@@ -955,7 +857,7 @@ void str_thread_unstrict(void)
 static int start_flusher(void)
 {
     const char *why = NULL;
-    if (!atomic_load_explicit(&solo, memory_order_relaxed) && str_tasks_tight(&why)) {
+    if (!atomic_load_explicit(&str_solo, memory_order_relaxed) && str_tasks_tight(&why)) {
         /* The toggle and dump signals need a thread that acts while the program's may be
          * idle: kept for them (str_reclaim still stops it if the program runs into the limit). */
         if (str_cfg.toggle_signal || str_cfg.policy == STR_FLIGHT) {
@@ -968,11 +870,11 @@ static int start_flusher(void)
                     "%s: no flush thread (it would count against that limit); each thread "
                     "writes the chunks it fills",
                     why);
-            atomic_store_explicit(&solo, 1, memory_order_seq_cst);
+            atomic_store_explicit(&str_solo, 1, memory_order_seq_cst);
         }
     }
-    atomic_store_explicit(&state, ST_ACTIVE, memory_order_seq_cst);
-    if (atomic_load_explicit(&solo, memory_order_relaxed))
+    atomic_store_explicit(&str_state, ST_ACTIVE, memory_order_seq_cst);
+    if (atomic_load_explicit(&str_solo, memory_order_relaxed))
         return 0;
     sigset_t all, old;
     sigfillset(&all);
@@ -984,7 +886,7 @@ static int start_flusher(void)
                 "cannot start the flush thread (%s); each thread writes the chunks it fills",
                 strerror(rc));
         /* Seq_cst: a thread that queued a chunk meanwhile and waits sees it (next_chunk). */
-        atomic_store_explicit(&solo, 1, memory_order_seq_cst);
+        atomic_store_explicit(&str_solo, 1, memory_order_seq_cst);
         return 0;
     }
     flusher_live = 1;
@@ -1006,8 +908,8 @@ static void wait_task_gone(int32_t tid)
 /* Stops the flush thread for good: the process goes solo. 1 if there was one to stop. */
 static int drop_flusher(void)
 {
-    if (atomic_load_explicit(&solo, memory_order_acquire) ||
-        atomic_load_explicit(&state, memory_order_acquire) != ST_ACTIVE ||
+    if (atomic_load_explicit(&str_solo, memory_order_acquire) ||
+        atomic_load_explicit(&str_state, memory_order_acquire) != ST_ACTIVE ||
         (int32_t)syscall(SYS_getpid) != str_pid)
         return 0;
     sigset_t mask;
@@ -1016,8 +918,8 @@ static int drop_flusher(void)
     pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old_state);
     pthread_mutex_lock(&drop_lock);
     int dropped = 0;
-    if (flusher_live && atomic_load_explicit(&state, memory_order_seq_cst) == ST_ACTIVE) {
-        atomic_store_explicit(&solo, 1, memory_order_seq_cst);
+    if (flusher_live && atomic_load_explicit(&str_state, memory_order_seq_cst) == ST_ACTIVE) {
+        atomic_store_explicit(&str_solo, 1, memory_order_seq_cst);
         wake_flusher();
         futex(&wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL);
         pthread_join(flusher, NULL);
@@ -1041,7 +943,7 @@ static int drop_flusher(void)
 
 int str_buffers_start(int fd, const char *path, const char *spath, const struct str_outputs *o)
 {
-    outputs = *o; /* before the flush thread starts: pthread_create orders it for that thread */
+    str_outs = *o; /* before the flush thread starts: pthread_create orders it for that thread */
     str_header_bits = str_clock_init();
     str_limits_read();   /* the memory budget and the task limits, before any thread's buffers */
     str_calib_measure(); /* before any sled is patched: the clock is chosen now */
@@ -1137,9 +1039,9 @@ static void fork_child(int in_refill)
     atomic_store_explicit(&dump_requested, 0, memory_order_relaxed);
     atomic_store_explicit(&toggle_requested, 0, memory_order_relaxed);
     atomic_store_explicit(&wake_seq, 0, memory_order_relaxed);
-    int st = atomic_load_explicit(&state, memory_order_relaxed);
+    int st = atomic_load_explicit(&str_state, memory_order_relaxed);
     if (st != ST_ACTIVE && st != ST_FORKED) {
-        atomic_store_explicit(&state, ST_OFF, memory_order_relaxed);
+        atomic_store_explicit(&str_state, ST_OFF, memory_order_relaxed);
         if (!in_refill)
             pthread_sigmask(SIG_SETMASK, &fork_mask, NULL);
         return;
@@ -1149,11 +1051,11 @@ static void fork_child(int in_refill)
     str_trace_fd = -1;
     atomic_store_explicit(&str_queue_head, NULL, memory_order_relaxed);
     atomic_store_explicit(&flusher_sleeping, 0, memory_order_relaxed);
-    atomic_store_explicit(&exited_lost_nested, 0, memory_order_relaxed);
-    atomic_store_explicit(&exited_dropped, 0, memory_order_relaxed);
-    atomic_store_explicit(&exited_discarded, 0, memory_order_relaxed);
-    nnamed = 0; /* the parent's exited threads */
-    atomic_store_explicit(&end_kind, 0, memory_order_relaxed);
+    atomic_store_explicit(&str_exited_lost_nested, 0, memory_order_relaxed);
+    atomic_store_explicit(&str_exited_dropped, 0, memory_order_relaxed);
+    atomic_store_explicit(&str_exited_discarded, 0, memory_order_relaxed);
+    str_nnamed = 0; /* the parent's exited threads */
+    atomic_store_explicit(&str_end_kind, 0, memory_order_relaxed);
     struct str_tls *t = &str_tls;
     struct str_cursor *c = &str_cursor, *a = &t->fork_cursor;
     /* Everything registered is the parent's but this thread's buffers (the ones it records
@@ -1198,7 +1100,7 @@ static void fork_child(int in_refill)
     fork_raw = (struct timespec){0, 0};
     str_tsc_pair(&str_tsc0, &str_raw0);
     str_implausible_said = 0;
-    atomic_store_explicit(&state, refused ? ST_OFF : ST_FORKED, memory_order_release);
+    atomic_store_explicit(&str_state, refused ? ST_OFF : ST_FORKED, memory_order_release);
     if (refused)
         str_log(STR_WARN,
                 "this process records nothing: it was forked by a signal handler that had "
@@ -1265,11 +1167,11 @@ void str_fork_takeover(void *unused)
 static int fork_activate(void)
 {
     int expect = ST_FORKED;
-    if (!atomic_compare_exchange_strong_explicit(&state, &expect, ST_OFF, memory_order_acq_rel,
+    if (!atomic_compare_exchange_strong_explicit(&str_state, &expect, ST_OFF, memory_order_acq_rel,
                                                  memory_order_acquire))
         return expect;
     char path[sizeof str_trace_path], spath[sizeof str_syms_path];
-    int fd = outputs.open(path, sizeof path, spath, sizeof spath);
+    int fd = str_outs.open(path, sizeof path, spath, sizeof spath);
     /* This process's own limits (its cgroup's usage, the rlimits it inherited); under a
      * seccomp filter, which may kill for an open, the parent's. */
     if (fd >= 0 && !atomic_load_explicit(&str_seccomp_filter, memory_order_relaxed))
@@ -1285,10 +1187,10 @@ static int fork_activate(void)
  * Logs once that it happened. */
 static int reclaim_exited(void)
 {
-    if (atomic_load_explicit(&state, memory_order_acquire) != ST_ACTIVE ||
+    if (atomic_load_explicit(&str_state, memory_order_acquire) != ST_ACTIVE ||
         atomic_load_explicit(&str_queue_head, memory_order_acquire) == NULL)
         return 0;
-    if (atomic_load_explicit(&solo, memory_order_acquire))
+    if (atomic_load_explicit(&str_solo, memory_order_acquire))
         return solo_write();
     static _Atomic int said;
     if (!atomic_exchange_explicit(&said, 1, memory_order_relaxed))
@@ -1345,8 +1247,8 @@ void str_buffers_finish(void)
     if ((int32_t)getpid() != str_pid)
         return;
     int expect = ST_ACTIVE;
-    if (!atomic_compare_exchange_strong_explicit(&state, &expect, ST_STOPPING, memory_order_seq_cst,
-                                                 memory_order_seq_cst))
+    if (!atomic_compare_exchange_strong_explicit(&str_state, &expect, ST_STOPPING,
+                                                 memory_order_seq_cst, memory_order_seq_cst))
         return;
     drain_own();
     wake_flusher();
@@ -1361,7 +1263,7 @@ void str_buffers_finish(void)
         flusher_live = 0;
     }
     pthread_mutex_unlock(&drop_lock);
-    final_flush();
+    str_final_flush();
     pthread_setcancelstate(old_state, &old_state);
 }
 
@@ -1384,7 +1286,7 @@ static int solo_write(void)
 static void *toggle_main(void *arg)
 {
     (void)arg;
-    outputs.toggle();
+    str_outs.toggle();
     return NULL;
 }
 
@@ -1398,8 +1300,8 @@ static void solo_requests(void)
     if (!atomic_load_explicit(&dump_requested, memory_order_relaxed) &&
         !atomic_load_explicit(&toggle_requested, memory_order_relaxed))
         return;
-    if (!atomic_load_explicit(&solo, memory_order_acquire) ||
-        atomic_load_explicit(&state, memory_order_acquire) != ST_ACTIVE ||
+    if (!atomic_load_explicit(&str_solo, memory_order_acquire) ||
+        atomic_load_explicit(&str_state, memory_order_acquire) != ST_ACTIVE ||
         (int32_t)syscall(SYS_getpid) != str_pid)
         return;
     if (atomic_exchange_explicit(&dump_requested, 0, memory_order_acq_rel)) {
@@ -1461,7 +1363,7 @@ void str_buffers_munlock(void)
 int str_flush_now(void)
 {
     if ((int32_t)syscall(SYS_getpid) != str_pid ||
-        atomic_load_explicit(&state, memory_order_acquire) != ST_ACTIVE) {
+        atomic_load_explicit(&str_state, memory_order_acquire) != ST_ACTIVE) {
         errno = ENODEV; /* not tracing in this process */
         return -1;
     }
@@ -1490,42 +1392,6 @@ int str_flush_now(void)
     return 0;
 }
 
-/* Writes everything left and finalises the file. The flush thread is not running (or is the
- * caller); the state is ST_STOPPING. */
-static void final_flush(void)
-{
-    struct str_xfsz_guard g;
-    str_xfsz_block(&g);
-    str_writer_take_for(0);
-    final_flush_writes();
-    str_writer_give();
-    str_xfsz_unblock(&g);
-}
-
-/* Writes everything queued and every thread's committed records, and the header with the
- * frequency calibrated so far. Async-signal-safe: no lock is waited for (the registry is only
- * tried: the interrupted thread may hold it), no thread is joined, nothing is allocated or
- * logged. The caller holds the writer flag. */
-static void emergency_write(void)
-{
-    struct str_xfsz_guard g;
-    str_xfsz_block(&g);
-    atomic_store_explicit(&str_dying, 1, memory_order_relaxed);
-    str_write_queue();
-    int locked = pthread_mutex_trylock(&str_registry_lock) == 0;
-    str_flushing_whole = 1; /* the process is about to die: nothing will be taken back */
-    if (locked)
-        str_flush_committed_locked(NULL);
-    for (struct str_thread *th = locked ? str_registry : NULL; th; th = th->next)
-        str_write_elided_block(th);
-    sidecar_end(locked, 1);
-    if (locked)
-        pthread_mutex_unlock(&str_registry_lock);
-    str_write_queue();
-    str_write_header(str_calibrate(0, 0));
-    str_xfsz_unblock(&g);
-}
-
 /* A fatal signal is about to end the process (signals.c): everything goes out and tracing ends.
  * The writer flag is never given back. */
 void str_crash_flush(void)
@@ -1533,13 +1399,13 @@ void str_crash_flush(void)
     if ((int32_t)getpid() != str_pid)
         return;
     int expect = ST_ACTIVE;
-    if (!atomic_compare_exchange_strong_explicit(&state, &expect, ST_STOPPING, memory_order_seq_cst,
-                                                 memory_order_seq_cst))
+    if (!atomic_compare_exchange_strong_explicit(&str_state, &expect, ST_STOPPING,
+                                                 memory_order_seq_cst, memory_order_seq_cst))
         return;
     if (!str_writer_take_for(1000))
         return;
-    emergency_write();
-    atomic_store_explicit(&state, ST_DONE, memory_order_seq_cst);
+    str_emergency_write();
+    atomic_store_explicit(&str_state, ST_DONE, memory_order_seq_cst);
 }
 
 /* The process may be about to die, or may carry on (signals.c): everything so far goes out and
@@ -1547,115 +1413,10 @@ void str_crash_flush(void)
 void str_checkpoint(void)
 {
     if ((int32_t)getpid() != str_pid ||
-        atomic_load_explicit(&state, memory_order_seq_cst) != ST_ACTIVE)
+        atomic_load_explicit(&str_state, memory_order_seq_cst) != ST_ACTIVE)
         return;
     if (!str_writer_take_for(1000))
         return;
-    emergency_write();
+    str_emergency_write();
     str_writer_give();
-}
-
-static void report_losses(const struct str_losses *lost, uint64_t dropped)
-{
-    uint64_t late = atomic_load_explicit(&str_after_exit_dropped, memory_order_relaxed);
-    if (late)
-        str_log(STR_WARN,
-                "trace incomplete: %llu events recorded by threads after the runtime retired them "
-                "(code run from pthread key destructors, or signal handlers while it exited) were "
-                "not recorded",
-                (unsigned long long)late);
-    if (str_capped)
-        str_log(STR_WARN,
-                "trace incomplete: it stopped at SLEDTRACE_MAX_SIZE (%llu bytes); %llu events "
-                "after that were not written (a loss marker at its end says so)",
-                (unsigned long long)str_max_size, (unsigned long long)str_capped_events);
-    uint64_t shared = atomic_load_explicit(&str_shared_dropped, memory_order_relaxed);
-    if (shared)
-        str_log(STR_WARN,
-                "trace incomplete: %llu events were not recorded: a thread made a "
-                "clone(CLONE_VM) child without CLONE_SETTLS, which shares its TLS; neither "
-                "is traced from that clone on",
-                (unsigned long long)shared);
-    uint64_t strict = atomic_load_explicit(&str_strict_dropped, memory_order_relaxed);
-    if (strict)
-        str_log(STR_WARN,
-                "trace incomplete: %llu events of threads in strict seccomp mode were not "
-                "recorded (the kernel denies them the clock)",
-                (unsigned long long)strict);
-    /* each cause only when it happened: no "0 events ..." clause */
-    if (lost->lost_nested)
-        str_log(STR_WARN,
-                "trace incomplete: %llu events recorded by signal handlers while their thread "
-                "was stalled inside the tracer were lost (side ring full)",
-                (unsigned long long)lost->lost_nested);
-    if (dropped)
-        str_log(STR_WARN, "trace incomplete: %llu events found no buffer",
-                (unsigned long long)dropped);
-    if (lost->discarded && str_cfg.policy == STR_DISCARD)
-        str_log(STR_WARN, "discard policy: %llu events dropped; the trace marks each gap",
-                (unsigned long long)lost->discarded);
-    else if (lost->discarded)
-        str_log(STR_WARN,
-                "trace incomplete: %llu events of vfork children were dropped (their chunks were "
-                "all full, and without a flush thread only their parent could write them); the "
-                "trace marks each gap",
-                (unsigned long long)lost->discarded);
-    str_mem_report();
-}
-
-static void final_flush_writes(void)
-{
-    struct str_tls *t = &str_tls;
-    struct str_losses lost = {
-        atomic_load_explicit(&exited_lost_nested, memory_order_relaxed),
-        atomic_load_explicit(&exited_discarded, memory_order_relaxed),
-    };
-    uint64_t dropped = t->dropped + atomic_load_explicit(&exited_dropped, memory_order_relaxed);
-    str_write_queue();
-    str_flushing_whole = 1; /* the end: what the threads still running do next is not recorded */
-    str_flush_committed(&lost);
-    str_write_queue();
-    pthread_mutex_lock(&str_registry_lock);
-    sidecar_end(1, 0);
-    pthread_mutex_unlock(&str_registry_lock);
-    if (str_capped) {
-        str_over_cap = 1; /* the marker goes past the cap by its 96 bytes */
-        str_capped = 0;
-        str_write_loss_block(str_pid, str_capped_events);
-        str_capped = 1;
-    }
-    atomic_store_explicit(&state, ST_DONE, memory_order_seq_cst);
-    if (str_chunks_written == 0 && !str_write_error) {
-        /* Nothing was recorded: a header-only file is no trace (llvm-xray rejects it). Events
-         * lost on the way are still said (below). */
-        str_close_trace_fd();
-        unlink(str_trace_path);
-        unlink(str_syms_path);
-        str_log(lost.lost_nested || dropped ? STR_WARN : STR_INFO, "no events recorded; removed %s",
-                str_trace_path);
-        report_losses(&lost, dropped);
-        return;
-    }
-    /* The whole run's interval, without waiting: each clock read is bracketed within ~50 ns,
-     * so even a run of 1 ms gets a frequency good to ~100 ppm, finer than anything it can time
-     * (a 10 us call is off by 1 ns); plausible() checks it against the references it has.
-     * Waiting for 2 ms of interval, as before (20 ms before that), held up the exit of every
-     * short traced process (a shell's every command) by up to that much (issue 24.3). */
-    uint64_t freq = str_calibrate(0, 1);
-    str_write_header(freq);
-    if (atomic_load_explicit(&solo, memory_order_relaxed) && !flusher_cpu_ns)
-        str_log(STR_INFO, "trace: %llu bytes in %llu blocks, TSC %llu Hz; no flush thread",
-                (unsigned long long)str_bytes_written, (unsigned long long)str_chunks_written,
-                (unsigned long long)freq);
-    else
-        str_log(STR_INFO,
-                "trace: %llu bytes in %llu blocks, TSC %llu Hz; the flush thread used %.1f ms "
-                "of CPU",
-                (unsigned long long)str_bytes_written, (unsigned long long)str_chunks_written,
-                (unsigned long long)freq, (double)flusher_cpu_ns / 1e6);
-    if (str_write_error)
-        str_log(STR_ERROR, "trace incomplete: %llu bytes not written: %s",
-                (unsigned long long)str_bytes_lost, strerror(str_write_error));
-    report_losses(&lost, dropped);
-    str_close_trace_fd();
 }

@@ -141,4 +141,31 @@ STR_HIDDEN void str_flush_committed_locked(struct str_losses *final);
 STR_HIDDEN void str_flush_committed(struct str_losses *final);
 STR_HIDDEN void str_free_thread(struct str_thread *th);
 
+/* ---- final.c ---- */
+/* The state machine: set by buffers.c (start, finish, crash), flusher.c (start_flusher, the
+ * flush thread's own end), forks.c and final.c (ST_DONE); read by every file. */
+STR_HIDDEN extern _Atomic int str_state;
+/* No flush thread (flusher.c's top): set once, seq_cst (flusher.c; inherited by a fork child);
+ * read with acquire by the threads that would wait for the flush thread. */
+STR_HIDDEN extern _Atomic int str_solo;
+/* runtime.c's services: set by str_buffers_start before the flush thread exists. */
+STR_HIDDEN extern struct str_outputs str_outs;
+/* Events lost by exited threads: added to by retire.c (relaxed), read at the final flush,
+ * reset in a fork child. */
+STR_HIDDEN extern _Atomic uint64_t str_exited_lost_nested, str_exited_dropped, str_exited_discarded;
+/* Exited threads' names for the sidecar: appended by retire.c under the registry lock, reset in
+ * a fork child; how the process ended (str_set_end; reset in a fork child). */
+enum { MAX_NAMED = 4096 };
+struct str_named {
+    int32_t pid, tid;
+    char name[16];
+};
+STR_HIDDEN extern struct str_named str_named[MAX_NAMED];
+STR_HIDDEN extern size_t str_nnamed;
+STR_HIDDEN extern _Atomic int str_end_kind;
+/* CPU time the flush thread used (flusher.c notes it as it ends; reported at the end). */
+STR_HIDDEN extern uint64_t str_flusher_cpu_ns;
+STR_HIDDEN void str_final_flush(void);
+STR_HIDDEN void str_emergency_write(void);
+
 #endif

@@ -134,7 +134,7 @@ void str_free_thread(struct str_thread *th)
 {
     size_t size = th->map_size;
     if (atomic_load_explicit(&str_dying, memory_order_relaxed))
-        return; /* a fatal signal's flush (emergency_write): it may have interrupted a free */
+        return; /* a fatal signal's flush (str_emergency_write): it may have interrupted a free */
     if (th->slot) {
         if (!th->slot_lost)
             str_slot_give(th);
