@@ -22,7 +22,7 @@
  *  - chunk state FREE: release store by the flush thread after writing, pairs with the acquire
  *    load in next_chunk() before the owner reuses the memory.
  *  - `pos`: release by the owner (hot.c), acquire in str_flush_committed() (every period, at exit).
- *  - `running` and `wake_seq`: seq_cst, for the sleep/wake handshake.
+ *  - `running` and `str_wake_seq`: seq_cst, for the sleep/wake handshake.
  *
  * Exit. str_buffers_finish() (called once, from the exit path) stops the flush thread, then writes
  * what is queued and, for every registered thread, the committed part of its current chunk, then
@@ -33,12 +33,12 @@
  * Solo: a process without a flush thread (its task limits are tight, limits.c; its flush thread
  * could not be started; or it was stopped so that the program's fork or pthread_create could
  * succeed, str_reclaim). Nothing else changes: a thread that hands a chunk over writes the queue
- * itself right after (solo_write, under the writer flag), so its next chunk is free at once and
+ * itself right after (str_solo_write, under the writer flag), so its next chunk is free at once and
  * nothing waits or is lost; each thread's chunks still reach the file in order (the queue is
  * written whole, oldest first, by one writer at a time). What is lost is the period: a thread's
  * current chunk reaches the file when it is full, when the thread exits, at sledtrace_flush()
  * and at the end, so a SIGKILL loses what the threads hold. The dump and toggle signals are
- * served at the next chunk switch of any thread (solo_requests). A vfork child never writes (it
+ * served at the next chunk switch of any thread (str_solo_requests). A vfork child never writes (it
  * must take no lock): when its chunks are all queued it drops its events, counted.
  * Memory ordering: `solo` is set once, seq_cst, before the flush thread is woken to end, and
  * read with acquire by the threads that would otherwise wait for it.
@@ -64,24 +64,9 @@
 #include <time.h>
 #include <unistd.h>
 
-static _Atomic int dump_requested;   /* flight policy: set by the dump signal's handler */
-static _Atomic int toggle_requested; /* set by the toggle signal's handler */
-static _Atomic uint32_t wake_seq;
-static _Atomic int flusher_sleeping;
-static pthread_t flusher;
 static pthread_key_t exit_key;
 static uint64_t fork_tsc;
 static struct timespec fork_raw;
-static int flusher_live;
-static _Atomic int32_t flusher_tid;
-static pthread_mutex_t drop_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void wake_flusher(void)
-{
-    atomic_fetch_add_explicit(&wake_seq, 1, memory_order_seq_cst);
-    if (atomic_load_explicit(&flusher_sleeping, memory_order_seq_cst))
-        futex(&wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL);
-}
 
 static size_t pool_head(unsigned n);
 
@@ -92,98 +77,6 @@ static size_t default_pool(void)
 }
 
 static int fork_activate(void);
-static int solo_write(void);
-static void solo_requests(void);
-
-static void note_flusher_cpu(void)
-{
-    struct timespec ts;
-    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
-        str_flusher_cpu_ns = ns_of(&ts);
-}
-
-/* The header's first frequency, once 5 ms have passed (never waited for), so that a trace cut
- * short still has one. The caller holds the writer flag. */
-static void first_frequency(void)
-{
-    if (str_freq_written)
-        return;
-    struct timespec raw;
-    str_clock_raw(&raw);
-    if (ns_of(&raw) - ns_of(&str_raw0) < 5000000u)
-        return;
-    str_freq_estimate = str_calibrate(0, 1);
-    str_write_header(str_freq_estimate);
-    str_freq_written = 1;
-    str_set_min_ticks(str_freq_estimate);
-}
-
-static void *flush_main(void *arg)
-{
-    (void)arg;
-    atomic_store_explicit(&flusher_tid, (int32_t)syscall(SYS_gettid), memory_order_relaxed);
-    str_munlock_stack(); /* a program under mlockall(MCL_FUTURE): memlock.c */
-    struct timespec next;
-    clock_gettime(CLOCK_MONOTONIC, &next);
-    uint64_t period = str_cfg.flush_ms * 1000000ull;
-    uint64_t deadline = ns_of(&next) + period;
-    /* Solo, once set (str_reclaim), ends the loop: the program's threads write from then on. */
-    while (atomic_load_explicit(&str_state, memory_order_seq_cst) == ST_ACTIVE &&
-           !atomic_load_explicit(&str_solo, memory_order_seq_cst)) {
-        uint32_t seq = atomic_load_explicit(&wake_seq, memory_order_seq_cst);
-        str_writer_take_for(0);
-        if (atomic_load_explicit(&str_state, memory_order_seq_cst) != ST_ACTIVE) {
-            str_writer_give();
-            break;
-        }
-        str_write_queue();
-        str_slots_cool(); /* exited threads' slots past the ones kept warm */
-        struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        first_frequency();
-        int period_due = ns_of(&now) >= deadline;
-        if (str_cfg.policy == STR_FLIGHT) {
-            /* A flight recorder writes only when asked (or at the end). */
-            if (atomic_exchange_explicit(&dump_requested, 0, memory_order_acq_rel)) {
-                str_flush_committed(NULL);
-                str_log(STR_INFO, "flight recorder dumped: %llu bytes so far",
-                        (unsigned long long)str_bytes_written);
-            }
-        } else if (period_due) {
-            str_flush_committed(NULL);
-        }
-        str_writer_give();
-        if (atomic_exchange_explicit(&toggle_requested, 0, memory_order_acq_rel))
-            str_outs.toggle();
-        if (period_due) {
-            deadline = ns_of(&now) + period;
-            int expect = ST_ACTIVE;
-            if (str_threads_alone() &&
-                atomic_compare_exchange_strong_explicit(
-                    &str_state, &expect, ST_STOPPING, memory_order_seq_cst, memory_order_seq_cst)) {
-                /* Everything the exited threads recorded is queued: write it, then end, so that
-                 * glibc's last-thread exit(0) runs as it would have without us. */
-                note_flusher_cpu();
-                str_final_flush();
-                return NULL;
-            }
-        }
-        uint64_t left = deadline - ns_of(&now);
-        if (left > period)
-            left = period;
-        if (!str_freq_written && left > 5000000u)
-            left = 5000000u;
-        struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
-        atomic_store_explicit(&flusher_sleeping, 1, memory_order_seq_cst);
-        if (atomic_load_explicit(&str_queue_head, memory_order_seq_cst) == NULL &&
-            atomic_load_explicit(&str_state, memory_order_seq_cst) == ST_ACTIVE &&
-            !atomic_load_explicit(&str_solo, memory_order_seq_cst))
-            futex(&wake_seq, FUTEX_WAIT_PRIVATE, seq, &ts);
-        atomic_store_explicit(&flusher_sleeping, 0, memory_order_seq_cst);
-    }
-    note_flusher_cpu();
-    return NULL;
-}
 
 /* ---- chunks, called by traced threads ---- */
 
@@ -209,8 +102,6 @@ static void start_block(struct str_cursor *cur, struct str_thread *th, uint64_t 
     atomic_store_explicit(&cur->end, (uintptr_t)p + c->ready, memory_order_relaxed);
 }
 
-static int reclaim_exited(void);
-
 /* A pool of n chunks, each populated before its owner records into it (populate): a page
  * fault inside the recording path keeps the thread at nest 1 for as long as it lasts (on these
  * VMs, long enough for dozens of signal handlers to queue their events in the side ring); in
@@ -222,7 +113,7 @@ static void *map_pool(size_t size)
     if (m == MAP_FAILED && errno == ENOMEM) {
         /* An address-space limit: exited threads' buffers are written (those of their own
          * unmapped: slots stay address space, slots.c), and the mapping is tried once more. */
-        if (reclaim_exited())
+        if (str_reclaim_exited())
             m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     }
     if (m != MAP_FAILED)
@@ -401,9 +292,9 @@ static void hand_over_at(struct str_thread *th, uintptr_t pos, int final)
     /* Acquire: pairs with the seq_cst store that made the process solo. Solo, th may be freed
      * by the write (its final chunk): not touched after it. */
     if (atomic_load_explicit(&str_solo, memory_order_acquire))
-        solo_write();
+        str_solo_write();
     else if (final || q * 2 >= th->nchunks)
-        wake_flusher();
+        str_wake_flusher();
 }
 
 /* Hands the current chunk over, filled up to the position of cursor cur (the caller's). */
@@ -450,7 +341,7 @@ static int next_chunk(struct str_thread *th, int wait)
             return 0;
         if (atomic_load_explicit(&str_solo, memory_order_acquire)) {
             /* No flush thread (any more): write the queue here; a vfork child cannot. */
-            if (!solo_write())
+            if (!str_solo_write())
                 return 0;
             if (atomic_load_explicit(&c->state, memory_order_acquire) == STR_FREE)
                 break;
@@ -458,7 +349,7 @@ static int next_chunk(struct str_thread *th, int wait)
             continue;
         }
         if (!woke) {
-            wake_flusher();
+            str_wake_flusher();
             woke = 1;
         }
         if (!wait)
@@ -501,7 +392,7 @@ void str_refill(void *arg)
     pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, &old_type);
     const struct str_refill_req *req = arg;
     refill(req->cursor, req->tsc);
-    solo_requests();
+    str_solo_requests();
     if (old_type != PTHREAD_CANCEL_DEFERRED)
         pthread_setcanceltype(old_type, &old_type);
 }
@@ -850,97 +741,6 @@ void str_thread_unstrict(void)
     str_cursor.nest = 0;
 }
 
-/* Starts the flush thread and makes tracing active; or, when the process's task limits are
- * tight (limits.c) or the thread cannot be started, makes it active solo (see the top), with
- * an info line: the trace loses nothing. A fork child of a solo process is solo too. The flush
- * thread must never receive the program's signals: it is created with all of them blocked. */
-static int start_flusher(void)
-{
-    const char *why = NULL;
-    if (!atomic_load_explicit(&str_solo, memory_order_relaxed) && str_tasks_tight(&why)) {
-        /* The toggle and dump signals need a thread that acts while the program's may be
-         * idle: kept for them (str_reclaim still stops it if the program runs into the limit). */
-        if (str_cfg.toggle_signal || str_cfg.policy == STR_FLIGHT) {
-            str_log(STR_INFO,
-                    "%s: the flush thread is kept for %s; it is stopped if the program cannot "
-                    "make a thread or process",
-                    why, str_cfg.toggle_signal ? "SLEDTRACE_TOGGLE_SIGNAL" : "the dump signal");
-        } else {
-            str_log(STR_INFO,
-                    "%s: no flush thread (it would count against that limit); each thread "
-                    "writes the chunks it fills",
-                    why);
-            atomic_store_explicit(&str_solo, 1, memory_order_seq_cst);
-        }
-    }
-    atomic_store_explicit(&str_state, ST_ACTIVE, memory_order_seq_cst);
-    if (atomic_load_explicit(&str_solo, memory_order_relaxed))
-        return 0;
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = str_thread_create(&flusher, flush_main, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc != 0) {
-        str_log(STR_INFO,
-                "cannot start the flush thread (%s); each thread writes the chunks it fills",
-                strerror(rc));
-        /* Seq_cst: a thread that queued a chunk meanwhile and waits sees it (next_chunk). */
-        atomic_store_explicit(&str_solo, 1, memory_order_seq_cst);
-        return 0;
-    }
-    flusher_live = 1;
-    return 0;
-}
-
-/* Waits (at most 100 ms) until the kernel has released task tid of this process: its slot in
- * RLIMIT_NPROC and the pids cgroup is given back only then, a little after pthread_join
- * returns (the join is woken as the thread's memory is released, before the task is). */
-static void wait_task_gone(int32_t tid)
-{
-    for (int i = 0; tid > 0 && i < 2000; i++) {
-        if (syscall(SYS_tgkill, (long)str_pid, (long)tid, 0L) != 0 && errno == ESRCH)
-            return;
-        pause_ns(50000);
-    }
-}
-
-/* Stops the flush thread for good: the process goes solo. 1 if there was one to stop. */
-static int drop_flusher(void)
-{
-    if (atomic_load_explicit(&str_solo, memory_order_acquire) ||
-        atomic_load_explicit(&str_state, memory_order_acquire) != ST_ACTIVE ||
-        (int32_t)syscall(SYS_getpid) != str_pid)
-        return 0;
-    sigset_t mask;
-    block_async(&mask);
-    int old_state;
-    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old_state);
-    pthread_mutex_lock(&drop_lock);
-    int dropped = 0;
-    if (flusher_live && atomic_load_explicit(&str_state, memory_order_seq_cst) == ST_ACTIVE) {
-        atomic_store_explicit(&str_solo, 1, memory_order_seq_cst);
-        wake_flusher();
-        futex(&wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL);
-        pthread_join(flusher, NULL);
-        flusher_live = 0;
-        wait_task_gone(atomic_load_explicit(&flusher_tid, memory_order_relaxed));
-        solo_write(); /* what it left queued */
-        dropped = 1;
-    }
-    pthread_mutex_unlock(&drop_lock);
-    pthread_setcancelstate(old_state, &old_state);
-    pthread_sigmask(SIG_SETMASK, &mask, NULL);
-    if (dropped)
-        str_log(STR_INFO,
-                "the program could not make a thread or process: the flush thread was stopped "
-                "to make room; each thread writes the chunks it fills%s",
-                str_cfg.toggle_signal || str_cfg.policy == STR_FLIGHT
-                    ? " (the toggle and dump signals act at the next chunk switch)"
-                    : "");
-    return dropped;
-}
-
 int str_buffers_start(int fd, const char *path, const char *spath, const struct str_outputs *o)
 {
     str_outs = *o; /* before the flush thread starts: pthread_create orders it for that thread */
@@ -955,7 +755,7 @@ int str_buffers_start(int fd, const char *path, const char *spath, const struct 
     }
     if (pthread_key_create(&exit_key, str_thread_exit) != 0 || str_begin_file(fd, path, spath) != 0)
         return -1;
-    return start_flusher();
+    return str_start_flusher();
 }
 
 /* ---- fork ---- */
@@ -1028,17 +828,17 @@ static void reset_for_child(struct str_cursor *c, struct str_thread *th)
 static void fork_child(int in_refill)
 {
     pthread_mutex_init(&str_registry_lock, NULL);
-    pthread_mutex_init(&drop_lock, NULL);
+    pthread_mutex_init(&str_drop_lock, NULL);
     str_slots_fork_child();
-    flusher_live = 0;
-    atomic_store_explicit(&flusher_tid, 0, memory_order_relaxed);
+    str_flusher_live = 0;
+    atomic_store_explicit(&str_flusher_tid, 0, memory_order_relaxed);
     atomic_store_explicit(&str_mlock_future, 0, memory_order_relaxed); /* not inherited */
     /* The flush thread does not exist here: whatever it held or was asked for at the fork
      * (writing the file, a dump, a toggle) is the parent's. */
     atomic_store_explicit(&str_writer, 0, memory_order_relaxed);
-    atomic_store_explicit(&dump_requested, 0, memory_order_relaxed);
-    atomic_store_explicit(&toggle_requested, 0, memory_order_relaxed);
-    atomic_store_explicit(&wake_seq, 0, memory_order_relaxed);
+    atomic_store_explicit(&str_dump_requested, 0, memory_order_relaxed);
+    atomic_store_explicit(&str_toggle_requested, 0, memory_order_relaxed);
+    atomic_store_explicit(&str_wake_seq, 0, memory_order_relaxed);
     int st = atomic_load_explicit(&str_state, memory_order_relaxed);
     if (st != ST_ACTIVE && st != ST_FORKED) {
         atomic_store_explicit(&str_state, ST_OFF, memory_order_relaxed);
@@ -1050,7 +850,7 @@ static void fork_child(int in_refill)
         str_close_trace_fd(); /* the parent's: the child's own comes with its first event */
     str_trace_fd = -1;
     atomic_store_explicit(&str_queue_head, NULL, memory_order_relaxed);
-    atomic_store_explicit(&flusher_sleeping, 0, memory_order_relaxed);
+    atomic_store_explicit(&str_flusher_sleeping, 0, memory_order_relaxed);
     atomic_store_explicit(&str_exited_lost_nested, 0, memory_order_relaxed);
     atomic_store_explicit(&str_exited_dropped, 0, memory_order_relaxed);
     atomic_store_explicit(&str_exited_discarded, 0, memory_order_relaxed);
@@ -1163,7 +963,7 @@ void str_fork_takeover(void *unused)
 
 /* First event of a fork child: open its own trace and start its flush thread. Returns the new
  * state. Another thread racing with the one doing this drops its event. The release store of
- * ST_ACTIVE (start_flusher, seq_cst) pairs with the acquire load in str_refill. */
+ * ST_ACTIVE (str_start_flusher, seq_cst) pairs with the acquire load in str_refill. */
 static int fork_activate(void)
 {
     int expect = ST_FORKED;
@@ -1176,33 +976,9 @@ static int fork_activate(void)
      * seccomp filter, which may kill for an open, the parent's. */
     if (fd >= 0 && !atomic_load_explicit(&str_seccomp_filter, memory_order_relaxed))
         str_limits_read();
-    if (fd < 0 || str_begin_file(fd, path, spath) != 0 || start_flusher() != 0)
+    if (fd < 0 || str_begin_file(fd, path, spath) != 0 || str_start_flusher() != 0)
         return ST_OFF;
     return ST_ACTIVE;
-}
-
-/* The memory of threads that have exited is freed by the flush thread once their last chunk is
- * written, up to a period later. Wakes it and waits (at most 200 ms) until the queue is written
- * (solo: writes it). Returns 1 if there was anything to wait for, i.e. if a retry may succeed.
- * Logs once that it happened. */
-static int reclaim_exited(void)
-{
-    if (atomic_load_explicit(&str_state, memory_order_acquire) != ST_ACTIVE ||
-        atomic_load_explicit(&str_queue_head, memory_order_acquire) == NULL)
-        return 0;
-    if (atomic_load_explicit(&str_solo, memory_order_acquire))
-        return solo_write();
-    static _Atomic int said;
-    if (!atomic_exchange_explicit(&said, 1, memory_order_relaxed))
-        str_log(STR_INFO,
-                "the program ran short of memory; released exited threads' buffers early");
-    wake_flusher();
-    futex(&wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL);
-    /* Acquire: pairs with the release exchange in take_queue. */
-    for (int i = 0; i < 200 && atomic_load_explicit(&str_queue_head, memory_order_acquire); i++)
-        pause_ns(1000000);
-    pause_ns(1000000); /* the last chunk taken may still be being written */
-    return 1;
 }
 
 /* The program's pthread_create (threads.c) or fork (tasks.c) failed with EAGAIN or ENOMEM: the
@@ -1211,24 +987,10 @@ static int reclaim_exited(void)
 int str_reclaim(void)
 {
     int saved = errno;
-    int r = reclaim_exited();
-    r |= drop_flusher();
+    int r = str_reclaim_exited();
+    r |= str_drop_flusher();
     errno = saved;
     return r;
-}
-
-void str_request_toggle(void)
-{
-    atomic_store_explicit(&toggle_requested, 1, memory_order_release);
-    wake_flusher();
-    futex(&wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL);
-}
-
-void str_request_dump(void)
-{
-    atomic_store_explicit(&dump_requested, 1, memory_order_release);
-    wake_flusher();
-    futex(&wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL);
 }
 
 /* The calling thread's side ring into its chunk: its cursor's, or a held fork child's
@@ -1251,82 +1013,20 @@ void str_buffers_finish(void)
                                                  memory_order_seq_cst, memory_order_seq_cst))
         return;
     drain_own();
-    wake_flusher();
-    futex(&wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL);
+    str_wake_flusher();
+    futex(&str_wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL);
     /* pthread_join is a cancellation point: a cancellation pending on the exiting thread must
      * not act in here. Solo, there is no flush thread to join. */
     int old_state;
     pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old_state);
-    pthread_mutex_lock(&drop_lock);
-    if (flusher_live) {
-        pthread_join(flusher, NULL);
-        flusher_live = 0;
+    pthread_mutex_lock(&str_drop_lock);
+    if (str_flusher_live) {
+        pthread_join(str_flusher, NULL);
+        str_flusher_live = 0;
     }
-    pthread_mutex_unlock(&drop_lock);
+    pthread_mutex_unlock(&str_drop_lock);
     str_final_flush();
     pthread_setcancelstate(old_state, &old_state);
-}
-
-/* Solo: the calling thread writes what is queued (see the top). Not in a vfork child, which
- * shares its parent's memory but must take no lock: 0 then. */
-static int solo_write(void)
-{
-    if ((int32_t)syscall(SYS_getpid) != str_pid)
-        return 0;
-    struct str_xfsz_guard g;
-    str_xfsz_block(&g);
-    str_writer_take_for(0);
-    str_write_queue();
-    first_frequency();
-    str_writer_give();
-    str_xfsz_unblock(&g);
-    return 1;
-}
-
-static void *toggle_main(void *arg)
-{
-    (void)arg;
-    str_outs.toggle();
-    return NULL;
-}
-
-/* Solo: the dump signal's request (flight policy) and the toggle signal's, at the end of a
- * chunk switch (str_refill, asynchronous signals blocked, no lock held). The dump is written
- * here; the sleds are switched by a thread started for it (patching from inside the tracer,
- * perhaps in a handler that interrupted sledtrace_patch(), could wait for itself), which
- * ends with the switch. */
-static void solo_requests(void)
-{
-    if (!atomic_load_explicit(&dump_requested, memory_order_relaxed) &&
-        !atomic_load_explicit(&toggle_requested, memory_order_relaxed))
-        return;
-    if (!atomic_load_explicit(&str_solo, memory_order_acquire) ||
-        atomic_load_explicit(&str_state, memory_order_acquire) != ST_ACTIVE ||
-        (int32_t)syscall(SYS_getpid) != str_pid)
-        return;
-    if (atomic_exchange_explicit(&dump_requested, 0, memory_order_acq_rel)) {
-        struct str_xfsz_guard g;
-        str_xfsz_block(&g);
-        str_writer_take_for(0);
-        str_flush_committed(NULL);
-        str_writer_give();
-        str_xfsz_unblock(&g);
-        str_log(STR_INFO, "flight recorder dumped: %llu bytes so far",
-                (unsigned long long)str_bytes_written);
-    }
-    if (atomic_exchange_explicit(&toggle_requested, 0, memory_order_acq_rel)) {
-        pthread_t t;
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &old);
-        int rc = str_thread_create(&t, toggle_main, NULL);
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-        if (rc == 0)
-            pthread_detach(t);
-        else
-            str_log(STR_WARN, "SLEDTRACE_TOGGLE_SIGNAL ignored: no thread to switch the sleds (%s)",
-                    strerror(rc));
-    }
 }
 
 /* mlockall(MCL_CURRENT) locked the runtime's memory with the program's (memlock.c): the pools
@@ -1345,9 +1045,9 @@ void str_buffers_munlock(void)
     }
     pthread_mutex_unlock(&str_registry_lock);
     str_slots_munlock();
-    pthread_mutex_lock(&drop_lock);
+    pthread_mutex_lock(&str_drop_lock);
     pthread_attr_t a;
-    if (flusher_live && pthread_getattr_np(flusher, &a) == 0) {
+    if (str_flusher_live && pthread_getattr_np(str_flusher, &a) == 0) {
         void *lo;
         size_t size, guard = 0;
         if (pthread_attr_getstack(&a, &lo, &size) == 0) {
@@ -1356,7 +1056,7 @@ void str_buffers_munlock(void)
         }
         pthread_attr_destroy(&a);
     }
-    pthread_mutex_unlock(&drop_lock);
+    pthread_mutex_unlock(&str_drop_lock);
     pthread_sigmask(SIG_SETMASK, &mask, NULL);
 }
 

@@ -142,7 +142,7 @@ STR_HIDDEN void str_flush_committed(struct str_losses *final);
 STR_HIDDEN void str_free_thread(struct str_thread *th);
 
 /* ---- final.c ---- */
-/* The state machine: set by buffers.c (start, finish, crash), flusher.c (start_flusher, the
+/* The state machine: set by buffers.c (start, finish, crash), flusher.c (str_start_flusher, the
  * flush thread's own end), forks.c and final.c (ST_DONE); read by every file. */
 STR_HIDDEN extern _Atomic int str_state;
 /* No flush thread (flusher.c's top): set once, seq_cst (flusher.c; inherited by a fork child);
@@ -167,5 +167,24 @@ STR_HIDDEN extern _Atomic int str_end_kind;
 STR_HIDDEN extern uint64_t str_flusher_cpu_ns;
 STR_HIDDEN void str_final_flush(void);
 STR_HIDDEN void str_emergency_write(void);
+
+/* ---- flusher.c ---- */
+/* Requests from the dump and toggle signals' handlers (release; taken with acq_rel). */
+STR_HIDDEN extern _Atomic int str_dump_requested, str_toggle_requested;
+/* The flush thread's sleep and wake-ups (seq_cst); reset in a fork child. */
+STR_HIDDEN extern _Atomic uint32_t str_wake_seq;
+STR_HIDDEN extern _Atomic int str_flusher_sleeping;
+/* The flush thread: started by str_start_flusher, joined by str_drop_flusher or str_buffers_finish;
+ * str_flusher_live under str_drop_lock once the process runs. */
+STR_HIDDEN extern pthread_t str_flusher;
+STR_HIDDEN extern int str_flusher_live;
+STR_HIDDEN extern _Atomic int32_t str_flusher_tid;
+STR_HIDDEN extern pthread_mutex_t str_drop_lock;
+STR_HIDDEN void str_wake_flusher(void);
+STR_HIDDEN int str_start_flusher(void);
+STR_HIDDEN int str_drop_flusher(void);
+STR_HIDDEN int str_solo_write(void);
+STR_HIDDEN void str_solo_requests(void);
+STR_HIDDEN int str_reclaim_exited(void);
 
 #endif
