@@ -22,8 +22,8 @@
  * no files behind). */
 enum { ST_OFF = 0, ST_ACTIVE = 1, ST_STOPPING = 2, ST_DONE = 3, ST_FORKED = 4 };
 
-/* new_process_check (forks.c): the calling process is the one the state belongs to, or a vfork /
- * CLONE_VM child sharing its memory. */
+/* str_new_process_check (forks.c): the calling process is the one the state belongs to, or a vfork
+ * / CLONE_VM child sharing its memory. */
 enum { PROC_SAME, PROC_SHARED };
 
 /* Sleeps ns nanoseconds (up to a second; the whole time even if a signal interrupts it). Not
@@ -186,5 +186,10 @@ STR_HIDDEN int str_drop_flusher(void);
 STR_HIDDEN int str_solo_write(void);
 STR_HIDDEN void str_solo_requests(void);
 STR_HIDDEN int str_reclaim_exited(void);
+
+/* ---- forks.c ---- */
+STR_HIDDEN void str_end_hold(int unmap);
+STR_HIDDEN int str_fork_activate(void);
+STR_HIDDEN int str_new_process_check(void);
 
 #endif
