@@ -122,9 +122,9 @@ STR_HIDDEN void str_xfsz_unblock(struct str_xfsz_guard *g);
 /* The queue's head: pushed by the owners (release CAS), taken whole by the writer (acquire
  * exchange); reset in a fork child (forks.c); polled by flusher.c. */
 STR_HIDDEN extern _Atomic(struct str_chunk *) str_queue_head;
-/* The registry of threads with buffers: linked by thread_pool.c new_thread, unlinked by retire.c,
- * walked by queue.c, final.c and buffers.c, all under str_registry_lock (taken over fork by
- * forks.c). */
+/* The registry of threads with buffers: linked by thread_pool.c str_new_thread, unlinked by
+ * retire.c, walked by queue.c, final.c and buffers.c, all under str_registry_lock (taken over fork
+ * by forks.c). */
 STR_HIDDEN extern pthread_mutex_t str_registry_lock;
 STR_HIDDEN extern struct str_thread *str_registry;
 /* The final flush or the crash path (final.c): up to pos, whatever stable says. */
@@ -191,5 +191,13 @@ STR_HIDDEN int str_reclaim_exited(void);
 STR_HIDDEN void str_end_hold(int unmap);
 STR_HIDDEN int str_fork_activate(void);
 STR_HIDDEN int str_new_process_check(void);
+
+/* ---- thread_pool.c ---- */
+/* The key whose destructor retires an exiting thread (created by str_buffers_start; set by
+ * str_new_thread). */
+STR_HIDDEN extern pthread_key_t str_exit_key;
+STR_HIDDEN struct str_thread *str_new_thread(int vfork_child, struct str_cursor *cur);
+STR_HIDDEN void str_make_ready(struct str_chunk *c);
+STR_HIDDEN void str_populate(void *p, size_t len);
 
 #endif
