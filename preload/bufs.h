@@ -200,4 +200,10 @@ STR_HIDDEN struct str_thread *str_new_thread(int vfork_child, struct str_cursor 
 STR_HIDDEN void str_make_ready(struct str_chunk *c);
 STR_HIDDEN void str_populate(void *p, size_t len);
 
+/* ---- record.c ---- */
+STR_HIDDEN void str_start_block(struct str_cursor *cur, struct str_thread *th, uint64_t tsc);
+STR_HIDDEN void str_hand_over_at(struct str_thread *th, uintptr_t pos, int final);
+STR_HIDDEN int str_next_chunk(struct str_thread *th, int wait);
+STR_HIDDEN void str_end_gap(struct str_cursor *cur, struct str_thread *th);
+
 #endif

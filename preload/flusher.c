@@ -184,7 +184,7 @@ int str_start_flusher(void)
         str_log(STR_INFO,
                 "cannot start the flush thread (%s); each thread writes the chunks it fills",
                 strerror(rc));
-        /* Seq_cst: a thread that queued a chunk meanwhile and waits sees it (next_chunk). */
+        /* Seq_cst: a thread that queued a chunk meanwhile and waits sees it (str_next_chunk). */
         atomic_store_explicit(&str_solo, 1, memory_order_seq_cst);
         return 0;
     }

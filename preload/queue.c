@@ -20,7 +20,7 @@
  * take_queue();
  *    it publishes the chunk's bytes and `used`.
  *  - chunk state FREE: release store by the writer after writing, pairs with the acquire
- *    load in next_chunk() (record.c) before the owner reuses the memory.
+ *    load in str_next_chunk() (record.c) before the owner reuses the memory.
  *  - `pos`: release by the owner (hot.c), acquire in write_committed() (every period, at exit).
  * The registry (the threads with buffers, for the periods and the end) is under str_registry_lock.
  * Everything that writes runs under the writer flag (trace_file.c); this file calls only
@@ -101,8 +101,8 @@ void str_flush_committed_locked(struct str_losses *final)
             continue;
         }
         /* The thread's chunks must reach the file in order: any it has handed over (older than
-         * its current one) go first. The acquire on cur pairs with the release in next_chunk, so
-         * every chunk handed over before the current one is counted in `queued`. */
+         * its current one) go first. The acquire on cur pairs with the release in str_next_chunk,
+         * so every chunk handed over before the current one is counted in `queued`. */
         uint32_t idx = atomic_load_explicit(&th->cur, memory_order_acquire);
         if (atomic_load_explicit(&th->queued, memory_order_acquire) != 0) {
             str_write_queue();

@@ -63,7 +63,7 @@ static void touch(void *p, size_t len)
 
 /* Makes [p, p + len) present and writable, so that recording into it never takes a page fault:
  * one madvise (Linux >= 5.14), else a write per page (the memory is the caller's own, zero). A
- * pool is populated a chunk at a time, when its owner first takes the chunk (next_chunk): a
+ * pool is populated a chunk at a time, when its owner first takes the chunk (str_next_chunk): a
  * thread that records little costs one chunk of memory and of set-up time, not its whole pool
  * (a 1 MiB pool took 300 us to populate at every thread's first event, more under contention:
  * median 580 us, p99 44 ms over 400 short threads, 20 at a time). */
