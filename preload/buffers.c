@@ -1,67 +1,37 @@
-/* Per-thread chunks, the flush queue and the flush thread.
+/* The buffers module's entry points: start, finish, sledtrace_flush, the crash path's flush and
+ * checkpoint, reclaiming memory and tasks for the program, munlock (str.h declares them).
  *
- * Threads. Each traced thread owns a fixed pool of `nchunks` chunks (memory is bounded and does
- * not grow with the trace). The thread fills one chunk at a time; a full chunk is QUEUED on a
- * lock-free LIFO (Treiber) list that the flush thread takes whole and reverses, so each thread's
- * chunks reach the file in the order they were filled. The flush thread writes a chunk and marks
- * it FREE; a thread needing its next chunk waits (lossless) until that chunk is FREE again.
+ * The module: per-thread chunks, the flush queue and the flush thread, writing the trace file.
+ * Its files, each calling only files below it (preload/DESIGN.md has the table):
+ *   buffers.c      these entry points
+ *   retire.c       a thread's exit, strict seccomp, TLS sharing, vfork
+ *   record.c       the slow path: chunk switches, hand-over, a thread's first event
+ *   thread_pool.c  a thread's buffers: mapping, population, registration
+ *   forks.c        fork's handlers, a fork child's first event
+ *   flusher.c      the flush thread, wake-ups, solo mode
+ *   final.c        the final flush, the crash path's write, the sidecar's end, loss reports
+ *   queue.c        the flush queue, the registry, writing chunks and committed records
+ *   trace_file.c   the file: descriptor, writer flag, blocks, header, size cap
+ *   freq.c         the TSC's calibration
+ * bufs.h declares what they share, only to each other (the rest of the runtime sees str.h).
+ * Shared state is defined in the lowest file that uses it, so that no file refers to anything
+ * of a file above it.
  *
- * Wake-ups. The flush thread sleeps on a futex for at most SLEDTRACE_FLUSH_MS. A thread that
- * queues a chunk wakes it (one FUTEX_WAKE syscall, once per chunk at most, only while it sleeps)
- * when half of its pool is queued, or when it has to wait for a free chunk.
- *
- * Periods. Every period the flush thread also writes what each thread has committed in its
- * current chunk (str_flush_committed), without involving the thread: an idle or blocked thread's
- * records reach the file within a period, and a SIGKILL loses at most one period. The rest of
- * that chunk follows later as a continuation block (str_write_chunk).
- *
- * Memory ordering:
- *  - queue push: CAS with release on `str_queue_head`, pairs with the acquire exchange in
- * take_queue();
- *    it publishes the chunk's bytes and `used`.
- *  - chunk state FREE: release store by the flush thread after writing, pairs with the acquire
- *    load in str_next_chunk() before the owner reuses the memory.
- *  - `pos`: release by the owner (hot.c), acquire in str_flush_committed() (every period, at exit).
- *  - `running` and `str_wake_seq`: seq_cst, for the sleep/wake handshake.
- *
- * Exit. str_buffers_finish() (called once, from the exit path) stops the flush thread, then writes
- * what is queued and, for every registered thread, the committed part of its current chunk, then
- * rewrites the header with the TSC frequency calibrated over the whole run. When the main thread
- * has called pthread_exit and every other thread has exited, the flush thread does the same
- * itself and ends, so that glibc's last-thread exit(0) is not held up by it.
- *
- * Solo: a process without a flush thread (its task limits are tight, limits.c; its flush thread
- * could not be started; or it was stopped so that the program's fork or pthread_create could
- * succeed, str_reclaim). Nothing else changes: a thread that hands a chunk over writes the queue
- * itself right after (str_solo_write, under the writer flag), so its next chunk is free at once and
- * nothing waits or is lost; each thread's chunks still reach the file in order (the queue is
- * written whole, oldest first, by one writer at a time). What is lost is the period: a thread's
- * current chunk reaches the file when it is full, when the thread exits, at sledtrace_flush()
- * and at the end, so a SIGKILL loses what the threads hold. The dump and toggle signals are
- * served at the next chunk switch of any thread (str_solo_requests). A vfork child never writes (it
- * must take no lock): when its chunks are all queued it drops its events, counted.
- * Memory ordering: `solo` is set once, seq_cst, before the flush thread is woken to end, and
- * read with acquire by the threads that would otherwise wait for it.
+ * Exit. str_buffers_finish() (called once, from the exit path) stops the flush thread, then
+ * writes what is queued and, for every registered thread, the committed part of its current
+ * chunk, then rewrites the header with the TSC frequency calibrated over the whole run
+ * (final.c). The crash path (str_crash_flush) and a checkpoint write everything without waiting
+ * for a lock (final.c str_emergency_write). Memory ordering: the ST_ACTIVE -> ST_STOPPING CAS is
+ * seq_cst, like the flush thread's loads of `state` it pairs with (flusher.c).
  */
 #include "str.h"
-#include "stp.h"
-#include "stf.h"
 #include "bufs.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 int str_buffers_start(int fd, const char *path, const char *spath, const struct str_outputs *o)
