@@ -8,6 +8,14 @@
  *    llvm-xray. Traced with libstdc++'s instantiated code excluded (exact counts of everything)
  *    and whole (libstdc++'s calls recorded too, every thread's stack balanced); and the peak
  *    memory of the traced run against the untraced one.
+ *  - thread per connection (connprog.c): a TCP server on the loopback that starts a detached
+ *    thread per connection, 500 connections from 8 client threads, 1 in 5 of them ended
+ *    mid-request by the client (end of stream or reset); and the same server stopped by SIGTERM
+ *    with 8 handler threads still blocked in a connection, by the default action or by a handler
+ *    that makes main call exit(0), or with 8 handler threads recording as it exits.
+ *  - threads recording while the process exits (exitbusy.c): the runtime defect that the last
+ *    case found, reproduced (run traced only); both tests are disabled until it is fixed (see
+ *    there).
  *
  * What each test would catch is said above it. The E2E_MAX_TIDS bound of e2e.h (1024 threads a
  * trace) keeps the thread-per-task program at 1000 tasks.
@@ -427,4 +435,233 @@ Test(scale, async_tasks_memory)
     e2e_run_free(&b);
     e2e_run_free(&t);
     e2e_rmtree(work);
+}
+
+/* ---- thread per connection ------------------------------------------------------------------ */
+
+enum { CONNS = 500, HELD = 8 };
+
+/* 500 connections, a detached thread each, 100 of them ended by the client mid-request: every
+ * request's parse, handle and reply are in the trace, each connection's thread with exactly its
+ * own calls (501 threads: the acceptor and one per connection), every stack balanced, including
+ * those of the threads that left by conn_error() and of the last ones, still exiting when main
+ * returns. */
+Test(scale, conn_server_exact)
+{
+    char work[PATH_MAX], trace[PATH_MAX], out[PATH_MAX];
+    e2e_workdir(work, sizeof work);
+    snprintf(out, sizeof out, "%s/out", work);
+    struct e2e_run b, t;
+    run_both(work, BIN("connprog"), NULL, NULL, NULL, &b, &t);
+    cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0, "status %#x:\n%s", t.status,
+              t.out);
+    cr_assert_eq(keyed(t.out, "threads"), CONNS + 1);
+    cr_assert_eq(keyed(t.out, "count conn_error"), CONNS / 5);
+    cr_assert_eq(e2e_dir_entries(out), 2, "expected exactly the .fdr and .syms files");
+    e2e_trace_path(trace, sizeof trace, out, BIN("connprog"), t.pid, "fdr");
+    e2e_check_printed(trace, t.out, "thread per connection");
+    check_verify(work, trace);
+    e2e_run_free(&b);
+    e2e_run_free(&t);
+    e2e_rmtree(work);
+}
+
+static int cmp_long(const void *a, const void *b)
+{
+    long x = *(const long *)a, y = *(const long *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The server stopped by SIGTERM (connprog `mode`) while HELD handler threads are inside
+ * serve_conn() (blocked in recv, or busy in handle() for termbusy) and the acceptor is blocked
+ * in serve_listener(). What the runtime promises (README, "Output files"; preload/DESIGN.md,
+ * "How the process ends"): a process ended by a signal whose default action ends it, or by
+ * exit(), has its trace completed first, so every call made before holds its records, and the
+ * calls still open then have their enters only. So: every function's enters exact, its exits
+ * exact but for its open frames (`open F n` lines), one thread per open frame with a non-empty
+ * stack, each thread's enters exact, no reader error (strict) and no stack violation; account
+ * counts the open frames as unfinished, with no repair and no unmatched exit; dump --verify
+ * passes; the sidecar says how the process ended (`ended`, as `sledtrace info` prints it). The
+ * flush period is a minute, so nothing reaches the file before the signal but by the
+ * runtime's exit path.
+ *
+ * A function of a `busy F n` line is recorded while the process ends: its count is not known,
+ * only that up to n of its calls are open (and so up to n more unfinished frames); threads of
+ * unknown enters (`threadwork -1`) are left out of the per-thread comparison. */
+static void check_conn_stopped(const char *mode, const char *ended)
+{
+    char work[PATH_MAX], trace[PATH_MAX], out[PATH_MAX];
+    e2e_workdir(work, sizeof work);
+    snprintf(out, sizeof out, "%s/out", work);
+    const char *env[] = {NO_PERIODIC_FLUSH, NULL};
+    struct e2e_run b, t;
+    run_both(work, BIN("connprog"), mode, env, NULL, &b, &t);
+    struct e2e_expect *e = malloc(sizeof *e);
+    cr_assert_not_null(e);
+    e2e_parse_expect(t.out, e);
+    cr_assert_eq(e->threads, CONNS + HELD + 1);
+    long open_conn = keyed(t.out, "open serve_conn"),
+         open_listener = keyed(t.out, "open serve_listener");
+    cr_assert(open_conn == HELD && open_listener == 1, "open frames: %ld, %ld\n%s", open_conn,
+              open_listener, t.out);
+    cr_assert_eq(e2e_dir_entries(out), 2, "expected exactly the .fdr and .syms files");
+    e2e_trace_path(trace, sizeof trace, out, BIN("connprog"), t.pid, "fdr");
+
+    struct e2e_trace *tr = malloc(sizeof *tr);
+    cr_assert_not_null(tr);
+    e2e_read_trace(trace, tr);
+    cr_assert_str_empty(tr->error, "%s: %s", mode, tr->error);
+    long open_total = 0, busy_open = 0;
+    for (int i = 0; i < tr->nfuncs; i++) {
+        int found = 0;
+        for (int j = 0; j < e->nfuncs; j++)
+            found |= strcmp(tr->f[i].name, e->f[j].name) == 0;
+        char key[96];
+        snprintf(key, sizeof key, "busy %s", tr->f[i].name);
+        long busy = keyed(t.out, key);
+        if (!found && busy >= 0) {
+            long left = tr->f[i].exit + tr->f[i].tail;
+            cr_expect(left <= tr->f[i].enter && left >= tr->f[i].enter - busy,
+                      "%s: %s (busy) entered %ld times, left %ld, at most %ld open", mode,
+                      tr->f[i].name, tr->f[i].enter, left, busy);
+            busy_open += busy;
+            continue;
+        }
+        cr_expect(found, "%s: the trace has %ld enters of %s, which the program does not count",
+                  mode, tr->f[i].enter, tr->f[i].name);
+    }
+    for (int j = 0; j < e->nfuncs; j++) {
+        long enter = 0, left = 0;
+        for (int i = 0; i < tr->nfuncs; i++)
+            if (strcmp(tr->f[i].name, e->f[j].name) == 0) {
+                enter = tr->f[i].enter;
+                left = tr->f[i].exit + tr->f[i].tail;
+            }
+        char key[96];
+        snprintf(key, sizeof key, "open %s", e->f[j].name);
+        long open = keyed(t.out, key);
+        open = open < 0 ? 0 : open;
+        open_total += open;
+        cr_expect_eq(enter, e->f[j].count, "%s: %s entered %ld times, expected %ld", mode,
+                     e->f[j].name, enter, e->f[j].count);
+        cr_expect_eq(left, e->f[j].count - open, "%s: %s left %ld times, expected %ld", mode,
+                     e->f[j].name, left, e->f[j].count - open);
+    }
+    cr_assert_eq(tr->unbalanced, HELD + 1, "%s: %d threads end inside a call, expected %d", mode,
+                 tr->unbalanced, HELD + 1);
+    cr_assert_eq(tr->ntids, e->threads, "%s: %d threads in the trace, expected %d", mode, tr->ntids,
+                 e->threads);
+    /* Per thread: the known ones exactly (the threads of unknown enters make more than any
+     * other's only when they have run long enough; so compared only when none is unknown). */
+    int unknown = 0;
+    for (int i = 0; i < e->nwork; i++)
+        unknown += e->work[i] < 0;
+    if (!unknown) {
+        qsort(tr->tid_enters, (size_t)tr->ntids, sizeof tr->tid_enters[0], cmp_long);
+        qsort(e->work, (size_t)e->nwork, sizeof e->work[0], cmp_long);
+        for (int i = 0; i < e->nwork; i++)
+            cr_expect_eq(tr->tid_enters[i], e->work[i],
+                         "%s: per-thread enters differ (sorted #%d: %ld vs %ld)", mode, i,
+                         tr->tid_enters[i], e->work[i]);
+    }
+    free(tr);
+    free(e);
+
+    struct e2e_run r;
+    TOOL_OK(work, &r, "account '%s' --format csv", trace);
+    const char *sum = strstr(r.err, "stack repairs: 0, unmatched exits: 0, unfinished frames: ");
+    cr_assert_not_null(sum, "%s: account summary:\n%s", mode, r.err);
+    long unfinished =
+        atol(sum + strlen("stack repairs: 0, unmatched exits: 0, unfinished frames: "));
+    cr_assert(unfinished >= open_total && unfinished <= open_total + busy_open,
+              "%s: account counts %ld unfinished frames, expected %ld (+ up to %ld busy):\n%s",
+              mode, unfinished, open_total, busy_open, r.err);
+    e2e_run_free(&r);
+    TOOL_OK(work, &r, "info '%s'", trace);
+    cr_assert(strstr(r.out, ended), "%s: sledtrace info does not say \"%s\":\n%s", mode, ended,
+              r.out);
+    e2e_run_free(&r);
+    check_verify(work, trace);
+    e2e_run_free(&b);
+    e2e_run_free(&t);
+    e2e_rmtree(work);
+}
+
+/* SIGTERM's default action, taken by one of the server's threads (main blocks it). */
+Test(scale, conn_server_sigterm_default)
+{
+    check_conn_stopped("term", "killed by signal 15");
+}
+
+/* The usual server: its SIGTERM handler wakes main (self-pipe), which calls exit(0) without
+ * waiting for the handler threads. */
+Test(scale, conn_server_sigterm_exit)
+{
+    check_conn_stopped("termexit", "exit:          status 0");
+}
+
+/* As above, with the 8 handler threads recording (handle() calls work() in a loop) while main
+ * exits: their calls until the final flush, balanced or open (at most serve_conn, handle and one
+ * work() per thread), nothing torn, nothing out of order. Disabled: fails in about one run in
+ * ten (2 of 20, 3 of 30, 2 of 10 here: 1 to 6 of the busy threads missing from the trace, their
+ * serve_conn, parse and handle included), by the runtime defect described above
+ * exit_while_threads_record. */
+Test(scale, conn_server_sigterm_exit_busy, .disabled = true)
+{
+    check_conn_stopped("termbusy", "exit:          status 0");
+}
+
+/* RUNTIME DEFECT (found by conn_server_sigterm_exit_busy; reproduced by exitbusy.c): a thread
+ * that reaches the tracer's slow path (its chunk full, or the first chunk's growth) while the
+ * process is ending (str_buffers_finish has set the state to STOPPING, and the final flush has
+ * not yet read its cursor; str_crash_flush sets it too, not measured here) takes the drop path
+ * of refill() in preload/buffers.c, which sets its cursor's pos to 0 without handing its chunk
+ * over: every record in that chunk, made before the exit began, is lost, and a trace left with
+ * nothing is removed without a word ("no events recorded", at info level). exitbusy's threads
+ * each record mark() before main calls exit(0), then work() in a loop from the program's atexit
+ * handler on: of 100 runs, 26 lost one of the two mark() calls and 12 the whole trace (the rate
+ * varies with the load; this test failed at its first to fifth run); with refill() keeping pos
+ * once the process is ending (a local experiment, not committed), none of 100, and the test
+ * passed 5 times in 5. Disabled until the runtime is fixed: every run must keep both mark()
+ * calls. */
+Test(scale, exit_while_threads_record, .disabled = true)
+{
+    enum { RUNS = 20, BUSY = 2 };
+    for (int run = 0; run < RUNS; run++) {
+        char work[PATH_MAX], trace[PATH_MAX], out[PATH_MAX];
+        e2e_workdir(work, sizeof work);
+        snprintf(out, sizeof out, "%s/out", work);
+        struct e2e_spec s = {.prog = BIN("exitbusy"), .preload = 1, .outdir = out};
+        struct e2e_run t;
+        e2e_run(work, &s, &t);
+        cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0, "run %d: status %#x", run,
+                  t.status);
+        cr_assert_str_empty(t.err, "run %d: stderr:\n%s", run, t.err);
+        e2e_trace_path(trace, sizeof trace, out, BIN("exitbusy"), t.pid, "fdr");
+        cr_assert_eq(access(trace, R_OK), 0, "run %d: no trace: the runtime removed it as empty",
+                     run);
+        struct e2e_trace *tr = malloc(sizeof *tr);
+        cr_assert_not_null(tr);
+        e2e_read_trace(trace, tr);
+        cr_assert_str_empty(tr->error, "run %d: %s", run, tr->error);
+        long marks = 0, marks_left = 0;
+        for (int i = 0; i < tr->nfuncs; i++) {
+            long left = tr->f[i].exit + tr->f[i].tail;
+            if (strcmp(tr->f[i].name, "mark") == 0) {
+                marks = tr->f[i].enter;
+                marks_left = left;
+            } else {
+                cr_assert_str_eq(tr->f[i].name, "work", "run %d", run);
+                cr_assert(left <= tr->f[i].enter && left >= tr->f[i].enter - BUSY,
+                          "run %d: work entered %ld times, left %ld", run, tr->f[i].enter, left);
+            }
+        }
+        cr_assert(marks == BUSY && marks_left == BUSY,
+                  "run %d: mark entered %ld times and left %ld, expected %d: records made before "
+                  "exit() are lost",
+                  run, marks, marks_left, BUSY);
+        free(tr);
+        e2e_run_free(&t);
+        e2e_rmtree(work);
+    }
 }
