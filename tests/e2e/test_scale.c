@@ -16,6 +16,9 @@
  *  - threads recording while the process exits (exitbusy.c): the runtime defect that the last
  *    case found, reproduced (run traced only); both tests are disabled until it is fixed (see
  *    there).
+ *  - many short processes (spawnmany.c, spawnkid.c): 200 children of 10 calls each, by
+ *    fork + execve and posix_spawn, one and four at a time, from a parent traced or not: one
+ *    trace per process, each exact, nothing else in the output directory.
  *
  * What each test would catch is said above it. The E2E_MAX_TIDS bound of e2e.h (1024 threads a
  * trace) keeps the thread-per-task program at 1000 tasks.
@@ -664,4 +667,152 @@ Test(scale, exit_while_threads_record, .disabled = true)
         e2e_run_free(&t);
         e2e_rmtree(work);
     }
+}
+
+/* ---- many short processes ------------------------------------------------------------------- */
+
+enum { KIDS = 200 };
+
+/* The kids' traces and their outputs: for each line "PID K" of <kids>/pids, the trace
+ * sledtrace.spawnkid.PID.fdr holds exactly what <kids>/kid.K.out says. Returns how many. */
+static int check_kid_traces(const char *out, const char *kids)
+{
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/pids", kids);
+    char *pids = e2e_slurp(path, NULL);
+    cr_assert_not_null(pids, "no %s", path);
+    int n = 0;
+    for (const char *p = pids; p && *p;) {
+        int pid, k;
+        cr_assert_eq(sscanf(p, "%d %d", &pid, &k), 2, "bad line in %s: %.40s", path, p);
+        char kout[PATH_MAX + 32], trace[PATH_MAX], what[64];
+        snprintf(kout, sizeof kout, "%s/kid.%d.out", kids, k);
+        char *printed = e2e_slurp(kout, NULL);
+        cr_assert_not_null(printed, "no %s", kout);
+        e2e_trace_path(trace, sizeof trace, out, BIN("spawnkid"), pid, "fdr");
+        snprintf(what, sizeof what, "spawnkid %d (pid %d)", k, pid);
+        e2e_check_printed(trace, printed, what);
+        free(printed);
+        n++;
+        p = strchr(p, '\n');
+        p = p ? p + 1 : NULL;
+    }
+    free(pids);
+    return n;
+}
+
+/* Is pid the first field of one of the lines "PID K" of pids? */
+static int listed(const char *pids, int pid)
+{
+    char line[32];
+    snprintf(line, sizeof line, "%d ", pid);
+    for (const char *p = pids; p && *p;) {
+        if (strncmp(p, line, strlen(line)) == 0)
+            return 1;
+        p = strchr(p, '\n');
+        p = p ? p + 1 : NULL;
+    }
+    return 0;
+}
+
+/* Every name in the output directory is the .fdr or .syms of one of the kids (pids in
+ * <kids>/pids) or of the parent (`parent`, 0 when it is not traced); none is empty. Returns the
+ * number of entries. */
+static int check_out_names(const char *out, const char *kids, pid_t parent)
+{
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/pids", kids);
+    char *pids = e2e_slurp(path, NULL);
+    cr_assert_not_null(pids);
+    DIR *d = opendir(out);
+    cr_assert_not_null(d, "no %s", out);
+    struct dirent *de;
+    int n = 0;
+    while ((de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        n++;
+        char prog[64], ext[16], tail[8] = "";
+        int pid;
+        int got = sscanf(de->d_name, "sledtrace.%63[a-z].%d.%15[a-z]%7s", prog, &pid, ext, tail);
+        cr_assert(got == 3 && (strcmp(ext, "fdr") == 0 || strcmp(ext, "syms") == 0),
+                  "stray file in the output directory: %s", de->d_name);
+        int kid = strcmp(prog, "spawnkid") == 0 && listed(pids, pid);
+        int par = parent && strcmp(prog, "spawnmany") == 0 && pid == parent;
+        cr_assert(kid || par,
+                  "stray file in the output directory: %s (neither a child's spawnkid trace "
+                  "nor the parent's)",
+                  de->d_name);
+        char p[PATH_MAX + 300];
+        snprintf(p, sizeof p, "%s/%s", out, de->d_name);
+        struct stat st;
+        cr_assert_eq(stat(p, &st), 0);
+        cr_assert_gt(st.st_size, 0, "empty file %s", de->d_name);
+    }
+    closedir(d);
+    free(pids);
+    return n;
+}
+
+/* spawnmany runs spawnkid 200 times (fork + execve and posix_spawn, one and four at a time),
+ * untraced and then with the preload and SLEDTRACE_OUTPUT in its environment, which the children
+ * inherit. Each child must end as untraced (status K % 3) with the same output, and leave
+ * exactly its two files with its exact calls; no other file (no temporary, no empty trace, none
+ * for a fork child between fork and exec); a traced parent has its own, exact too. */
+static void check_spawn_many(const char *bin, int parent_traced)
+{
+    char work[PATH_MAX], out[PATH_MAX], kids_u[PATH_MAX], kids_t[PATH_MAX];
+    e2e_workdir(work, sizeof work);
+    snprintf(out, sizeof out, "%s/out", work);
+    snprintf(kids_u, sizeof kids_u, "%s/kids-untraced", work);
+    snprintf(kids_t, sizeof kids_t, "%s/kids-traced", work);
+    cr_assert_eq(mkdir(kids_u, 0700), 0);
+    cr_assert_eq(mkdir(kids_t, 0700), 0);
+    struct e2e_spec u = {.prog = bin, .argv1 = kids_u};
+    struct e2e_spec s = {.prog = bin, .argv1 = kids_t, .preload = 1, .outdir = out};
+    struct e2e_run b, t;
+    e2e_run(work, &u, &b);
+    e2e_run(work, &s, &t);
+    cr_assert(WIFEXITED(b.status) && WEXITSTATUS(b.status) == 0, "untraced: %#x\n%s", b.status,
+              b.out);
+    cr_assert_eq(t.status, b.status, "traced: %#x\n%s", t.status, t.out);
+    cr_assert_str_empty(t.err, "stderr (the parent's and its children's):\n%s", t.err);
+    cr_assert_str_eq(t.out, b.out, "the children's exits differ traced");
+    cr_assert_eq(e2e_count_lines(t.out, "kid "), KIDS);
+    for (int k = 0; k < KIDS; k++) {
+        char want[32];
+        snprintf(want, sizeof want, "kid %d exit %d\n", k, k % 3);
+        cr_assert(strstr(t.out, want), "no \"%.*s\" in:\n%.400s", (int)strlen(want) - 1, want,
+                  t.out);
+        char pu[PATH_MAX + 32], pt[PATH_MAX + 32];
+        snprintf(pu, sizeof pu, "%s/kid.%d.out", kids_u, k);
+        snprintf(pt, sizeof pt, "%s/kid.%d.out", kids_t, k);
+        char *a = e2e_slurp(pu, NULL), *c = e2e_slurp(pt, NULL);
+        cr_assert(a && c, "kid %d wrote no output", k);
+        cr_assert_str_eq(c, a, "kid %d: stdout differs traced", k);
+        free(a);
+        free(c);
+    }
+    int entries = check_out_names(out, kids_t, parent_traced ? t.pid : 0);
+    cr_assert_eq(entries, 2 * KIDS + 2 * parent_traced, "%d files in the output directory",
+                 entries);
+    cr_assert_eq(check_kid_traces(out, kids_t), KIDS);
+    if (parent_traced) {
+        char trace[PATH_MAX];
+        e2e_trace_path(trace, sizeof trace, out, bin, t.pid, "fdr");
+        e2e_check_printed(trace, t.out, "spawnmany (the parent)");
+    }
+    e2e_run_free(&b);
+    e2e_run_free(&t);
+    e2e_rmtree(work);
+}
+
+Test(scale, spawn_many_untraced_parent)
+{
+    check_spawn_many(BIN("spawnmany-plain"), 0);
+}
+
+Test(scale, spawn_many_traced_parent)
+{
+    check_spawn_many(BIN("spawnmany"), 1);
 }
