@@ -203,6 +203,18 @@ static void refill(struct str_cursor *cur, uint64_t tsc)
     int st = atomic_load_explicit(&str_state, memory_order_acquire);
     if (st == ST_FORKED)
         st = str_fork_activate();
+    if ((st == ST_STOPPING || st == ST_DONE) && th && !t->dead) {
+        /* The process is ending (or a fatal signal's flush began): what the chunk holds up to
+         * pos, recorded before, is still to be written by the final flush, which reads pos
+         * (issue 24: zeroing it here lost those records, sometimes a whole trace, when a
+         * thread filled its chunk while another called exit). end = pos: every later event
+         * comes back here and is dropped (hot.c counts it). */
+        atomic_store_explicit(&cur->end, atomic_load_explicit(&cur->pos, memory_order_relaxed),
+                              memory_order_relaxed);
+        t->overhead = 0;
+        errno = saved;
+        return;
+    }
     if (st != ST_ACTIVE || t->dead)
         goto drop;
     if (!th) {

@@ -14,8 +14,7 @@
  *    with 8 handler threads still blocked in a connection, by the default action or by a handler
  *    that makes main call exit(0), or with 8 handler threads recording as it exits.
  *  - threads recording while the process exits (exitbusy.c): the runtime defect that the last
- *    case found, reproduced (run traced only); both tests are disabled until it is fixed (see
- *    there).
+ *    case found (since fixed), reproduced (run traced only).
  *  - many short processes (spawnmany.c, spawnkid.c): 200 children of 10 calls each, by
  *    fork + execve and posix_spawn, one and four at a time, from a parent traced or not: one
  *    trace per process, each exact, nothing else in the output directory.
@@ -604,29 +603,27 @@ Test(scale, conn_server_sigterm_exit)
 
 /* As above, with the 8 handler threads recording (handle() calls work() in a loop) while main
  * exits: their calls until the final flush, balanced or open (at most serve_conn, handle and one
- * work() per thread), nothing torn, nothing out of order. Disabled: fails in about one run in
- * ten (2 of 20, 3 of 30, 2 of 10 here: 1 to 6 of the busy threads missing from the trace, their
- * serve_conn, parse and handle included), by the runtime defect described above
- * exit_while_threads_record. */
-Test(scale, conn_server_sigterm_exit_busy, .disabled = true)
+ * work() per thread), nothing torn, nothing out of order. REGRESSION: failed in about one run in
+ * ten (2 of 20, 3 of 30, 2 of 10: 1 to 6 of the busy threads missing from the trace, their
+ * serve_conn, parse and handle included), by the defect described above
+ * exit_while_threads_record, since fixed. */
+Test(scale, conn_server_sigterm_exit_busy)
 {
     check_conn_stopped("termbusy", "exit:          status 0");
 }
 
-/* RUNTIME DEFECT (found by conn_server_sigterm_exit_busy; reproduced by exitbusy.c): a thread
- * that reaches the tracer's slow path (its chunk full, or the first chunk's growth) while the
- * process is ending (str_buffers_finish has set the state to STOPPING, and the final flush has
- * not yet read its cursor; str_crash_flush sets it too, not measured here) takes the drop path
- * of refill() in preload/buffers.c, which sets its cursor's pos to 0 without handing its chunk
- * over: every record in that chunk, made before the exit began, is lost, and a trace left with
- * nothing is removed without a word ("no events recorded", at info level). exitbusy's threads
- * each record mark() before main calls exit(0), then work() in a loop from the program's atexit
- * handler on: of 100 runs, 26 lost one of the two mark() calls and 12 the whole trace (the rate
- * varies with the load; this test failed at its first to fifth run); with refill() keeping pos
- * once the process is ending (a local experiment, not committed), none of 100, and the test
- * passed 5 times in 5. Disabled until the runtime is fixed: every run must keep both mark()
- * calls. */
-Test(scale, exit_while_threads_record, .disabled = true)
+/* REGRESSION (found by conn_server_sigterm_exit_busy; reproduced by exitbusy.c): a thread that
+ * reached the tracer's slow path (its chunk full, or the first chunk's growth) while the process
+ * was ending (str_buffers_finish had set the state to STOPPING, and the final flush had not yet
+ * read its cursor; str_crash_flush sets it too) took the drop path of refill() (now in
+ * preload/record.c), which set its cursor's pos to 0 without handing its chunk over: every
+ * record in that chunk, made before the exit began, was lost, and a trace left with nothing was
+ * removed without a word ("no events recorded", at info level). exitbusy's threads each record
+ * mark() before main calls exit(0), then work() in a loop from the program's atexit handler on:
+ * of 100 runs, 26 lost one of the two mark() calls and 12 the whole trace (80 and 8 on the
+ * runtime with slots); refill() now keeps pos once the process is ending: none of 100. Every run
+ * must keep both mark() calls. */
+Test(scale, exit_while_threads_record)
 {
     enum { RUNS = 20, BUSY = 2 };
     for (int run = 0; run < RUNS; run++) {
