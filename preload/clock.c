@@ -9,13 +9,13 @@
  * them), and no syscall. Without the symbol the hot path falls back to the raw syscall.
  * Everything here runs once, at start-up, before any event.
  *
- * The TSC's frequency is calibrated against CLOCK_MONOTONIC_RAW (buffers.c), read through
+ * The TSC's frequency is calibrated against CLOCK_MONOTONIC_RAW (freq.c), read through
  * str_clock_raw: the vDSO's function as well, else the raw system call, never libc's
  * clock_gettime, which a preloaded library may interpose (libfaketime scales every duration:
  * its x10 made every traced time ten times too long, issue 23.10).
  *
  * What CPUID says of the TSC's frequency (str_clock_cpuid_hz), read once at start-up, is what a
- * calibration is checked against (buffers.c): leaf 0x15 gives it exactly (the crystal's
+ * calibration is checked against (freq.c): leaf 0x15 gives it exactly (the crystal's
  * frequency times the TSC/crystal ratio) when it names the crystal; leaf 0x16 gives the
  * processor's base frequency in MHz, which is the TSC's on the processors that have the leaf.
  * Most AMD processors and many hypervisors have neither (both read as 0): no reference then.

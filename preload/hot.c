@@ -42,7 +42,7 @@
  *    view charges it to the function whose entry or exit it delayed.
  *    LIMIT: the ring holds STR_SIDE_N events. It overflows only if the outermost level stays
  *    inside the fast path while that many nested events arrive: a stall on a slow page
- *    (a chunk's pages are populated before the owner records into them, buffers.c).
+ *    (a chunk's pages are populated before the owner records into them, thread_pool.c).
  *  - Strict seccomp. A thread in SECCOMP_MODE_STRICT may not even read the TSC (the kernel
  *    turns rdtsc into a fault). Such a thread carries STR_NEST_STRICT in `nest` (threads.c);
  *    the fast path reads the clock only after its nest check, so those events go to
@@ -65,7 +65,7 @@
  *    record over the child's and move `pos` back) nor leave `nest` as it is (every event of the
  *    child would go to the side ring, which holds STR_SIDE_N and which nothing drains if the
  *    child never returns: a child that called _exit from the handler left an empty trace).
- *    Instead the child is `held` (buffers.c fork_child): the cursor and str_tls.th stay the
+ *    Instead the child is `held` (forks.c fork_child): the cursor and str_tls.th stay the
  *    interrupted code's, untouched but for end = 0, and the child records through a second
  *    cursor, str_tls.fork_cursor, into buffers of its own (fork_th), with the same protocol
  *    (its own `nest`, side ring and slow path). While any interrupted level lives, `nest` is
@@ -96,7 +96,7 @@
  *    acquire in write_committed), so nothing written to the file is ever taken back. Entries
  *    only: one (plain) load of the previous record and of str_min_ticks per exit.
  *  - Memory ordering: `pos` is stored with release by the owner, pairing with the acquire load in
- *    write_committed (buffers.c), which writes out only bytes below it. Under the discard
+ *    write_committed (queue.c), which writes out only bytes below it. Under the discard
  *    policy, a thread in a gap reads its next chunk's state with acquire (str_next_chunk_free),
  *    pairing with the flush thread's release when it frees the chunk. Nothing else here is
  *    shared with another thread.

@@ -13,7 +13,7 @@
  * its ancestors, since any of them may be the one that OOM-kills), and MemAvailable from
  * /proc/meminfo (sysinfo's free and buffer memory where /proc is not readable). The runtime's
  * thread buffers may take a quarter of the smaller of the two: the rest is the program's, and
- * its page cache, and the trace file's. buffers.c asks str_mem_take before it maps a thread's
+ * its page cache, and the trace file's. thread_pool.c asks str_mem_take before it maps a thread's
  * pool: a pool that does not fit is halved, down to 2 chunks; a thread for which 2 chunks do
  * not fit records nothing, and its events are counted (hot.c, str_nomem_dropped). The same
  * happens when the mapping itself fails (an address-space limit, or RLIMIT_MEMLOCK under
@@ -28,7 +28,7 @@
  * cgroup and its ancestors. str_tasks_tight says whether the room is scarce: fewer than
  * TASKS_ROOM tasks (RLIMIT_NPROC itself, since the user's other tasks cannot be counted
  * without reading all of /proc; pids.max - pids.current for the cgroups). Then the process
- * runs without a flush thread (buffers.c, "solo"). Not merely "finite": Debian's default
+ * runs without a flush thread (flusher.c, "solo"). Not merely "finite": Debian's default
  * RLIMIT_NPROC is finite (kernel.threads-max / 2, 96365 on the 24 GiB development VM), and
  * systemd gives every service a pids.max in the thousands; a limit that far away is never
  * reached by the one task the runtime adds, and the flush thread is worth keeping there. A

@@ -15,9 +15,9 @@
  *  - MCL_FUTURE makes the kernel lock every new mapping as it is made, and count it against
  *    the limit: str_mlock_future remembers it (until munlockall, or an mlockall without it),
  *    and the runtime unlocks each mapping of its own right after mmap (str_munlock_new: the slots'
- *    regions in slots.c, pools and alternate stacks of their own in buffers.c and altstack.c,
+ *    regions in slots.c, pools and alternate stacks of their own in thread_pool.c and altstack.c,
  *    the flush thread's stack as it starts).
- *    A mapping that does not fit in what the limit leaves fails with EAGAIN: buffers.c then
+ *    A mapping that does not fit in what the limit leaves fails with EAGAIN: thread_pool.c then
  *    tries a smaller pool, and without any, the thread records nothing and that is counted and
  *    said at exit (limits.c, "memory limit").
  * Without MCL_FUTURE nothing is called at all: munlock is not a system call a seccomp
@@ -25,7 +25,7 @@
  *
  * What it costs. Unlocked, the runtime's pages can be reclaimed like any other (swap), and a
  * recording thread may then take a page fault it would not have taken locked; populating
- * (buffers.c, a chunk before its first use) still makes its pages present: munlock does not
+ * (thread_pool.c, a chunk before its first use) still makes its pages present: munlock does not
  * evict pages. Between the mmap and the munlock (a few microseconds) the new pool counts
  * against the limit: another thread of the program locking memory at that very moment could
  * see EAGAIN. mlockall(MCL_CURRENT) itself checks the whole address space against the limit

@@ -1,7 +1,7 @@
 /* Per-thread memory: slots carved from a few large regions.
  *
  * Why. Every traced thread needs a pool (its bookkeeping and SLEDTRACE_BUFFERS chunks,
- * buffers.c) and an alternate signal stack with a guard page below it (altstack.c). Mapped
+ * thread_pool.c) and an alternate signal stack with a guard page below it (altstack.c). Mapped
  * for each thread, they cost five system calls that take the process's mmap lock for writing
  * (two mmap, an mprotect, two munmap), and the program's own thread stacks wait for that lock:
  * 4000 threads alive at once ran 2.6x their untraced wall time, most of it in the kernel's
@@ -10,8 +10,8 @@
  *
  * What. A slot is [pool | guard page | alternate stack], one size for the whole process (the
  * default pool's: a pool halved under a memory limit, and a vfork child's, are still mapped
- * on their own by buffers.c). Slots are carved from regions mapped 1, 1, 2, 4 ... then 64 slots
- * at a time, never unmapped; a region is address space until its slots are used. A slot's
+ * on their own by thread_pool.c). Slots are carved from regions mapped 1, 1, 2, 4 ... then 64
+ * slots at a time, never unmapped; a region is address space until its slots are used. A slot's
  * guard page is installed once, when the slot is first carved: MADV_GUARD_INSTALL (Linux
  * 6.13) marks it in the page tables with the mmap lock taken for reading and splits no
  * mapping; older kernels get an mprotect. The guard stays through MADV_DONTNEED.
@@ -27,14 +27,14 @@
  * made cold; warm slots stay counted, as the kept pools did.
  *
  * Threads and signals. All state is under slots_lock (the cooling bitmap under cool_lock, taken
- * first), mutexes taken with the asynchronous
- * signals blocked by every caller (buffers.c: thread set-up in the slow path; frees by the
- * flush thread, the final flush, a fork child and a held child's end). MADV_DONTNEED runs
- * outside it. Fork: str_slots_fork_prepare takes the lock (buffers.c, after the registry's),
- * the parent releases it and the child re-initialises it; a fork made without the atfork
- * handlers may copy the lists in the middle of an update, but every update is committed by
- * one store of a list head or a count, so the child can at worst lose a slot. A vfork child
- * never comes here (it must take no lock).
+ * first), mutexes taken with the asynchronous signals blocked by every caller (thread_pool.c:
+ * thread set-up in the slow path; queue.c: frees by the flush thread, the final flush, a fork
+ * child and a held child's end). MADV_DONTNEED runs outside them. Fork: str_slots_fork_prepare
+ * takes both (forks.c, after the registry's), the parent releases them and the child
+ * re-initialises them; a fork made without the atfork handlers may copy the lists in the
+ * middle of an update, but every update is committed by one store of a list head or a count,
+ * so the child can at worst lose a slot. A vfork child never comes here (it must take no
+ * lock).
  */
 #include "str.h"
 

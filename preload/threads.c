@@ -21,7 +21,7 @@
  * limit), the runtime may be holding the buffers of threads that have exited but whose last
  * chunk is not written yet, and its flush thread is a task and a stack of its own: str_reclaim
  * has those buffers written and freed at once and stops the flush thread for good (the process
- * goes on without one, buffers.c), and the creation is tried once more. Under a tight task
+ * goes on without one, flusher.c), and the creation is tried once more. Under a tight task
  * limit (limits.c) an EAGAIN is the program's own: no warning then.
  *
  * The counts themselves, and the runtime's own thread creation, are census.c's (buffers.c asks

@@ -4,7 +4,7 @@
  * base), while that thread is suspended until the child execs or ends. Left alone, the child
  * would append its records to its parent's current chunk, as the parent's. The library
  * interposes vfork (and glibc's alias __vfork): before the system call str_vfork_begin puts
- * the thread's cursor and buffers aside (buffers.c), so the child's first event finds no
+ * the thread's cursor and buffers aside (retire.c), so the child's first event finds no
  * buffer and its slow path gives the child buffers of its own, labelled with its pid and tid;
  * after the call, in the parent, str_vfork_end retires those (their records go out as a thread
  * of the parent's trace, with the child's pid) and puts the thread's own state back. The child
@@ -25,7 +25,7 @@
  *    then on neither is traced: every event of either is counted (str_shared_dropped, hot.c)
  *    and the count is reported at exit with its cause. A failed clone undoes that.
  *  - anything else (a new thread with its own TLS, a copy of the memory) is left alone: the
- *    slow path recognises a new process by its pid (buffers.c).
+ *    slow path recognises a new process by its pid (forks.c).
  * Not seen: children made by a raw system call (syscall(SYS_vfork), syscall(SYS_clone)): a
  * vfork child made so still records into its parent's chunk, as the parent.
  */
