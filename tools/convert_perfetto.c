@@ -9,7 +9,8 @@
  *    Perfetto nests them per track as a stack. A call closed by an outer exit carries the debug
  *    annotation closed: "repaired" on its end, one closed at a loss marker or at the end "gap" or
  *    "unfinished" (at the thread's last timestamp, as in the Chrome export). A logged argument is
- *    the annotation arg on its begin. The function id (the Chrome export's args.id) is left out:
+ *    the annotation arg on its end (its CallArgument record follows the entry; Perfetto adds
+ *    an end's annotations to the slice's args). The function id (the Chrome export's args.id) is left out:
  *    it would cost a third of the file; two functions of one name keep distinct interned ids.
  *  - Custom and typed events, context switches and loss markers are TYPE_INSTANT events of the
  *    same names and annotations as the Chrome export's instants ("custom event" payload,
@@ -506,10 +507,7 @@ static int on_enter(void *ctx, const struct cs_thread *t, struct cs_frame *f, si
         c->nomem = true;
         return -1;
     }
-    size_t te = begin_packet(c, s, f->start, SLICE_BEGIN, name);
-    if (f->nargs)
-        note_uint(&c->pkt, "arg", f->arg);
-    end_packet(c, s, te);
+    end_packet(c, s, begin_packet(c, s, f->start, SLICE_BEGIN, name));
     return c->nomem ? -1 : 0;
 }
 
@@ -520,6 +518,8 @@ static int on_close(void *ctx, const struct cs_close *cl)
     if (!s)
         return -1;
     size_t te = begin_packet(c, s, cl->end, SLICE_END, -1);
+    if (cl->f->nargs) /* known once the CallArgument records after the entry are read */
+        note_uint(&c->pkt, "arg", cl->f->arg);
     static const char *const closed[] = {NULL, "repaired", "gap", "unfinished"};
     if (closed[cl->why])
         note_str(&c->pkt, "closed", closed[cl->why], strlen(closed[cl->why]));
