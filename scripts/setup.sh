@@ -5,7 +5,7 @@
 # installed, no root is needed.
 #
 #   setup.sh          everything the tests need (three compilers, compiler-rt, llvm-xray,
-#                     Criterion, Chromium and Graphviz), built into build/ with the test
+#                     Criterion, Chromium, Graphviz and protoc), built into build/ with the test
 #                     programs, and, where node and npm are installed, the npm packages of
 #                     tests/viewers (npm ci, pinned by its package-lock.json) into
 #                     build/tests/viewers
@@ -38,12 +38,14 @@ esac
 # linux-perf: the profile test compares sledtrace's self times with perf's sampling of the same
 # program built without XRay (scripts/bench/profile.sh installs what its Debian-source builds
 # need besides).
+# protobuf-compiler: the perfetto test decodes the Perfetto export with protoc against Perfetto's
+# own perfetto_trace.proto.
 # python3-dev: the headers the Python module (tools/python) is built with, for Debian's python3;
 # python3-pytest runs its tests, and python3-numpy and python3-pandas, optional for the module's
 # users, are what its columnar exports are tested with.
 PACKAGES=(meson ninja-build pkg-config libelf-dev libcapstone-dev libcriterion-dev clang llvm
     libclang-rt-14-dev clang-19 clang-22 libclang-rt-22-dev clang-format man-db chromium graphviz lld tmux
-    linux-perf python3-dev python3-pytest python3-numpy python3-pandas)
+    linux-perf protobuf-compiler python3-dev python3-pytest python3-numpy python3-pandas)
 BUILD_DIR=build
 MESON_OPTIONS=()
 if [[ $MODE == demo ]]; then

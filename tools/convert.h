@@ -1,4 +1,4 @@
-/* Shared by `sledtrace convert` (chrome, yaml) and `sledtrace graph`: output files. The
+/* Shared by `sledtrace convert` (chrome, yaml, perfetto) and `sledtrace graph`: output files. The
  * call-stack walker they use is callstack.h's. */
 #ifndef SLEDTRACE_TOOLS_CONVERT_H
 #define SLEDTRACE_TOOLS_CONVERT_H
@@ -14,8 +14,9 @@
 FILE *conv_begin(struct tool_trace *tr, struct tool_out *o, const char *path, const char *out,
                  const char *syms_opt);
 
-/* Formats: convert_chrome.c and convert_yaml.c. */
+/* Formats: convert_chrome.c, convert_yaml.c and convert_perfetto.c. */
 int convert_chrome(const char *path, const char *out, const char *syms_opt);
+int convert_perfetto(const char *path, const char *out, const char *syms_opt);
 int convert_yaml(const char *path, const char *out, const char *syms_opt);
 
 #endif

@@ -432,7 +432,7 @@ Test(exports, bad_inputs_fail_cleanly)
     const char *a1[] = {tr_bin(), "convert", "x.fdr", "--format", "svg", NULL};
     struct tr_out r = tr_run(a1);
     cr_assert_eq(r.code, 2);
-    cr_assert(strstr(r.e, "unknown format 'svg' (fdr, chrome, yaml)"), "%s", r.e);
+    cr_assert(strstr(r.e, "unknown format 'svg' (fdr, chrome, yaml, perfetto)"), "%s", r.e);
     tr_out_free(&r);
     const char *a2[] = {tr_bin(), "convert", "x.fdr", "--format", "fdr", NULL};
     r = tr_run(a2);
