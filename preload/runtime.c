@@ -535,10 +535,10 @@ static int patch(struct stp_object *obj, const char *name)
 }
 
 /* A shared object loaded at start-up or by dlopen: patched if it has an instrumentation map.
- * ADD_NEED_LIBELF, ADD_NEED_CAPSTONE: the object needs libelf to be read, or Capstone to be
- * proven, and it is not loaded: the caller (inside dl_iterate_phdr, under the dynamic linker's
- * lock, where dlopen would deadlock) must load it outside and come back (scan_objects). */
-enum { ADD_NONE = -1, ADD_NEED_CAPSTONE = -2, ADD_NEED_LIBELF = -3 };
+ * ADD_NEED_CAPSTONE: the object needs Capstone to be proven, and it is not loaded: the caller
+ * (inside dl_iterate_phdr, under the dynamic linker's lock, where dlopen would deadlock) must
+ * load it outside and come back (scan_objects). */
+enum { ADD_NONE = -1, ADD_NEED_CAPSTONE = -2 };
 
 /* The ids a range takes for an object of nfuncs functions (ids 1..nfuncs), a multiple of 16. */
 static uint64_t range_size(size_t nfuncs)
@@ -590,8 +590,6 @@ static int add_object(const char *path, uintptr_t bias, const struct stat *st)
     struct stp_object *obj;
     if (stp_file_has_map(path) == 0)
         return ADD_NONE; /* not instrumented: the usual case, told cheaply */
-    if (!stp_elf_loaded())
-        return ADD_NEED_LIBELF;
     int rc = stp_object_open(path, bias, &obj);
     if (rc == STP_E_NO_MAP || rc == STP_E_OPEN)
         return ADD_NONE; /* not instrumented, or not a file we can read */
@@ -718,8 +716,8 @@ static struct traced *traced_as(const struct dl_phdr_info *info, const struct st
 }
 
 struct scan {
-    int need; /* the scan stopped at an object that needs ADD_NEED_CAPSTONE or ADD_NEED_LIBELF:
-                 load it, scan again (0: it went through) */
+    int need; /* the scan stopped at an object that needs Capstone (ADD_NEED_CAPSTONE): load
+                 it, scan again (0: it went through) */
 };
 
 /* The traced object info lists, if it is still the image the runtime patched, else NULL. */
@@ -762,7 +760,7 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *data)
         str_log(STR_DEBUG, "%s loaded again", o->name);
     }
     int num = add_object(name, info->dlpi_addr, have ? &st : NULL);
-    if (num == ADD_NEED_CAPSTONE || num == ADD_NEED_LIBELF) {
+    if (num == ADD_NEED_CAPSTONE) {
         sc->need = num;
         return 1; /* stop */
     }
@@ -787,19 +785,16 @@ static void scan_objects(void)
     do {
         memset(&sc, 0, sizeof sc);
         each_object(scan_one, &sc);
-        if (sc.need == ADD_NEED_LIBELF)
-            loaded = stp_elf_load();
-        else if (sc.need == ADD_NEED_CAPSTONE)
+        if (sc.need)
             loaded = stp_capstone_load();
     } while (sc.need && loaded == 0);
     if (str_filter_active())
         str_filter_report(); /* patterns that matched no function so far */
     if (sc.need) {
-        static int said[2]; /* once for each library (under objs_lock) */
-        int elf = sc.need == ADD_NEED_LIBELF;
-        if (!said[elf]++)
+        static int said; /* once (under objs_lock) */
+        if (!said++)
             str_log(STR_WARN, "cannot load %s; libraries loaded from now on are left alone",
-                    elf ? STP_LIBELF_NAME : STP_CAPSTONE_NAME);
+                    STP_CAPSTONE_NAME);
         return;
     }
     stp_capstone_release();
@@ -951,15 +946,12 @@ static void start(void)
         self_base = (uintptr_t)self.dli_fbase;
     uintptr_t bias = 0;
     dl_iterate_phdr(find_main, &bias);
-    /* Most processes LD_PRELOAD reaches have no sleds: told without libelf (the common case
-     * costs a few system calls). */
-    int has_map = stp_file_has_map("/proc/self/exe");
     stepped_aside = str_sanitizer_unsupported();
     if (stepped_aside) {
         /* Before anything is proven, created or started: the program runs as untraced. One
          * message: a warning where there is something to trace, now or when dlopen brings the
          * first instrumented library (lazy_start says it then). */
-        int something = has_map == 1 || instrumented_loaded();
+        int something = stp_file_has_map("/proc/self/exe") == 1 || instrumented_loaded();
         if (something) {
             str_log_release(1);
             str_log(STR_WARN, "%s: %s", exe, str_sanitizer_why(stepped_aside));
@@ -968,7 +960,9 @@ static void start(void)
         }
         return;
     }
-    int rc = has_map == 0 ? STP_E_NO_MAP : stp_object_open("/proc/self/exe", bias, &main_obj);
+    /* Most processes LD_PRELOAD reaches have no sleds: the executable's section headers say so
+     * (a few system calls), and nothing more is read of it then. */
+    int rc = stp_object_open("/proc/self/exe", bias, &main_obj);
     if (rc == STP_E_NO_MAP) {
         /* No sleds in the executable: its instrumented libraries are traced, if it has any. */
         main_obj = NULL;
