@@ -147,6 +147,10 @@ int stp_object_verify_opts(struct stp_object *obj, const struct stp_verify_opts 
  * effective user and closed to group and others. 0, or a negative errno (EPERM: someone
  * else's, or open to others). */
 int stp_cache_prepare(const char *dir);
+/* Whether patching and switching may ask /proc/self/maps for a page's protection with its
+ * PROCMAP_QUERY ioctl (1, the default) or must read its text (0): a program's seccomp filter may
+ * kill on ioctl where it allows the open and reads that reading the text makes. */
+void stp_maps_query(int allowed);
 /* Capstone is dlopen'd (STP_CAPSTONE_NAME), by the first proof or here: 0 or STP_E_CAPSTONE.
  * Never from inside dl_iterate_phdr (the dynamic linker's lock is held: dlopen would deadlock);
  * check stp_capstone_loaded() there. stp_capstone_release() unloads it until the next load (it

@@ -516,8 +516,17 @@ static void warn_untouched(const struct stp_object *obj, const char *name)
     }
 }
 
+/* Before each rewrite of code: the patcher reads the pages' protections from /proc/self/maps,
+ * through its PROCMAP_QUERY ioctl unless the program installed a seccomp filter (threads.c),
+ * which may kill on ioctl where it allows the open and the reads of the text. */
+static void maps_query_setting(void)
+{
+    stp_maps_query(!atomic_load_explicit(&str_seccomp_filter, memory_order_relaxed));
+}
+
 static int patch(struct stp_object *obj, const char *name)
 {
+    maps_query_setting();
     struct stp_targets t = {{0}};
     t.fn[STP_ENTRY] = stp_tramp_entry;
     /* with SLEDTRACE_MIN_DURATION the exits go to stp_event_min (hot.c); else stp_event */
@@ -1251,6 +1260,7 @@ static int switch_all(int on, const char *name)
     int saved = errno;
     struct switching sw = {.on = on, .name = name};
     pthread_mutex_lock(&objs_lock);
+    maps_query_setting();
     if (objs[0].obj) /* the executable: never unloaded */
         switch_object(&objs[0], &sw);
     each_object(switch_one, &sw);

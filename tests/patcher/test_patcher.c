@@ -9,6 +9,7 @@
 #include <elf.h>
 #include <fcntl.h>
 #include <stddef.h>
+#include <sys/mman.h>
 
 #include <errno.h>
 #include <link.h>
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "stp.h"
+#include "stp_internal.h"
 
 enum { SLED = 11 };
 
@@ -814,4 +816,39 @@ Test(object, sections_outside_the_file)
     cr_assert_str_eq(name, "");
     stp_object_close(obj);
     unlink(p);
+}
+
+/* ---- page protections before a rewrite (patch.c) ----------------------------------------- */
+
+static const int read_only_datum = 7;
+
+/* /proc/self/maps's PROCMAP_QUERY ioctl (where the kernel has it) and its text agree with what
+ * this process mapped, mapping by mapping. */
+Test(protections, query_and_text_agree)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    uint8_t *m =
+        mmap(NULL, 3 * (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    cr_assert_neq(m, MAP_FAILED);
+    cr_assert_eq(mprotect(m + page, (size_t)page, PROT_NONE), 0);
+    cr_assert_eq(munmap(m + 2 * page, (size_t)page), 0);
+    int local = 0;
+    struct {
+        uint64_t addr;
+        int prot;
+    } want[] = {
+        {(uint64_t)(uintptr_t)&stp_page_prot, PROT_READ | PROT_EXEC},
+        {(uint64_t)(uintptr_t)&read_only_datum, PROT_READ},
+        {(uint64_t)(uintptr_t)&local, PROT_READ | PROT_WRITE},
+        {(uint64_t)(uintptr_t)m + 8, PROT_READ | PROT_WRITE},
+        {(uint64_t)(uintptr_t)m + page + 8, PROT_NONE},
+        {(uint64_t)(uintptr_t)m + 2 * page + 8, -1},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        cr_expect_eq(stp_page_prot(want[i].addr, 0), want[i].prot, "%zu: query %d, want %d", i,
+                     stp_page_prot(want[i].addr, 0), want[i].prot);
+        cr_expect_eq(stp_page_prot(want[i].addr, 1), want[i].prot, "%zu: text %d, want %d", i,
+                     stp_page_prot(want[i].addr, 1), want[i].prot);
+    }
+    munmap(m, 2 * (size_t)page);
 }
