@@ -62,9 +62,12 @@ static int find_main(struct dl_phdr_info *info, size_t size, void *data)
     return 1; /* the first object is the main program */
 }
 
-/* mkdir -p, 0755 minus the umask */
-static int make_dir(const char *path)
+/* mkdir -p, 0755 minus the umask; *st: the directory's. An existing directory (the usual case)
+ * costs one stat. */
+static int make_dir(const char *path, struct stat *st)
 {
+    if (stat(path, st) == 0 && S_ISDIR(st->st_mode))
+        return 0;
     char buf[PATH_MAX];
     size_t len = strlen(path);
     if (len == 0 || len >= sizeof buf)
@@ -79,26 +82,21 @@ static int make_dir(const char *path)
             return -1;
         buf[i] = c;
     }
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
+    return stat(path, st) == 0 && S_ISDIR(st->st_mode) ? 0 : -1;
 }
 
 /* Whether the output directory is safe for traces: other users must not be able to remove,
  * replace or read them. Refused: a directory owned by another user (root aside: it can do
  * anything anyway), or writable by group or others without the sticky bit (in a sticky one,
- * like /tmp, only an entry's owner may remove or rename it). Sets errno-like text in *why. */
-static int safe_dir(const char *path, const char **why)
+ * like /tmp, only an entry's owner may remove or rename it). st: the directory's (make_dir).
+ * Sets errno-like text in *why. */
+static int safe_dir(const struct stat *st, const char **why)
 {
-    struct stat st;
-    if (stat(path, &st) != 0) {
-        *why = strerror(errno);
-        return 0;
-    }
-    if (st.st_uid != geteuid() && st.st_uid != 0) {
+    if (st->st_uid != geteuid() && st->st_uid != 0) {
         *why = "owned by another user";
         return 0;
     }
-    if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) {
+    if ((st->st_mode & (S_IWGRP | S_IWOTH)) && !(st->st_mode & S_ISVTX)) {
         *why = "writable by others without the sticky bit";
         return 0;
     }
@@ -176,22 +174,124 @@ static const char *one_line(const char *s)
     return s && !strchr(s, '\n') ? s : "";
 }
 
-/* An object's lines: 'o' (bias, path), 'b' (its file's build id, when it has one: the tools
- * check a binary given to --syms against it) and its functions. */
-static void syms_object(FILE *f, unsigned objid)
+/* The sidecar's text goes out through a buffer of its own, not stdio: fdopen (with its fcntl)
+ * and the 256 KiB buffer that malloc mapped and unmapped for it cost a small program more than
+ * its few lines (in-process probes: writing the sidecar took 32-37 us of start-up on the
+ * development VM). The buffer is sized by what is to be written (4 KiB up to 256 KiB: 100,000
+ * functions' lines took 750 writes of 4 KiB); a write error is kept (errno too) and ends the
+ * writing. */
+struct syms_out {
+    int fd, err;
+    char *buf;
+    size_t len, cap;
+};
+
+static void out_flush(struct syms_out *o)
+{
+    const char *p = o->buf;
+    while (o->len && !o->err) {
+        ssize_t n = write(o->fd, p, o->len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            o->err = n < 0 ? errno : EIO;
+            break;
+        }
+        p += n;
+        o->len -= (size_t)n;
+    }
+    o->len = 0;
+}
+
+static void out_put(struct syms_out *o, const char *s, size_t n)
+{
+    while (n && !o->err) {
+        if (o->len == o->cap)
+            out_flush(o);
+        size_t k = o->cap - o->len < n ? o->cap - o->len : n;
+        memcpy(o->buf + o->len, s, k);
+        o->len += k;
+        s += k;
+        n -= k;
+    }
+}
+
+static void out_str(struct syms_out *o, const char *s)
+{
+    out_put(o, s, strlen(s));
+}
+
+/* v in decimal (base 10) or lower-case hexadecimal (base 16), at least `width` digits. */
+static void out_num(struct syms_out *o, uint64_t v, unsigned base, int width)
+{
+    char d[24];
+    int k = 0;
+    do
+        d[k++] = "0123456789abcdef"[v % base];
+    while ((v /= base) != 0);
+    while (k < width)
+        d[k++] = '0';
+    char r[24];
+    for (int i = 0; i < k; i++)
+        r[i] = d[k - 1 - i];
+    out_put(o, r, (size_t)k);
+}
+
+/* Starts writing to fd with a buffer for about `want` bytes: 0, or -1 (no memory). */
+static int out_open(struct syms_out *o, int fd, size_t want)
+{
+    size_t cap = want < 4096 ? 4096 : want > 256 * 1024 ? 256 * 1024 : want;
+    *o = (struct syms_out){.fd = fd, .buf = malloc(cap), .cap = cap};
+    return o->buf ? 0 : -1;
+}
+
+/* Writes what is left and closes fd: 0, or -1 with errno set (the first error). */
+static int out_close(struct syms_out *o)
+{
+    out_flush(o);
+    free(o->buf);
+    int rc = close(o->fd) == 0 || errno == EINTR ? 0 : errno;
+    int err = o->err ? o->err : rc;
+    if (err)
+        errno = err;
+    return err ? -1 : 0;
+}
+
+/* Bytes the lines of object objid take, about (for the buffer's size). */
+static size_t syms_object_size(unsigned objid)
 {
     const struct traced *o = &objs[objid];
-    fprintf(f, "o\t%u\t0x%llx\t%s\n", objid,
-            (unsigned long long)(o->obj ? stp_object_bias(o->obj) : 0), one_line(o->name));
-    if (objid >= PACKED_OBJECTS)
-        fprintf(f, "r\t%u\t%u\n", objid, o->id_base);
+    return 256 + strlen(o->name) + (o->obj ? 64 * stp_object_nfuncs(o->obj) : 0);
+}
+
+/* An object's lines: 'o' (bias, path), 'b' (its file's build id, when it has one: the tools
+ * check a binary given to --syms against it) and its functions. */
+static void syms_object(struct syms_out *f, unsigned objid)
+{
+    const struct traced *o = &objs[objid];
+    out_str(f, "o\t");
+    out_num(f, objid, 10, 1);
+    out_str(f, "\t0x");
+    out_num(f, o->obj ? stp_object_bias(o->obj) : 0, 16, 1);
+    out_put(f, "\t", 1);
+    out_str(f, one_line(o->name));
+    out_put(f, "\n", 1);
+    if (objid >= PACKED_OBJECTS) {
+        out_str(f, "r\t");
+        out_num(f, objid, 10, 1);
+        out_put(f, "\t", 1);
+        out_num(f, o->id_base, 10, 1);
+        out_put(f, "\n", 1);
+    }
     const uint8_t *id;
     size_t idlen = o->obj ? stp_object_build_id(o->obj, &id) : 0;
     if (idlen) {
-        fprintf(f, "b\t%u\t", objid);
+        out_str(f, "b\t");
+        out_num(f, objid, 10, 1);
+        out_put(f, "\t", 1);
         for (size_t i = 0; i < idlen; i++)
-            fprintf(f, "%02x", id[i]);
-        fputc('\n', f);
+            out_num(f, id[i], 16, 2);
+        out_put(f, "\n", 1);
     }
     size_t n = o->obj ? stp_object_nfuncs(o->obj) : 0; /* an executable without sleds: none */
     /* "f\tOBJ\tID\t0xADDR\tNAME\n", formatted by hand: with 100,000 functions, fprintf took
@@ -227,11 +327,11 @@ static void syms_object(FILE *f, unsigned objid)
             memcpy(p, name, len);
             p += len;
             *p++ = '\n';
-            fwrite_unlocked(line, 1, (size_t)(p - line), f);
+            out_put(f, line, (size_t)(p - line));
         } else {
-            fwrite_unlocked(line, 1, (size_t)(p - line), f);
-            fwrite_unlocked(name, 1, len, f);
-            fputc_unlocked('\n', f);
+            out_put(f, line, (size_t)(p - line));
+            out_put(f, name, len);
+            out_put(f, "\n", 1);
         }
     }
 }
@@ -292,26 +392,29 @@ static int write_syms(const char *path)
         syms_now[0] = '\0'; /* never appended to: its identity is unknown */
         return -1;
     }
-    FILE *f = fdopen(fd, "w");
-    if (!f) {
+    size_t want = 64 + (cmdline ? strlen(cmdline) : 0);
+    for (unsigned i = 0; i < nobjs; i++)
+        want += syms_object_size(i);
+    struct syms_out f;
+    if (out_open(&f, fd, want) != 0) {
         close(fd);
+        errno = ENOMEM;
         return -1;
     }
-    /* A buffer of 256 KiB: 100,000 functions' lines took 750 writes of 4 KiB. */
-    enum { SYMS_BUF = 256 * 1024 };
-    char *buf = malloc(SYMS_BUF);
-    if (buf)
-        setvbuf(f, buf, _IOFBF, SYMS_BUF);
-    fprintf(f, "sledtrace-syms\t1\n");
-    if (str_cfg.run_id) /* `sledtrace run` finds the traces of its run by it */
-        fprintf(f, "run\t%s\n", str_cfg.run_id);
-    if (cmdline)
-        fprintf(f, "cmd\t%s\n", cmdline);
+    out_str(&f, "sledtrace-syms\t1\n");
+    if (str_cfg.run_id) { /* `sledtrace run` finds the traces of its run by it */
+        out_str(&f, "run\t");
+        out_str(&f, str_cfg.run_id);
+        out_put(&f, "\n", 1);
+    }
+    if (cmdline) {
+        out_str(&f, "cmd\t");
+        out_str(&f, cmdline);
+        out_put(&f, "\n", 1);
+    }
     for (unsigned i = 0; i < nobjs; i++)
-        syms_object(f, i);
-    int rc = fclose(f) == 0 ? 0 : -1;
-    free(buf);
-    return rc;
+        syms_object(&f, i);
+    return out_close(&f);
 }
 
 static void syms_finish(const char *text, size_t len)
@@ -364,17 +467,20 @@ static void append_syms(unsigned objid)
         fd = -1;
         errno = EEXIST;
     }
-    FILE *f = fd >= 0 ? fdopen(fd, "a") : NULL;
-    if (!f) {
-        if (fd >= 0)
-            close(fd);
+    struct syms_out f;
+    if (fd >= 0 && out_open(&f, fd, syms_object_size(objid)) != 0) {
+        close(fd);
+        fd = -1;
+        errno = ENOMEM;
+    }
+    if (fd < 0) {
         str_log(STR_WARN, "cannot add %s to %s (%s); its functions will show as ids",
                 objs[objid].name, syms_now,
                 errno == EEXIST ? "the file was replaced" : strerror(errno));
         return;
     }
-    syms_object(f, objid);
-    fclose(f);
+    syms_object(&f, objid);
+    out_close(&f);
 }
 
 /* SLEDTRACE_FILTER / SLEDTRACE_EXCLUDE(_FILE): functions left out are never patched, so they cost
@@ -694,8 +800,17 @@ static int all_objects_one(struct dl_phdr_info *info, size_t size, void *arg)
 static void each_object(int (*fn)(struct dl_phdr_info *, size_t, void *), void *data)
 {
     /* Looked up (outside the callback: dlsym takes the dynamic linker's lock) rather than
-     * named: the header declares _r_debug as the smaller, version 1 structure. */
-    struct all_objects a = {fn, data, dlsym(RTLD_DEFAULT, "_r_debug"), 1, 0};
+     * named: the header declares _r_debug as the smaller, version 1 structure. Once: it is the
+     * dynamic linker's, never moves, and a lookup in the global scope costs microseconds
+     * (twice per scan). Any thread may be first; each finds the same address (relaxed: the
+     * pointer alone, whose target the dynamic linker's lock orders). */
+    static _Atomic(const struct r_debug_extended *) r_debug;
+    const struct r_debug_extended *ns = atomic_load_explicit(&r_debug, memory_order_relaxed);
+    if (!ns) {
+        ns = dlsym(RTLD_DEFAULT, "_r_debug");
+        atomic_store_explicit(&r_debug, ns, memory_order_relaxed);
+    }
+    struct all_objects a = {fn, data, ns, 1, 0};
     dl_iterate_phdr(all_objects_one, &a);
 }
 
@@ -785,7 +900,12 @@ static void scan_objects(void)
     struct scan sc;
     int loaded = 0;
     scan_gen++;
-    each_object(mark_one, NULL);
+    int any = 0; /* a shared object to look for: else the first pass finds nothing (at start-up,
+                    it cost a stat of every library) */
+    for (unsigned i = 1; i < nobjs; i++)
+        any |= objs[i].live;
+    if (any)
+        each_object(mark_one, NULL);
     for (unsigned i = 1; i < nobjs; i++)
         if (objs[i].live && objs[i].seen != scan_gen) {
             objs[i].live = 0;
@@ -813,13 +933,14 @@ static char exe_path[PATH_MAX];
 
 static int open_outputs(char *path, size_t plen, char *syms, size_t slen)
 {
-    if (make_dir(str_cfg.output) != 0) {
+    struct stat dir;
+    if (make_dir(str_cfg.output, &dir) != 0) {
         str_log(STR_WARN, "cannot create output directory %s (%s); running untraced",
                 str_cfg.output, strerror(errno));
         return -1;
     }
     const char *why;
-    if (!safe_dir(str_cfg.output, &why)) {
+    if (!safe_dir(&dir, &why)) {
         str_log(STR_WARN,
                 "output directory %s is %s: other users could remove or replace the "
                 "trace; running untraced",
