@@ -676,10 +676,11 @@ int stp_pread_all(int fd, void *buf, size_t n, uint64_t off)
 }
 
 /* Whether the ELF file at `path` has a section named xray_instr_map: 1, 0, or -1 if it cannot be
- * read as a 64-bit ELF file. In three reads (the header, the section headers,
- * their names) and no mapping: every process a traced one starts asks this of its executable
- * and each of its libraries, most have nothing to trace, and mapping each whole file, faulting
- * in its ends and unmapping it cost several times more. */
+ * read as a 64-bit ELF file. In three reads (the header, the section headers, their names; a
+ * fourth for the first section header under extended numbering) and no mapping: every process
+ * a traced one starts asks this of its executable and each of its libraries, most have nothing
+ * to trace, and mapping each whole file, faulting in its ends and unmapping it cost several
+ * times more. */
 int stp_file_has_map(const char *path)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -698,8 +699,9 @@ int stp_file_has_map(const char *path)
         eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff == 0 || eh.e_shoff > size ||
         size - eh.e_shoff < sizeof(Elf64_Shdr))
         goto out;
-    Elf64_Shdr sh0;
-    if (stp_pread_all(fd, &sh0, sizeof sh0, eh.e_shoff))
+    Elf64_Shdr sh0 = {0}; /* only for extended numbering (no read otherwise) */
+    if ((eh.e_shnum == 0 || eh.e_shstrndx == SHN_XINDEX) &&
+        stp_pread_all(fd, &sh0, sizeof sh0, eh.e_shoff))
         goto out;
     uint64_t nsec = eh.e_shnum ? eh.e_shnum : sh0.sh_size;
     uint64_t strndx = eh.e_shstrndx == SHN_XINDEX ? sh0.sh_link : eh.e_shstrndx;
