@@ -6,8 +6,8 @@
  * The monotonic clock is read on the hot path through the vDSO's own __vdso_clock_gettime,
  * found here by walking the vDSO's ELF dynamic symbols: not libc's clock_gettime, whose C code
  * may use vector registers the trampolines do not save (the kernel builds the vDSO without
- * them), and no syscall. Without the symbol the hot path falls back to the raw syscall.
- * Everything here runs once, at start-up, before any event.
+ * them), and no syscall. Without the symbol the hot path falls back to the raw syscall. The
+ * choice and the lookups are made once, at start-up, before any event.
  *
  * The TSC's frequency is calibrated against CLOCK_MONOTONIC_RAW (buffers.c), read through
  * str_clock_raw: the vDSO's function as well, else the raw system call, never libc's
