@@ -24,7 +24,7 @@
  * u8 status[sleds], u64 checksum of everything before it.
  *
  * Size: the directory keeps at most CACHE_FILES files; a write that finds more removes the
- * least recently used (a hit touches its file).
+ * least recently used (a hit touches its file, unless it did less than a minute ago).
  */
 #include "stp_internal.h"
 
@@ -219,8 +219,10 @@ int stp_cache_load(struct stp_cache *c, const struct stp_object *obj, const char
         for (size_t i = 0; i < obj->nsleds && ok; i++)
             ok = c->status[i] < STP_NSTATUS;
     }
-    if (ok)
-        futimens(fd, NULL); /* a hit: the file is in use (least recently used files go first) */
+    /* A hit: the file is in use (least recently used files go first). Touched at most once a
+     * minute: a program started in a loop would otherwise dirty the inode at every start. */
+    if (ok && st.st_mtime + 60 < time(NULL))
+        futimens(fd, NULL);
     close(fd);
     if (!ok) {
         free(buf);

@@ -1,11 +1,10 @@
 /* Reading an object's XRay instrumentation map and symbol names from its ELF file.
  *
- * The map (`xray_instr_map`, 32-byte unaligned entries) is read from the on-disk file with
- * libelf; version-2 entries are PC-relative to the entry's own run-time address, so each is
- * resolved as bias + sh_addr + 32*i (+8 for the function field) + value. Function ids follow
- * compiler-rt exactly: entries in section order, the first gets 1, and the id grows whenever the
- * resolved function address differs from the previous entry's. Nothing is ever sorted before
- * numbering.
+ * The map (`xray_instr_map`, 32-byte unaligned entries) is read from the on-disk file;
+ * version-2 entries are PC-relative to the entry's own run-time address, so each is resolved as
+ * bias + sh_addr + 32*i (+8 for the function field) + value. Function ids follow compiler-rt
+ * exactly: entries in section order, the first gets 1, and the id grows whenever the resolved
+ * function address differs from the previous entry's. Nothing is ever sorted before numbering.
  *
  * Names: STT_FUNC symbols of .symtab (else .dynsym), matched on the function's link-time address.
  * The build id: the first NT_GNU_BUILD_ID note (owner "GNU") of the SHT_NOTE sections, where
@@ -13,82 +12,101 @@
  * Executable PT_LOAD segments are kept (with their flags) for verification and for restoring page
  * protections after patching.
  *
- * libelf is loaded by the first stp_object_open (dlopen of libelf.so.1 through the dynamic
- * linker's own dlopen), not linked: LD_PRELOAD reaches every process a traced program starts,
- * and most have no map (told by stp_file_has_map with a few preads); linking libelf (and its
- * libz) cost each of them about 80 us of loading. Once loaded it stays. Not from inside
- * dl_iterate_phdr (dlopen would deadlock): callers there check stp_elf_loaded() first.
+ * The file is read here, without libelf: every object a process can load is a 64-bit
+ * little-endian ELF file, and what is read of it is the header, the program and section headers,
+ * the map, one symbol table with its strings and the notes. The file is mapped read-only whole
+ * (as libelf's ELF_C_READ_MMAP did) and every offset and size is checked against its size before
+ * it is read; the headers and each symbol are copied out (memcpy), so no alignment is assumed. A
+ * compressed section (SHF_COMPRESSED) is taken as absent. Loading libelf (and its libz) with
+ * dlopen was half of the start-up of a small traced program (about 105 us of 200 for reading
+ * its map, on the development VM), and the code needed here is small.
  */
 #include "stp_internal.h"
 
-#include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <gelf.h>
-#include <libelf.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* The libelf functions this file calls, resolved when libelf is loaded (stp_elf_load). */
-static struct {
-    unsigned (*version)(unsigned);
-    Elf *(*begin)(int, Elf_Cmd, Elf *);
-    int (*end)(Elf *);
-    Elf_Kind (*kind)(Elf *);
-    int (*getshdrstrndx)(Elf *, size_t *);
-    int (*getphdrnum)(Elf *, size_t *);
-    GElf_Phdr *(*getphdr)(Elf *, int, GElf_Phdr *);
-    Elf_Scn *(*nextscn)(Elf *, Elf_Scn *);
-    Elf_Scn *(*getscn)(Elf *, size_t);
-    GElf_Shdr *(*getshdr)(Elf_Scn *, GElf_Shdr *);
-    char *(*strptr)(Elf *, size_t, size_t);
-    Elf_Data *(*getdata)(Elf_Scn *, Elf_Data *);
-    Elf_Data *(*rawdata)(Elf_Scn *, Elf_Data *);
-    int (*getclass)(Elf *);
-    GElf_Sym *(*getsym)(Elf_Data *, int, GElf_Sym *);
-    size_t (*getnote)(Elf_Data *, size_t, GElf_Nhdr *, size_t *, size_t *);
-} elf_api;
-/* Set (release) once every slot of elf_api is filled; stp_elf_loaded's acquire pairs with it. */
-static atomic_int elf_ready;
+/* An ELF file being read: its bytes (mapped), its header, and a copy of its section headers. */
+struct elf_in {
+    const uint8_t *p;
+    uint64_t size;
+    Elf64_Ehdr eh;
+    Elf64_Shdr *sh; /* nsec headers (NULL when there are none) */
+    uint64_t nsec;
+    uint64_t shstrndx; /* 0: no section names */
+};
 
-int stp_elf_loaded(void)
+/* Whether [off, off + len) lies inside the file. */
+static int in_file(const struct elf_in *f, uint64_t off, uint64_t len)
 {
-    return atomic_load_explicit(&elf_ready, memory_order_acquire);
+    return off <= f->size && len <= f->size - off;
 }
 
-int stp_elf_load(void)
+/* The bytes of section s, or NULL (no bytes in the file: SHT_NOBITS, compressed, or out of
+ * bounds). */
+static const uint8_t *sec_bytes(const struct elf_in *f, const Elf64_Shdr *s)
 {
-    if (stp_elf_loaded())
-        return 0;
-    /* The dynamic linker's own dlopen: a program's interposed one (the runtime's) must not see
-     * libelf come. Never closed: later objects need it again, and it is small. */
-    void *(*real_dlopen)(const char *, int);
-    *(void **)&real_dlopen = dlsym(RTLD_NEXT, "dlopen");
-    void *h = real_dlopen ? real_dlopen(STP_LIBELF_NAME, RTLD_NOW | RTLD_LOCAL) : NULL;
-    if (!h)
-        return STP_E_LIBELF;
-    static const char *const names[] = {
-        "elf_version",       "elf_begin",      "elf_end",      "elf_kind",
-        "elf_getshdrstrndx", "elf_getphdrnum", "gelf_getphdr", "elf_nextscn",
-        "elf_getscn",        "gelf_getshdr",   "elf_strptr",   "elf_getdata",
-        "elf_rawdata",       "gelf_getclass",  "gelf_getsym",  "gelf_getnote"};
-    void **slots[] = {
-        (void **)&elf_api.version, (void **)&elf_api.begin,         (void **)&elf_api.end,
-        (void **)&elf_api.kind,    (void **)&elf_api.getshdrstrndx, (void **)&elf_api.getphdrnum,
-        (void **)&elf_api.getphdr, (void **)&elf_api.nextscn,       (void **)&elf_api.getscn,
-        (void **)&elf_api.getshdr, (void **)&elf_api.strptr,        (void **)&elf_api.getdata,
-        (void **)&elf_api.rawdata, (void **)&elf_api.getclass,      (void **)&elf_api.getsym,
-        (void **)&elf_api.getnote};
-    _Static_assert(sizeof names / sizeof names[0] == sizeof slots / sizeof slots[0], "elf_api");
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (!(*slots[i] = dlsym(h, names[i])))
-            return STP_E_LIBELF; /* a broken libelf: left loaded, never used */
-    elf_api.version(EV_CURRENT);
-    atomic_store_explicit(&elf_ready, 1, memory_order_release); /* pairs: stp_elf_loaded */
+    if (s->sh_type == SHT_NOBITS || (s->sh_flags & SHF_COMPRESSED) ||
+        !in_file(f, s->sh_offset, s->sh_size))
+        return NULL;
+    return f->p + s->sh_offset;
+}
+
+/* The name of section s, or NULL. */
+static const char *sec_name(const struct elf_in *f, const Elf64_Shdr *s)
+{
+    if (!f->shstrndx)
+        return NULL;
+    const Elf64_Shdr *str = &f->sh[f->shstrndx];
+    const uint8_t *names = sec_bytes(f, str);
+    if (!names || s->sh_name >= str->sh_size ||
+        !memchr(names + s->sh_name, '\0', str->sh_size - s->sh_name))
+        return NULL;
+    return (const char *)names + s->sh_name;
+}
+
+/* Checks the header and copies the section headers (extended numbering understood): 0, or
+ * STP_E_ELF (not a 64-bit little-endian ELF file, or headers outside it), or STP_E_NOMEM. */
+static int elf_begin_read(struct elf_in *f)
+{
+    if (f->size < sizeof f->eh)
+        return STP_E_ELF;
+    memcpy(&f->eh, f->p, sizeof f->eh);
+    const Elf64_Ehdr *eh = &f->eh;
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh->e_ident[EI_DATA] != ELFDATA2LSB)
+        return STP_E_ELF;
+    if (eh->e_shoff == 0)
+        return 0; /* no sections (so no map) */
+    Elf64_Shdr sh0;
+    if (eh->e_shentsize != sizeof(Elf64_Shdr) || !in_file(f, eh->e_shoff, sizeof sh0))
+        return STP_E_ELF;
+    memcpy(&sh0, f->p + eh->e_shoff, sizeof sh0);
+    f->nsec = eh->e_shnum ? eh->e_shnum : sh0.sh_size;
+    f->shstrndx = eh->e_shstrndx == SHN_XINDEX ? sh0.sh_link : eh->e_shstrndx;
+    if (f->nsec > (f->size - eh->e_shoff) / sizeof(Elf64_Shdr) || f->nsec > (1u << 24) ||
+        (f->shstrndx && f->shstrndx >= f->nsec))
+        return STP_E_ELF;
+    f->sh = malloc(f->nsec * sizeof *f->sh);
+    if (!f->sh)
+        return STP_E_NOMEM;
+    memcpy(f->sh, f->p + eh->e_shoff, f->nsec * sizeof *f->sh);
+    return 0;
+}
+
+/* Program header i into *ph: 0, or -1 (outside the file). */
+static int elf_phdr(const struct elf_in *f, uint64_t i, Elf64_Phdr *ph)
+{
+    uint64_t off = f->eh.e_phoff + i * sizeof *ph;
+    if (f->eh.e_phentsize != sizeof *ph || off < f->eh.e_phoff || !in_file(f, off, sizeof *ph))
+        return -1;
+    memcpy(ph, f->p + off, sizeof *ph);
     return 0;
 }
 
@@ -173,18 +191,17 @@ static void radix_sort(struct name_ent *v, struct name_ent *tmp, size_t n)
     memcpy(tmp, v, n * sizeof *v);
 }
 
-/* Symbol i of the table (direct: the section's Elf64_Sym array, else through gelf into g). */
-static const Elf64_Sym *sym_at(Elf_Data *d, const Elf64_Sym *direct, size_t i, GElf_Sym *g)
+/* Symbol i of a table, copied (the table need not be aligned). */
+static const Elf64_Sym *sym_at(const uint8_t *table, size_t i, Elf64_Sym *g)
 {
-    if (direct)
-        return &direct[i];
-    return elf_api.getsym(d, (int)i, g) ? (const Elf64_Sym *)g : NULL; /* GElf_Sym is Elf64_Sym */
+    memcpy(g, table + i * sizeof *g, sizeof *g);
+    return g;
 }
 
 /* Whether symbol s names a function (a named STT_FUNC or IFUNC with an address). */
 static int is_named_func(const Elf64_Sym *s, const char *strtab, size_t strsz)
 {
-    int type = GELF_ST_TYPE(s->st_info);
+    int type = ELF64_ST_TYPE(s->st_info);
     return (type == STT_FUNC || type == STT_GNU_IFUNC) && s->st_value != 0 && s->st_shndx != 0 &&
            s->st_name < strsz && strtab[s->st_name] != '\0' &&
            memchr(strtab + s->st_name, '\0', strsz - s->st_name) != NULL;
@@ -197,21 +214,17 @@ static int takes_over(uint32_t pick, uint32_t global)
     return !pick || (global && !(pick & 1));
 }
 
-static int name_functions(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct stp_object *obj)
+static int name_functions(const struct elf_in *f, const Elf64_Shdr *sh, struct stp_object *obj)
 {
-    Elf_Data *d = elf_api.getdata(scn, NULL);
-    Elf_Scn *strscn = elf_api.getscn(elf, sh->sh_link);
-    Elf_Data *sd = strscn ? elf_api.getdata(strscn, NULL) : NULL;
-    if (!d || sh->sh_entsize == 0 || !sd || !sd->d_buf || obj->nfuncs == 0)
+    const uint8_t *table = sec_bytes(f, sh);
+    const Elf64_Shdr *strsh = sh->sh_link < f->nsec ? &f->sh[sh->sh_link] : NULL;
+    const uint8_t *strbytes = strsh && sh->sh_link ? sec_bytes(f, strsh) : NULL;
+    if (!table || sh->sh_entsize != sizeof(Elf64_Sym) || !strbytes || obj->nfuncs == 0)
         return 0;
-    const char *strtab = sd->d_buf;
-    size_t strsz = sd->d_size, nsyms = d->d_size / sh->sh_entsize;
+    const char *strtab = (const char *)strbytes;
+    size_t strsz = strsh->sh_size, nsyms = sh->sh_size / sizeof(Elf64_Sym);
     if (nsyms >= UINT32_MAX / 2)
         nsyms = UINT32_MAX / 2 - 1;
-    const Elf64_Sym *direct = elf_api.getclass(elf) == ELFCLASS64 && d->d_type == ELF_T_SYM &&
-                                      sh->sh_entsize == sizeof(Elf64_Sym)
-                                  ? d->d_buf
-                                  : NULL;
     /* The range of the functions that lie in an executable segment (no symbol names another:
      * they could not be proven either). */
     uint64_t lo = UINT64_MAX, hi = 0, prev = 0;
@@ -242,16 +255,16 @@ static int name_functions(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct st
      * address order (the map's order nearly always, else sorted here too). */
     size_t ne = 0;
     for (size_t i = 0; i < nsyms; i++) {
-        GElf_Sym g;
-        const Elf64_Sym *s = sym_at(d, direct, i, &g);
-        if (!s || !is_named_func(s, strtab, strsz))
+        Elf64_Sym g;
+        const Elf64_Sym *s = sym_at(table, i, &g);
+        if (!is_named_func(s, strtab, strsz))
             continue;
         const char *name = strtab + s->st_name;
         if (name[0] == '_' && strcmp(name, "__xray_init") == 0)
             obj->has_xray_runtime = 1;
         if (!usable || s->st_value < lo || s->st_value > hi)
             continue;
-        uint32_t global = GELF_ST_BIND(s->st_info) != STB_LOCAL;
+        uint32_t global = ELF64_ST_BIND(s->st_info) != STB_LOCAL;
         e[ne++] = (struct name_ent){(uint32_t)(s->st_value - lo), (uint32_t)(i + 1) << 1 | global};
     }
     radix_sort(e, e + ne, ne);
@@ -289,10 +302,8 @@ static int name_functions(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct st
     for (size_t f = 0; f < obj->nfuncs; f++) {
         if (!pick[f])
             continue;
-        GElf_Sym g;
-        const Elf64_Sym *s = sym_at(d, direct, (pick[f] >> 1) - 1, &g);
-        if (!s)
-            continue;
+        Elf64_Sym g;
+        const Elf64_Sym *s = sym_at(table, (pick[f] >> 1) - 1, &g);
         const char *name = strtab + s->st_name;
         size_t len = strlen(name) + 1;
         if (pool + len > obj->names_cap) {
@@ -316,42 +327,55 @@ static int name_functions(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct st
     return 0;
 }
 
-/* Copies the NT_GNU_BUILD_ID note of the SHT_NOTE section scn, if it has one, into the object.
- * A descriptor longer than STP_BUILD_ID_MAX is left out: no id rather than part of one. */
-static void read_build_id(Elf_Scn *scn, struct stp_object *obj)
+/* Copies the NT_GNU_BUILD_ID note of the SHT_NOTE section sh, if it has one, into the object.
+ * A descriptor longer than STP_BUILD_ID_MAX is left out: no id rather than part of one. Notes
+ * are a header (namesz, descsz, type) and the name and descriptor, each padded to 4 bytes, or to
+ * 8 in a section aligned to 8 (as .note.gnu.property is); offsets are the section's own. */
+static void read_build_id(const struct elf_in *f, const Elf64_Shdr *sh, struct stp_object *obj)
 {
-    Elf_Data *d = elf_api.getdata(scn, NULL);
+    const uint8_t *d = sec_bytes(f, sh);
     if (!d)
         return;
-    GElf_Nhdr nh;
-    size_t off = 0, name_off, desc_off, next;
-    while (off < d->d_size && (next = elf_api.getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
-        const char *name = (const char *)d->d_buf + name_off;
+    uint64_t size = sh->sh_size, align = sh->sh_addralign == 8 ? 8 : 4;
+    uint64_t off = 0;
+    while (size - off >= sizeof(Elf64_Nhdr)) {
+        Elf64_Nhdr nh;
+        memcpy(&nh, d + off, sizeof nh);
+        uint64_t name_off = off + sizeof nh;
+        if (nh.n_namesz > size - name_off)
+            return;
+        uint64_t desc_off = (name_off + nh.n_namesz + align - 1) & ~(align - 1);
+        if (desc_off > size || nh.n_descsz > size - desc_off)
+            return;
         if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == sizeof "GNU" &&
-            memcmp(name, "GNU", sizeof "GNU") == 0) {
+            memcmp(d + name_off, "GNU", sizeof "GNU") == 0) {
             if (nh.n_descsz > 0 && nh.n_descsz <= STP_BUILD_ID_MAX) {
-                memcpy(obj->build_id, (const uint8_t *)d->d_buf + desc_off, nh.n_descsz);
+                memcpy(obj->build_id, d + desc_off, nh.n_descsz);
                 obj->build_id_len = nh.n_descsz;
             }
             return;
         }
-        off = next;
+        off = (desc_off + nh.n_descsz + align - 1) & ~(align - 1);
+        if (off > size)
+            return;
     }
 }
 
-static int load(struct stp_object *obj, Elf *elf)
+static int load(struct stp_object *obj, struct elf_in *f)
 {
-    size_t shstrndx;
-    if (elf_api.kind(elf) != ELF_K_ELF || elf_api.getshdrstrndx(elf, &shstrndx) != 0)
-        return STP_E_ELF;
+    int rc = elf_begin_read(f);
+    if (rc != 0)
+        return rc;
 
     /* Executable segments. */
-    size_t nph;
-    if (elf_api.getphdrnum(elf, &nph) != 0)
-        return STP_E_ELF;
-    for (size_t i = 0; i < nph && obj->nsegs < STP_MAX_SEGS; i++) {
-        GElf_Phdr ph;
-        if (!elf_api.getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
+    uint64_t nph = f->eh.e_phnum;
+    if (nph == PN_XNUM)
+        nph = f->nsec ? f->sh[0].sh_info : 0;
+    for (uint64_t i = 0; i < nph && obj->nsegs < STP_MAX_SEGS; i++) {
+        Elf64_Phdr ph;
+        if (elf_phdr(f, i, &ph) != 0)
+            return STP_E_ELF;
+        if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
             continue;
         obj->segs[obj->nsegs].start = ph.p_vaddr + obj->bias;
         obj->segs[obj->nsegs].end = ph.p_vaddr + ph.p_memsz + obj->bias;
@@ -359,36 +383,29 @@ static int load(struct stp_object *obj, Elf *elf)
         obj->nsegs++;
     }
 
-    Elf_Scn *scn = NULL, *map = NULL, *symtab = NULL, *dynsym = NULL;
-    GElf_Shdr map_sh = {0}, symtab_sh = {0}, dynsym_sh = {0}, sh;
-    while ((scn = elf_api.nextscn(elf, scn)) != NULL) {
-        if (!elf_api.getshdr(scn, &sh))
-            continue;
-        const char *name = elf_api.strptr(elf, shstrndx, sh.sh_name);
-        if (name && strcmp(name, "xray_instr_map") == 0) {
-            map = scn;
-            map_sh = sh;
-        } else if (sh.sh_type == SHT_SYMTAB) {
-            symtab = scn;
-            symtab_sh = sh;
-        } else if (sh.sh_type == SHT_DYNSYM) {
-            dynsym = scn;
-            dynsym_sh = sh;
-        } else if (sh.sh_type == SHT_NOTE && obj->build_id_len == 0) {
-            read_build_id(scn, obj);
-        }
+    const Elf64_Shdr *map = NULL, *symtab = NULL, *dynsym = NULL;
+    for (uint64_t i = 1; i < f->nsec; i++) {
+        const Elf64_Shdr *sh = &f->sh[i];
+        const char *name = sec_name(f, sh);
+        if (name && strcmp(name, "xray_instr_map") == 0)
+            map = sh;
+        else if (sh->sh_type == SHT_SYMTAB)
+            symtab = sh;
+        else if (sh->sh_type == SHT_DYNSYM)
+            dynsym = sh;
+        else if (sh->sh_type == SHT_NOTE && obj->build_id_len == 0)
+            read_build_id(f, sh, obj);
     }
     if (!map)
         return STP_E_NO_MAP;
-    if (map_sh.sh_size % 32 != 0 || map_sh.sh_type == SHT_NOBITS)
+    if (map->sh_size % 32 != 0 || map->sh_type == SHT_NOBITS)
         return STP_E_BAD_MAP;
-    Elf_Data *d = elf_api.rawdata(map, NULL);
-    if (!d || d->d_size != map_sh.sh_size)
+    const uint8_t *raw = sec_bytes(f, map);
+    if (!raw)
         return STP_E_BAD_MAP;
 
-    size_t n = map_sh.sh_size / 32;
-    const uint8_t *raw = d->d_buf;
-    uintptr_t map_addr = map_sh.sh_addr + obj->bias;
+    size_t n = map->sh_size / 32;
+    uintptr_t map_addr = map->sh_addr + obj->bias;
     /* Sleds and functions in one pass, numbered as stp_number_functions numbers them. The
      * function array is sized for the worst case (a function per entry) but only the part used
      * is ever touched, then given back. */
@@ -411,12 +428,12 @@ static int load(struct stp_object *obj, Elf *elf)
         if (resolve_entry(e, map_addr + 32 * i, obj->bias, &sled, &func) != 0)
             s->status = STP_UNSUPPORTED_VERSION;
         s->addr = sled;
-        struct stp_func *f = &obj->funcs[id - 1];
+        struct stp_func *fn = &obj->funcs[id - 1];
         if (id > obj->nfuncs) {
-            *f = (struct stp_func){.addr = func, .name_off = SIZE_MAX, .first_sled = (uint32_t)i};
+            *fn = (struct stp_func){.addr = func, .name_off = SIZE_MAX, .first_sled = (uint32_t)i};
             obj->nfuncs = id;
         }
-        f->nsleds++;
+        fn->nsleds++;
     }
     if (obj->nfuncs && obj->nfuncs < n) {
         struct stp_func *shrunk = realloc(obj->funcs, obj->nfuncs * sizeof *obj->funcs);
@@ -426,18 +443,15 @@ static int load(struct stp_object *obj, Elf *elf)
 
     /* Names. */
     if (symtab)
-        return name_functions(elf, symtab, &symtab_sh, obj);
+        return name_functions(f, symtab, obj);
     if (dynsym)
-        return name_functions(elf, dynsym, &dynsym_sh, obj);
+        return name_functions(f, dynsym, obj);
     return 0;
 }
 
 int stp_object_open(const char *path, uintptr_t bias, struct stp_object **out)
 {
     *out = NULL;
-    int loaded = stp_elf_load();
-    if (loaded != 0)
-        return loaded;
     struct stp_object *obj = calloc(1, sizeof *obj);
     if (!obj)
         return STP_E_NOMEM;
@@ -455,12 +469,19 @@ int stp_object_open(const char *path, uintptr_t bias, struct stp_object **out)
         return STP_E_OPEN;
     }
     struct stat st;
-    if (fstat(fd, &st) == 0)
+    int rc = STP_E_ELF;
+    struct elf_in f = {0};
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
         obj->file_size = (uint64_t)st.st_size;
-    Elf *elf = elf_api.begin(fd, ELF_C_READ_MMAP, NULL);
-    int rc = elf ? load(obj, elf) : STP_E_ELF;
-    if (elf)
-        elf_api.end(elf);
+        f.size = (uint64_t)st.st_size;
+        void *m = mmap(NULL, (size_t)f.size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (m != MAP_FAILED) {
+            f.p = m;
+            rc = load(obj, &f);
+            munmap(m, (size_t)f.size);
+        }
+    }
+    free(f.sh);
     close(fd);
     if (rc != 0) {
         stp_object_close(obj);
@@ -602,8 +623,6 @@ const char *stp_strerror(int err)
         return "no stub page could be mapped within +-2 GiB of the text";
     case STP_E_UNPROVEN:
         return "the proof cache lacks some of the object's proofs";
-    case STP_E_LIBELF:
-        return "libelf could not be loaded (" STP_LIBELF_NAME ")";
     case STP_E_PROTECT:
         return "mprotect refused to make the text writable";
     default:
@@ -657,10 +676,11 @@ int stp_pread_all(int fd, void *buf, size_t n, uint64_t off)
 }
 
 /* Whether the ELF file at `path` has a section named xray_instr_map: 1, 0, or -1 if it cannot be
- * read as a 64-bit ELF file. Without libelf, in three reads (the header, the section headers,
- * their names) and no mapping: every process a traced one starts asks this of its executable
- * and each of its libraries, most have nothing to trace, and mapping each whole file, faulting
- * in its ends and unmapping it cost several times more. */
+ * read as a 64-bit ELF file. In three reads (the header, the section headers, their names; a
+ * fourth for the first section header under extended numbering) and no mapping: every process
+ * a traced one starts asks this of its executable and each of its libraries, most have nothing
+ * to trace, and mapping each whole file, faulting in its ends and unmapping it cost several
+ * times more. */
 int stp_file_has_map(const char *path)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -679,8 +699,9 @@ int stp_file_has_map(const char *path)
         eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff == 0 || eh.e_shoff > size ||
         size - eh.e_shoff < sizeof(Elf64_Shdr))
         goto out;
-    Elf64_Shdr sh0;
-    if (stp_pread_all(fd, &sh0, sizeof sh0, eh.e_shoff))
+    Elf64_Shdr sh0 = {0}; /* only for extended numbering (no read otherwise) */
+    if ((eh.e_shnum == 0 || eh.e_shstrndx == SHN_XINDEX) &&
+        stp_pread_all(fd, &sh0, sizeof sh0, eh.e_shoff))
         goto out;
     uint64_t nsec = eh.e_shnum ? eh.e_shnum : sh0.sh_size;
     uint64_t strndx = eh.e_shstrndx == SHN_XINDEX ? sh0.sh_link : eh.e_shstrndx;

@@ -1,6 +1,6 @@
 /* stp: XRay sled patcher for x86_64 Linux.
  *
- * Reads an object's `xray_instr_map` from its ELF file (libelf), numbers functions exactly as
+ * Reads an object's `xray_instr_map` from its ELF file, numbers functions exactly as
  * compiler-rt and `llvm-xray -m` do, proves every sled with Capstone before touching it, and
  * rewrites the proven sleds to call sledtrace's trampolines through stubs mapped within rel32
  * reach of the object's text.
@@ -55,7 +55,7 @@ enum stp_status {
 enum stp_error {
     STP_E_OK = 0,
     STP_E_OPEN = -1,     /* cannot open the ELF file (errno is left as open set it) */
-    STP_E_ELF = -2,      /* libelf could not parse the file */
+    STP_E_ELF = -2,      /* not a 64-bit little-endian ELF file, or its headers lie outside it */
     STP_E_NO_MAP = -3,   /* the object has no xray_instr_map section */
     STP_E_BAD_MAP = -4,  /* the section size is not a multiple of 32, or it has no data */
     STP_E_NOMEM = -5,    /* out of memory */
@@ -63,7 +63,6 @@ enum stp_error {
     STP_E_STUB = -7,     /* no stub page within reach */
     STP_E_PROTECT = -8,  /* mprotect failed */
     STP_E_UNPROVEN = -9, /* stp_object_verify_opts with cache_only: the cache lacks a proof */
-    STP_E_LIBELF = -10,  /* libelf could not be loaded */
 };
 
 struct stp_object;
@@ -82,7 +81,7 @@ const char *stp_kind_name(enum stp_kind k);
  * resolved to run-time addresses (bias added). Function names come from .symtab, else .dynsym. */
 int stp_object_open(const char *path, uintptr_t bias, struct stp_object **out);
 /* Whether the ELF file at `path` has an xray_instr_map section: 1, 0, or -1 (unreadable, not a
- * 64-bit ELF file). Much cheaper than stp_object_open (no libelf, no allocation). */
+ * 64-bit ELF file). Cheaper than stp_object_open (a few reads, no mapping, no names). */
 int stp_file_has_map(const char *path);
 void stp_object_close(struct stp_object *obj);
 
@@ -148,14 +147,10 @@ int stp_object_verify_opts(struct stp_object *obj, const struct stp_verify_opts 
  * effective user and closed to group and others. 0, or a negative errno (EPERM: someone
  * else's, or open to others). */
 int stp_cache_prepare(const char *dir);
-/* libelf is dlopen'd (STP_LIBELF_NAME), by the first stp_object_open or here: 0 or STP_E_LIBELF.
- * Never from inside dl_iterate_phdr (dlopen would deadlock): check stp_elf_loaded() there. It
- * stays loaded. Thread-safe with stp_elf_loaded, not with itself. */
-#ifndef STP_LIBELF_NAME
-#define STP_LIBELF_NAME "libelf.so.1"
-#endif
-int stp_elf_load(void);
-int stp_elf_loaded(void);
+/* Whether patching and switching may ask /proc/self/maps for a page's protection with its
+ * PROCMAP_QUERY ioctl (1, the default) or must read its text (0): a program's seccomp filter may
+ * kill on ioctl where it allows the open and reads that reading the text makes. */
+void stp_maps_query(int allowed);
 /* Capstone is dlopen'd (STP_CAPSTONE_NAME), by the first proof or here: 0 or STP_E_CAPSTONE.
  * Never from inside dl_iterate_phdr (the dynamic linker's lock is held: dlopen would deadlock);
  * check stp_capstone_loaded() there. stp_capstone_release() unloads it until the next load (it

@@ -82,6 +82,10 @@ enum stp_form stp_sled_form(const uint8_t b[STP_SLED_SIZE], unsigned kind, uint3
  * proven ones of those kinds get the same status. Returns how many it changed. */
 size_t stp_func_whole(struct stp_object *obj, const struct stp_func *fn);
 
+/* The protection (PROT_*) of the mapping holding addr, -1 if none, as patch.c reads it before
+ * a rewrite: /proc/self/maps's PROCMAP_QUERY ioctl, else (or with text = 1) its text. */
+int stp_page_prot(uint64_t addr, int text);
+
 /* The executable segment holding [addr, addr + len), or NULL. */
 const struct stp_seg *stp_find_seg(const struct stp_object *obj, uint64_t addr, size_t len);
 

@@ -6,64 +6,87 @@
  * The monotonic clock is read on the hot path through the vDSO's own __vdso_clock_gettime,
  * found here by walking the vDSO's ELF dynamic symbols: not libc's clock_gettime, whose C code
  * may use vector registers the trampolines do not save (the kernel builds the vDSO without
- * them), and no syscall. Without the symbol the hot path falls back to the raw syscall.
- * Everything here runs once, at start-up, before any event.
+ * them), and no syscall. Without the symbol the hot path falls back to the raw syscall. The
+ * choice and the lookups are made once, at start-up, before any event.
  *
  * The TSC's frequency is calibrated against CLOCK_MONOTONIC_RAW (freq.c), read through
  * str_clock_raw: the vDSO's function as well, else the raw system call, never libc's
  * clock_gettime, which a preloaded library may interpose (libfaketime scales every duration:
  * its x10 made every traced time ten times too long, issue 23.10).
  *
- * What CPUID says of the TSC's frequency (str_clock_cpuid_hz), read once at start-up, is what a
- * calibration is checked against (freq.c): leaf 0x15 gives it exactly (the crystal's
- * frequency times the TSC/crystal ratio) when it names the crystal; leaf 0x16 gives the
- * processor's base frequency in MHz, which is the TSC's on the processors that have the leaf.
- * Most AMD processors and many hypervisors have neither (both read as 0): no reference then.
+ * What CPUID says of the TSC's frequency (str_clock_cpuid_hz) is what a calibration is checked
+ * against (freq.c): leaf 0x15 gives it exactly (the crystal's frequency times the
+ * TSC/crystal ratio) when it names the crystal; leaf 0x16 gives the processor's base frequency
+ * in MHz, which is the TSC's on the processors that have the leaf. Most AMD processors and many
+ * hypervisors have neither (both read as 0): no reference then.
+ *
+ * CPUID costs. Under a hypervisor every CPUID instruction traps to it: about 7 us each on the
+ * development VM (an AMD EPYC under KVM), and start-up used to run 9 of them (5 here, 4 in the
+ * patcher's stp_fpu_init), 60 us of every traced process. The invariant-TSC bit comes from the
+ * copy of the leaves glibc's dynamic linker made at start-up (<sys/platform/x86.h>), asked with
+ * CPUID only where glibc left the extended leaves unread (vendors it does not know). Leaves 0x15
+ * and 0x16 (three instructions with the highest leaf's) are read when a calibration is first
+ * checked, by whichever thread that is; each computes the same answer, and the release store of
+ * `cpuid_known`, made after the values, pairs with the acquire load in str_clock_cpuid_hz.
  */
 #include "str.h"
 #include "stf.h"
 
 #include <cpuid.h>
 #include <elf.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/platform/x86.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 int str_clock_tsc = 1;
 str_vdso_gettime_fn str_vdso_gettime;
 static str_vdso_gettime_fn raw_gettime; /* the vDSO's, for str_clock_raw (NULL: none) */
-static uint64_t cpuid_hz;               /* str_clock_cpuid_hz: 0 unknown */
-static int cpuid_exact;
+/* str_clock_cpuid_hz's answer (see above): 0, unknown; set once by whoever asks first. */
+static _Atomic uint64_t cpuid_hz;
+static _Atomic int cpuid_exact, cpuid_known;
 
 /* The TSC's frequency as CPUID states it (see above), or 0. */
 static void read_cpuid_hz(void)
 {
     unsigned a, b, c, d;
     unsigned max = __get_cpuid_max(0, NULL);
+    uint64_t hz = 0;
+    int exact = 0;
     if (max >= 0x15u) {
         __cpuid_count(0x15u, 0, a, b, c, d);
         if (a && b && c) {
-            cpuid_hz = (uint64_t)c * b / a;
-            cpuid_exact = 1;
-            return;
+            hz = (uint64_t)c * b / a;
+            exact = 1;
         }
     }
-    if (max >= 0x16u) {
+    if (!exact && max >= 0x16u) {
         __cpuid_count(0x16u, 0, a, b, c, d);
         if (a & 0xffffu)
-            cpuid_hz = (uint64_t)(a & 0xffffu) * 1000000u;
+            hz = (uint64_t)(a & 0xffffu) * 1000000u;
     }
+    atomic_store_explicit(&cpuid_hz, hz, memory_order_relaxed);
+    atomic_store_explicit(&cpuid_exact, exact, memory_order_relaxed);
+    atomic_store_explicit(&cpuid_known, 1, memory_order_release); /* pairs: str_clock_cpuid_hz */
 }
 
 uint64_t str_clock_cpuid_hz(int *exact)
 {
-    *exact = cpuid_exact;
-    return cpuid_hz;
+    if (!atomic_load_explicit(&cpuid_known, memory_order_acquire)) /* pairs: read_cpuid_hz */
+        read_cpuid_hz();
+    *exact = atomic_load_explicit(&cpuid_exact, memory_order_relaxed);
+    return atomic_load_explicit(&cpuid_hz, memory_order_relaxed);
 }
 
+/* CPUID leaf 0x80000007, EDX bit 8. glibc reads the extended leaves 0x80000001 and 0x80000007
+ * together, and 0x80000001 is never all zero on x86_64 (EDX bit 29, long mode): its long-mode
+ * bit says glibc's copy is there. */
 static int invariant_tsc(void)
 {
+    if (CPU_FEATURE_PRESENT(LM))
+        return CPU_FEATURE_PRESENT(INVARIANT_TSC);
     unsigned a, b, c, d;
     if (__get_cpuid_max(0x80000000u, NULL) < 0x80000007u)
         return 0;
@@ -116,7 +139,6 @@ static void *vdso_symbol(const char *name)
 uint32_t str_clock_init(void)
 {
     int inv = invariant_tsc();
-    read_cpuid_hz();
     *(void **)&raw_gettime = vdso_symbol("__vdso_clock_gettime");
     if (str_cfg.clock == STR_CLOCK_TSC)
         str_clock_tsc = 1;

@@ -30,12 +30,11 @@
  * against the limit: another thread of the program locking memory at that very moment could
  * see EAGAIN. mlockall(MCL_CURRENT) itself checks the whole address space against the limit
  * (total_vm <= RLIMIT_MEMLOCK): the runtime's mappings (about 2.5 MiB of address space, and
- * 1 MiB per recording thread) still count there, so a program whose address space is within
- * that much of its limit sees that mlockall fail traced. Left locked: libelf's and libz's
- * pages (about 250 KiB, libraries of the program's as far as the kernel is concerned), the
- * patcher's stub pages (4 KiB per instrumented object), what the runtime allocated with malloc,
- * and the pools of exited threads not yet written (unlocked as they are freed, within a flush
- * period).
+ * 1.1 MiB per recording thread's slot, reserved in regions of up to 64: slots.c) still count
+ * there, so a program whose address space is within that much of its limit sees that mlockall
+ * fail traced. Left locked: Capstone's pages while sleds are proven (a library of the
+ * program's as far as the kernel is concerned), the patcher's stub pages (4 KiB per
+ * instrumented object) and what the runtime allocated with malloc.
  *
  * Threads: str_mlock_future is written by the thread calling mlockall and read, relaxed, by
  * threads mapping memory: a mapping made concurrently with the call may be missed, as it would

@@ -62,9 +62,12 @@ static int find_main(struct dl_phdr_info *info, size_t size, void *data)
     return 1; /* the first object is the main program */
 }
 
-/* mkdir -p, 0755 minus the umask */
-static int make_dir(const char *path)
+/* mkdir -p, 0755 minus the umask; *st: the directory's. An existing directory (the usual case)
+ * costs one stat. */
+static int make_dir(const char *path, struct stat *st)
 {
+    if (stat(path, st) == 0 && S_ISDIR(st->st_mode))
+        return 0;
     char buf[PATH_MAX];
     size_t len = strlen(path);
     if (len == 0 || len >= sizeof buf)
@@ -79,26 +82,21 @@ static int make_dir(const char *path)
             return -1;
         buf[i] = c;
     }
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
+    return stat(path, st) == 0 && S_ISDIR(st->st_mode) ? 0 : -1;
 }
 
 /* Whether the output directory is safe for traces: other users must not be able to remove,
  * replace or read them. Refused: a directory owned by another user (root aside: it can do
  * anything anyway), or writable by group or others without the sticky bit (in a sticky one,
- * like /tmp, only an entry's owner may remove or rename it). Sets errno-like text in *why. */
-static int safe_dir(const char *path, const char **why)
+ * like /tmp, only an entry's owner may remove or rename it). st: the directory's (make_dir).
+ * Sets errno-like text in *why. */
+static int safe_dir(const struct stat *st, const char **why)
 {
-    struct stat st;
-    if (stat(path, &st) != 0) {
-        *why = strerror(errno);
-        return 0;
-    }
-    if (st.st_uid != geteuid() && st.st_uid != 0) {
+    if (st->st_uid != geteuid() && st->st_uid != 0) {
         *why = "owned by another user";
         return 0;
     }
-    if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) {
+    if ((st->st_mode & (S_IWGRP | S_IWOTH)) && !(st->st_mode & S_ISVTX)) {
         *why = "writable by others without the sticky bit";
         return 0;
     }
@@ -176,22 +174,124 @@ static const char *one_line(const char *s)
     return s && !strchr(s, '\n') ? s : "";
 }
 
-/* An object's lines: 'o' (bias, path), 'b' (its file's build id, when it has one: the tools
- * check a binary given to --syms against it) and its functions. */
-static void syms_object(FILE *f, unsigned objid)
+/* The sidecar's text goes out through a buffer of its own, not stdio: fdopen (with its fcntl)
+ * and the 256 KiB buffer that malloc mapped and unmapped for it cost a small program more than
+ * its few lines (in-process probes: writing the sidecar took 32-37 us of start-up on the
+ * development VM). The buffer is sized by what is to be written (4 KiB up to 256 KiB: 100,000
+ * functions' lines took 750 writes of 4 KiB); a write error is kept (errno too) and ends the
+ * writing. */
+struct syms_out {
+    int fd, err;
+    char *buf;
+    size_t len, cap;
+};
+
+static void out_flush(struct syms_out *o)
+{
+    const char *p = o->buf;
+    while (o->len && !o->err) {
+        ssize_t n = write(o->fd, p, o->len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            o->err = n < 0 ? errno : EIO;
+            break;
+        }
+        p += n;
+        o->len -= (size_t)n;
+    }
+    o->len = 0;
+}
+
+static void out_put(struct syms_out *o, const char *s, size_t n)
+{
+    while (n && !o->err) {
+        if (o->len == o->cap)
+            out_flush(o);
+        size_t k = o->cap - o->len < n ? o->cap - o->len : n;
+        memcpy(o->buf + o->len, s, k);
+        o->len += k;
+        s += k;
+        n -= k;
+    }
+}
+
+static void out_str(struct syms_out *o, const char *s)
+{
+    out_put(o, s, strlen(s));
+}
+
+/* v in decimal (base 10) or lower-case hexadecimal (base 16), at least `width` digits. */
+static void out_num(struct syms_out *o, uint64_t v, unsigned base, int width)
+{
+    char d[24];
+    int k = 0;
+    do
+        d[k++] = "0123456789abcdef"[v % base];
+    while ((v /= base) != 0);
+    while (k < width)
+        d[k++] = '0';
+    char r[24];
+    for (int i = 0; i < k; i++)
+        r[i] = d[k - 1 - i];
+    out_put(o, r, (size_t)k);
+}
+
+/* Starts writing to fd with a buffer for about `want` bytes: 0, or -1 (no memory). */
+static int out_open(struct syms_out *o, int fd, size_t want)
+{
+    size_t cap = want < 4096 ? 4096 : want > 256 * 1024 ? 256 * 1024 : want;
+    *o = (struct syms_out){.fd = fd, .buf = malloc(cap), .cap = cap};
+    return o->buf ? 0 : -1;
+}
+
+/* Writes what is left and closes fd: 0, or -1 with errno set (the first error). */
+static int out_close(struct syms_out *o)
+{
+    out_flush(o);
+    free(o->buf);
+    int rc = close(o->fd) == 0 || errno == EINTR ? 0 : errno;
+    int err = o->err ? o->err : rc;
+    if (err)
+        errno = err;
+    return err ? -1 : 0;
+}
+
+/* Bytes the lines of object objid take, about (for the buffer's size). */
+static size_t syms_object_size(unsigned objid)
 {
     const struct traced *o = &objs[objid];
-    fprintf(f, "o\t%u\t0x%llx\t%s\n", objid,
-            (unsigned long long)(o->obj ? stp_object_bias(o->obj) : 0), one_line(o->name));
-    if (objid >= PACKED_OBJECTS)
-        fprintf(f, "r\t%u\t%u\n", objid, o->id_base);
+    return 256 + strlen(o->name) + (o->obj ? 64 * stp_object_nfuncs(o->obj) : 0);
+}
+
+/* An object's lines: 'o' (bias, path), 'b' (its file's build id, when it has one: the tools
+ * check a binary given to --syms against it) and its functions. */
+static void syms_object(struct syms_out *f, unsigned objid)
+{
+    const struct traced *o = &objs[objid];
+    out_str(f, "o\t");
+    out_num(f, objid, 10, 1);
+    out_str(f, "\t0x");
+    out_num(f, o->obj ? stp_object_bias(o->obj) : 0, 16, 1);
+    out_put(f, "\t", 1);
+    out_str(f, one_line(o->name));
+    out_put(f, "\n", 1);
+    if (objid >= PACKED_OBJECTS) {
+        out_str(f, "r\t");
+        out_num(f, objid, 10, 1);
+        out_put(f, "\t", 1);
+        out_num(f, o->id_base, 10, 1);
+        out_put(f, "\n", 1);
+    }
     const uint8_t *id;
     size_t idlen = o->obj ? stp_object_build_id(o->obj, &id) : 0;
     if (idlen) {
-        fprintf(f, "b\t%u\t", objid);
+        out_str(f, "b\t");
+        out_num(f, objid, 10, 1);
+        out_put(f, "\t", 1);
         for (size_t i = 0; i < idlen; i++)
-            fprintf(f, "%02x", id[i]);
-        fputc('\n', f);
+            out_num(f, id[i], 16, 2);
+        out_put(f, "\n", 1);
     }
     size_t n = o->obj ? stp_object_nfuncs(o->obj) : 0; /* an executable without sleds: none */
     /* "f\tOBJ\tID\t0xADDR\tNAME\n", formatted by hand: with 100,000 functions, fprintf took
@@ -227,11 +327,11 @@ static void syms_object(FILE *f, unsigned objid)
             memcpy(p, name, len);
             p += len;
             *p++ = '\n';
-            fwrite_unlocked(line, 1, (size_t)(p - line), f);
+            out_put(f, line, (size_t)(p - line));
         } else {
-            fwrite_unlocked(line, 1, (size_t)(p - line), f);
-            fwrite_unlocked(name, 1, len, f);
-            fputc_unlocked('\n', f);
+            out_put(f, line, (size_t)(p - line));
+            out_put(f, name, len);
+            out_put(f, "\n", 1);
         }
     }
 }
@@ -292,26 +392,29 @@ static int write_syms(const char *path)
         syms_now[0] = '\0'; /* never appended to: its identity is unknown */
         return -1;
     }
-    FILE *f = fdopen(fd, "w");
-    if (!f) {
+    size_t want = 64 + (cmdline ? strlen(cmdline) : 0);
+    for (unsigned i = 0; i < nobjs; i++)
+        want += syms_object_size(i);
+    struct syms_out f;
+    if (out_open(&f, fd, want) != 0) {
         close(fd);
+        errno = ENOMEM;
         return -1;
     }
-    /* A buffer of 256 KiB: 100,000 functions' lines took 750 writes of 4 KiB. */
-    enum { SYMS_BUF = 256 * 1024 };
-    char *buf = malloc(SYMS_BUF);
-    if (buf)
-        setvbuf(f, buf, _IOFBF, SYMS_BUF);
-    fprintf(f, "sledtrace-syms\t1\n");
-    if (str_cfg.run_id) /* `sledtrace run` finds the traces of its run by it */
-        fprintf(f, "run\t%s\n", str_cfg.run_id);
-    if (cmdline)
-        fprintf(f, "cmd\t%s\n", cmdline);
+    out_str(&f, "sledtrace-syms\t1\n");
+    if (str_cfg.run_id) { /* `sledtrace run` finds the traces of its run by it */
+        out_str(&f, "run\t");
+        out_str(&f, str_cfg.run_id);
+        out_put(&f, "\n", 1);
+    }
+    if (cmdline) {
+        out_str(&f, "cmd\t");
+        out_str(&f, cmdline);
+        out_put(&f, "\n", 1);
+    }
     for (unsigned i = 0; i < nobjs; i++)
-        syms_object(f, i);
-    int rc = fclose(f) == 0 ? 0 : -1;
-    free(buf);
-    return rc;
+        syms_object(&f, i);
+    return out_close(&f);
 }
 
 static void syms_finish(const char *text, size_t len)
@@ -364,17 +467,20 @@ static void append_syms(unsigned objid)
         fd = -1;
         errno = EEXIST;
     }
-    FILE *f = fd >= 0 ? fdopen(fd, "a") : NULL;
-    if (!f) {
-        if (fd >= 0)
-            close(fd);
+    struct syms_out f;
+    if (fd >= 0 && out_open(&f, fd, syms_object_size(objid)) != 0) {
+        close(fd);
+        fd = -1;
+        errno = ENOMEM;
+    }
+    if (fd < 0) {
         str_log(STR_WARN, "cannot add %s to %s (%s); its functions will show as ids",
                 objs[objid].name, syms_now,
                 errno == EEXIST ? "the file was replaced" : strerror(errno));
         return;
     }
-    syms_object(f, objid);
-    fclose(f);
+    syms_object(&f, objid);
+    out_close(&f);
 }
 
 /* SLEDTRACE_FILTER / SLEDTRACE_EXCLUDE(_FILE): functions left out are never patched, so they cost
@@ -516,8 +622,17 @@ static void warn_untouched(const struct stp_object *obj, const char *name)
     }
 }
 
+/* Before each rewrite of code: the patcher reads the pages' protections from /proc/self/maps,
+ * through its PROCMAP_QUERY ioctl unless the program installed a seccomp filter (threads.c),
+ * which may kill on ioctl where it allows the open and the reads of the text. */
+static void maps_query_setting(void)
+{
+    stp_maps_query(!atomic_load_explicit(&str_seccomp_filter, memory_order_relaxed));
+}
+
 static int patch(struct stp_object *obj, const char *name)
 {
+    maps_query_setting();
     struct stp_targets t = {{0}};
     t.fn[STP_ENTRY] = stp_tramp_entry;
     /* with SLEDTRACE_MIN_DURATION the exits go to stp_event_min (hot.c); else stp_event */
@@ -535,10 +650,10 @@ static int patch(struct stp_object *obj, const char *name)
 }
 
 /* A shared object loaded at start-up or by dlopen: patched if it has an instrumentation map.
- * ADD_NEED_LIBELF, ADD_NEED_CAPSTONE: the object needs libelf to be read, or Capstone to be
- * proven, and it is not loaded: the caller (inside dl_iterate_phdr, under the dynamic linker's
- * lock, where dlopen would deadlock) must load it outside and come back (scan_objects). */
-enum { ADD_NONE = -1, ADD_NEED_CAPSTONE = -2, ADD_NEED_LIBELF = -3 };
+ * ADD_NEED_CAPSTONE: the object needs Capstone to be proven, and it is not loaded: the caller
+ * (inside dl_iterate_phdr, under the dynamic linker's lock, where dlopen would deadlock) must
+ * load it outside and come back (scan_objects). */
+enum { ADD_NONE = -1, ADD_NEED_CAPSTONE = -2 };
 
 /* The ids a range takes for an object of nfuncs functions (ids 1..nfuncs), a multiple of 16. */
 static uint64_t range_size(size_t nfuncs)
@@ -590,8 +705,6 @@ static int add_object(const char *path, uintptr_t bias, const struct stat *st)
     struct stp_object *obj;
     if (stp_file_has_map(path) == 0)
         return ADD_NONE; /* not instrumented: the usual case, told cheaply */
-    if (!stp_elf_loaded())
-        return ADD_NEED_LIBELF;
     int rc = stp_object_open(path, bias, &obj);
     if (rc == STP_E_NO_MAP || rc == STP_E_OPEN)
         return ADD_NONE; /* not instrumented, or not a file we can read */
@@ -687,8 +800,17 @@ static int all_objects_one(struct dl_phdr_info *info, size_t size, void *arg)
 static void each_object(int (*fn)(struct dl_phdr_info *, size_t, void *), void *data)
 {
     /* Looked up (outside the callback: dlsym takes the dynamic linker's lock) rather than
-     * named: the header declares _r_debug as the smaller, version 1 structure. */
-    struct all_objects a = {fn, data, dlsym(RTLD_DEFAULT, "_r_debug"), 1, 0};
+     * named: the header declares _r_debug as the smaller, version 1 structure. Once: it is the
+     * dynamic linker's, never moves, and a lookup in the global scope costs microseconds
+     * (twice per scan). Any thread may be first; each finds the same address (relaxed: the
+     * pointer alone, whose target the dynamic linker's lock orders). */
+    static _Atomic(const struct r_debug_extended *) r_debug;
+    const struct r_debug_extended *ns = atomic_load_explicit(&r_debug, memory_order_relaxed);
+    if (!ns) {
+        ns = dlsym(RTLD_DEFAULT, "_r_debug");
+        atomic_store_explicit(&r_debug, ns, memory_order_relaxed);
+    }
+    struct all_objects a = {fn, data, ns, 1, 0};
     dl_iterate_phdr(all_objects_one, &a);
 }
 
@@ -718,8 +840,8 @@ static struct traced *traced_as(const struct dl_phdr_info *info, const struct st
 }
 
 struct scan {
-    int need; /* the scan stopped at an object that needs ADD_NEED_CAPSTONE or ADD_NEED_LIBELF:
-                 load it, scan again (0: it went through) */
+    int need; /* the scan stopped at an object that needs Capstone (ADD_NEED_CAPSTONE): load
+                 it, scan again (0: it went through) */
 };
 
 /* The traced object info lists, if it is still the image the runtime patched, else NULL. */
@@ -762,7 +884,7 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *data)
         str_log(STR_DEBUG, "%s loaded again", o->name);
     }
     int num = add_object(name, info->dlpi_addr, have ? &st : NULL);
-    if (num == ADD_NEED_CAPSTONE || num == ADD_NEED_LIBELF) {
+    if (num == ADD_NEED_CAPSTONE) {
         sc->need = num;
         return 1; /* stop */
     }
@@ -778,7 +900,12 @@ static void scan_objects(void)
     struct scan sc;
     int loaded = 0;
     scan_gen++;
-    each_object(mark_one, NULL);
+    int any = 0; /* a shared object to look for: else the first pass finds nothing (at start-up,
+                    it cost a stat of every library) */
+    for (unsigned i = 1; i < nobjs; i++)
+        any |= objs[i].live;
+    if (any)
+        each_object(mark_one, NULL);
     for (unsigned i = 1; i < nobjs; i++)
         if (objs[i].live && objs[i].seen != scan_gen) {
             objs[i].live = 0;
@@ -787,19 +914,16 @@ static void scan_objects(void)
     do {
         memset(&sc, 0, sizeof sc);
         each_object(scan_one, &sc);
-        if (sc.need == ADD_NEED_LIBELF)
-            loaded = stp_elf_load();
-        else if (sc.need == ADD_NEED_CAPSTONE)
+        if (sc.need)
             loaded = stp_capstone_load();
     } while (sc.need && loaded == 0);
     if (str_filter_active())
         str_filter_report(); /* patterns that matched no function so far */
     if (sc.need) {
-        static int said[2]; /* once for each library (under objs_lock) */
-        int elf = sc.need == ADD_NEED_LIBELF;
-        if (!said[elf]++)
+        static int said; /* once (under objs_lock) */
+        if (!said++)
             str_log(STR_WARN, "cannot load %s; libraries loaded from now on are left alone",
-                    elf ? STP_LIBELF_NAME : STP_CAPSTONE_NAME);
+                    STP_CAPSTONE_NAME);
         return;
     }
     stp_capstone_release();
@@ -809,13 +933,14 @@ static char exe_path[PATH_MAX];
 
 static int open_outputs(char *path, size_t plen, char *syms, size_t slen)
 {
-    if (make_dir(str_cfg.output) != 0) {
+    struct stat dir;
+    if (make_dir(str_cfg.output, &dir) != 0) {
         str_log(STR_WARN, "cannot create output directory %s (%s); running untraced",
                 str_cfg.output, strerror(errno));
         return -1;
     }
     const char *why;
-    if (!safe_dir(str_cfg.output, &why)) {
+    if (!safe_dir(&dir, &why)) {
         str_log(STR_WARN,
                 "output directory %s is %s: other users could remove or replace the "
                 "trace; running untraced",
@@ -951,15 +1076,12 @@ static void start(void)
         self_base = (uintptr_t)self.dli_fbase;
     uintptr_t bias = 0;
     dl_iterate_phdr(find_main, &bias);
-    /* Most processes LD_PRELOAD reaches have no sleds: told without libelf (the common case
-     * costs a few system calls). */
-    int has_map = stp_file_has_map("/proc/self/exe");
     stepped_aside = str_sanitizer_unsupported();
     if (stepped_aside) {
         /* Before anything is proven, created or started: the program runs as untraced. One
          * message: a warning where there is something to trace, now or when dlopen brings the
          * first instrumented library (lazy_start says it then). */
-        int something = has_map == 1 || instrumented_loaded();
+        int something = stp_file_has_map("/proc/self/exe") == 1 || instrumented_loaded();
         if (something) {
             str_log_release(1);
             str_log(STR_WARN, "%s: %s", exe, str_sanitizer_why(stepped_aside));
@@ -968,7 +1090,9 @@ static void start(void)
         }
         return;
     }
-    int rc = has_map == 0 ? STP_E_NO_MAP : stp_object_open("/proc/self/exe", bias, &main_obj);
+    /* Most processes LD_PRELOAD reaches have no sleds: the executable's section headers say so
+     * (a few system calls), and nothing more is read of it then. */
+    int rc = stp_object_open("/proc/self/exe", bias, &main_obj);
     if (rc == STP_E_NO_MAP) {
         /* No sleds in the executable: its instrumented libraries are traced, if it has any. */
         main_obj = NULL;
@@ -1257,6 +1381,7 @@ static int switch_all(int on, const char *name)
     int saved = errno;
     struct switching sw = {.on = on, .name = name};
     pthread_mutex_lock(&objs_lock);
+    maps_query_setting();
     if (objs[0].obj) /* the executable: never unloaded */
         switch_object(&objs[0], &sw);
     each_object(switch_one, &sw);

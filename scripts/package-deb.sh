@@ -179,9 +179,9 @@ if [[ -z $depends ]]; then
     log "dpkg-shlibdeps unavailable or failed: Depends listed by hand"
     depends="libc6 (>= 2.34), libelf1, libstdc++6"
 fi
-# The runtime loads Capstone (to prove sleds) and libelf (to read a map) with dlopen, so
-# dpkg-shlibdeps cannot see them there: their packages, found by soname, unless already named.
-for pat in 'libcapstone\.so\.[0-9]+' 'libelf\.so\.[0-9]+'; do
+# The runtime loads Capstone (to prove sleds) with dlopen, so dpkg-shlibdeps cannot see it there:
+# its package, found by soname, unless already named. (libelf is the tools', linked.)
+for pat in 'libcapstone\.so\.[0-9]+'; do
     soname=$(grep -aoE "$pat" "$runtime" | head -n 1)
     [[ -n $soname ]] || continue
     sopkg=$(dpkg-query -S "*/$soname" 2>/dev/null | head -n 1 | cut -d: -f1) || sopkg=

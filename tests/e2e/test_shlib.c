@@ -106,10 +106,12 @@ Test(shlib, uninstrumented_host_linked_with_a_library)
     uninstrumented_host("plugprog-linked");
 }
 
-/* Every process LD_PRELOAD reaches pays for what the runtime maps: one without sleds maps
- * neither libelf (with its libz) nor Capstone; libelf comes with the first object that has a
- * map, here a plugin dlopen'd from main (the dynamic linker's own account, LD_DEBUG=files). */
-Test(shlib, libelf_is_loaded_only_for_an_object_with_sleds)
+/* Every process LD_PRELOAD reaches pays for what the runtime maps: one without sleds does not
+ * map Capstone, which comes with the first object that has a map, here a plugin dlopen'd from
+ * main (the dynamic linker's own account, LD_DEBUG=files). Neither maps libelf or its libz:
+ * maps are read without them (patcher/map.c; loading them was about 105 us of every traced
+ * process's start-up). */
+Test(shlib, capstone_is_loaded_only_for_an_object_with_sleds_libelf_never)
 {
     char work[PATH_MAX], out[PATH_MAX];
     e2e_workdir(work, sizeof work);
@@ -124,8 +126,8 @@ Test(shlib, libelf_is_loaded_only_for_an_object_with_sleds)
         struct e2e_run t;
         e2e_run(work, &s, &t);
         cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0, "%s: %s", progs[i], t.err);
-        cr_assert_eq(strstr(t.err, "file=libelf.so.1") != NULL, i, "%s:\n%s", progs[i], t.err);
-        cr_assert_eq(strstr(t.err, "file=libz.so.1") != NULL, i, "%s:\n%s", progs[i], t.err);
+        cr_assert_null(strstr(t.err, "file=libelf.so.1"), "%s:\n%s", progs[i], t.err);
+        cr_assert_null(strstr(t.err, "file=libz.so.1"), "%s:\n%s", progs[i], t.err);
         cr_assert_eq(strstr(t.err, "file=libcapstone") != NULL, i, "%s:\n%s", progs[i], t.err);
         e2e_run_free(&t);
         e2e_rmtree(out);

@@ -6,6 +6,10 @@
  * output), PATCHER_PLAIN (the same source built without -fxray-instrument) and
  * PATCHER_NOT_ELF (a text file); clang and llvm-xray are required to configure the tests. */
 #include <criterion/criterion.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <sys/mman.h>
 
 #include <errno.h>
 #include <link.h>
@@ -15,6 +19,7 @@
 #include <unistd.h>
 
 #include "stp.h"
+#include "stp_internal.h"
 
 enum { SLED = 11 };
 
@@ -703,4 +708,147 @@ Test(has_map, instrumented_plain_and_broken_files)
     p = copy_prefix(PATCHER_SAMPLE, 32); /* not even a whole ELF header */
     cr_assert_eq(stp_file_has_map(p), -1);
     unlink(p);
+}
+
+/* ---- stp_object_open on damaged files (map.c reads ELF itself) -------------------------- */
+
+/* A whole copy of the sample with `len` bytes at `off` replaced by `bytes`; its path (static). */
+static const char *copy_patched(size_t off, const void *bytes, size_t len)
+{
+    const char *p = copy_prefix(PATCHER_SAMPLE, SIZE_MAX);
+    int fd = open(p, O_WRONLY);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(pwrite(fd, bytes, len, (off_t)off), (ssize_t)len);
+    close(fd);
+    return p;
+}
+
+/* The sample's ELF header and the offset of the header of its section named `name` (0: none). */
+static size_t section_header_of(const char *name, Elf64_Ehdr *eh, Elf64_Shdr *out)
+{
+    FILE *f = fopen(PATCHER_SAMPLE, "rb");
+    cr_assert_not_null(f);
+    cr_assert_eq(fread(eh, sizeof *eh, 1, f), 1);
+    Elf64_Shdr str;
+    cr_assert_eq(fseek(f, (long)(eh->e_shoff + eh->e_shstrndx * sizeof str), SEEK_SET), 0);
+    cr_assert_eq(fread(&str, sizeof str, 1, f), 1);
+    size_t found = 0;
+    for (unsigned i = 1; i < eh->e_shnum && !found; i++) {
+        Elf64_Shdr sh;
+        char got[64] = "";
+        cr_assert_eq(fseek(f, (long)(eh->e_shoff + i * sizeof sh), SEEK_SET), 0);
+        cr_assert_eq(fread(&sh, sizeof sh, 1, f), 1);
+        cr_assert_eq(fseek(f, (long)(str.sh_offset + sh.sh_name), SEEK_SET), 0);
+        cr_assert_not_null(fgets(got, sizeof got, f) ? got : NULL);
+        if (strcmp(got, name) == 0) {
+            *out = sh;
+            found = eh->e_shoff + i * sizeof sh;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+static int open_rc(const char *path)
+{
+    struct stp_object *obj = (struct stp_object *)1;
+    int rc = stp_object_open(path, 0, &obj);
+    cr_assert_eq(rc == STP_E_OK, obj != NULL && obj != (struct stp_object *)1);
+    stp_object_close(rc == STP_E_OK ? obj : NULL);
+    return rc;
+}
+
+Test(object, a_cut_file_or_another_class_is_not_read)
+{
+    const char *p = copy_prefix(PATCHER_SAMPLE, 40); /* not a whole ELF header */
+    cr_assert_eq(open_rc(p), STP_E_ELF);
+    unlink(p);
+    p = copy_prefix(PATCHER_SAMPLE, 2000); /* the section headers are cut off */
+    cr_assert_eq(open_rc(p), STP_E_ELF);
+    unlink(p);
+    static const uint8_t class32 = ELFCLASS32, msb = ELFDATA2MSB;
+    p = copy_patched(EI_CLASS, &class32, 1);
+    cr_assert_eq(open_rc(p), STP_E_ELF);
+    unlink(p);
+    p = copy_patched(EI_DATA, &msb, 1);
+    cr_assert_eq(open_rc(p), STP_E_ELF);
+    unlink(p);
+    p = copy_prefix(PATCHER_SAMPLE, SIZE_MAX); /* and the copy itself reads */
+    cr_assert_eq(open_rc(p), STP_E_OK);
+    unlink(p);
+}
+
+/* A section header pointing outside the file: the map's is refused, the symbol table's costs
+ * the names only. */
+Test(object, sections_outside_the_file)
+{
+    Elf64_Ehdr eh;
+    Elf64_Shdr sh;
+    size_t at = section_header_of("xray_instr_map", &eh, &sh);
+    cr_assert_neq(at, 0);
+    uint64_t far = 1ull << 40;
+    const char *p = copy_patched(at + offsetof(Elf64_Shdr, sh_offset), &far, sizeof far);
+    cr_assert_eq(open_rc(p), STP_E_BAD_MAP);
+    unlink(p);
+    uint64_t odd = sh.sh_size + 8; /* not a whole number of entries */
+    p = copy_patched(at + offsetof(Elf64_Shdr, sh_size), &odd, sizeof odd);
+    cr_assert_eq(open_rc(p), STP_E_BAD_MAP);
+    unlink(p);
+
+    at = section_header_of(".symtab", &eh, &sh);
+    cr_assert_neq(at, 0);
+    p = copy_patched(at + offsetof(Elf64_Shdr, sh_offset), &far, sizeof far);
+    struct stp_object *obj = NULL;
+    cr_assert_eq(stp_object_open(p, 0, &obj), STP_E_OK);
+    cr_assert_eq(stp_object_nfuncs(obj), 4);
+    uint32_t id;
+    uintptr_t addr;
+    const char *name;
+    stp_object_func(obj, 0, &id, &addr, &name);
+    cr_assert_str_eq(name, "", "a symbol table outside the file names nothing");
+    stp_object_close(obj);
+    unlink(p);
+    uint32_t bad_link = 0xffff; /* its string table: no such section */
+    p = copy_patched(at + offsetof(Elf64_Shdr, sh_link), &bad_link, sizeof bad_link);
+    obj = NULL;
+    cr_assert_eq(stp_object_open(p, 0, &obj), STP_E_OK);
+    stp_object_func(obj, 3, &id, &addr, &name);
+    cr_assert_str_eq(name, "");
+    stp_object_close(obj);
+    unlink(p);
+}
+
+/* ---- page protections before a rewrite (patch.c) ----------------------------------------- */
+
+static const int read_only_datum = 7;
+
+/* /proc/self/maps's PROCMAP_QUERY ioctl (where the kernel has it) and its text agree with what
+ * this process mapped, mapping by mapping. */
+Test(protections, query_and_text_agree)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    uint8_t *m =
+        mmap(NULL, 3 * (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    cr_assert_neq(m, MAP_FAILED);
+    cr_assert_eq(mprotect(m + page, (size_t)page, PROT_NONE), 0);
+    cr_assert_eq(munmap(m + 2 * page, (size_t)page), 0);
+    int local = 0;
+    struct {
+        uint64_t addr;
+        int prot;
+    } want[] = {
+        {(uint64_t)(uintptr_t)&stp_page_prot, PROT_READ | PROT_EXEC},
+        {(uint64_t)(uintptr_t)&read_only_datum, PROT_READ},
+        {(uint64_t)(uintptr_t)&local, PROT_READ | PROT_WRITE},
+        {(uint64_t)(uintptr_t)m + 8, PROT_READ | PROT_WRITE},
+        {(uint64_t)(uintptr_t)m + page + 8, PROT_NONE},
+        {(uint64_t)(uintptr_t)m + 2 * page + 8, -1},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        cr_expect_eq(stp_page_prot(want[i].addr, 0), want[i].prot, "%zu: query %d, want %d", i,
+                     stp_page_prot(want[i].addr, 0), want[i].prot);
+        cr_expect_eq(stp_page_prot(want[i].addr, 1), want[i].prot, "%zu: text %d, want %d", i,
+                     stp_page_prot(want[i].addr, 1), want[i].prot);
+    }
+    munmap(m, 2 * (size_t)page);
 }
