@@ -60,8 +60,14 @@ static struct {
     _Atomic unsigned seq; /* the window's odd (open) sequence number */
 } windows[WINDOWS];
 static _Atomic long program_mprotects;
-/* Per thread: the window a fault was last retried for (a second fault there is genuine). */
+/* Per thread: the window a fault was last retried for (a second fault there is genuine); and,
+ * for faults outside the windows kept, the address last retried, the window_seq then, and how
+ * many times in a row at that address (stp_fault_in_rewrite). */
 static __thread unsigned retried __attribute__((tls_model("initial-exec")));
+static __thread uintptr_t retried_addr __attribute__((tls_model("initial-exec")));
+static __thread unsigned retried_at_seq __attribute__((tls_model("initial-exec")));
+static __thread unsigned retries __attribute__((tls_model("initial-exec")));
+enum { RETRIES = 64 };
 
 /* mprotect as a system call: the runtime interposes mprotect for the program (see above). */
 static int raw_mprotect(void *addr, size_t len, int prot)
@@ -131,6 +137,22 @@ int stp_fault_in_rewrite(uintptr_t addr)
         }
         if (retried != seq) { /* closed since the fault was taken: once more */
             retried = seq;
+            return 1;
+        }
+    }
+    /* Not in the last WINDOWS windows, but windows opened since this thread last faulted here:
+     * its fault may have been taken in one that has since been forgotten (a thread descheduled
+     * between the fault and its handler while the patcher went through more than WINDOWS
+     * windows: 1 run in 50 of objects/switches_while_threads_reload_plugins under CPU load).
+     * The instruction runs again, up to RETRIES times at one address; a fault that comes back
+     * with no window opened in between is the program's. */
+    if (now != retried_at_seq || addr != retried_addr) {
+        if (addr != retried_addr)
+            retries = 0;
+        if (retries < RETRIES) {
+            retries++;
+            retried_addr = addr;
+            retried_at_seq = now;
             return 1;
         }
     }

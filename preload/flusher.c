@@ -87,6 +87,11 @@ static void *flush_main(void *arg)
     (void)arg;
     atomic_store_explicit(&str_flusher_tid, (int32_t)syscall(SYS_gettid), memory_order_relaxed);
     str_munlock_stack(); /* a program under mlockall(MCL_FUTURE): memlock.c */
+    /* CPUID's word on the TSC's frequency (clock.c), read here, off the program's threads:
+     * three CPUID instructions, each a trap to the hypervisor on a VM (about 7 us apiece on the
+     * development VM), that the exit's calibration check would otherwise run. */
+    int exact;
+    (void)str_clock_cpuid_hz(&exact);
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);
     uint64_t period = str_cfg.flush_ms * 1000000ull;
