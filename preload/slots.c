@@ -63,7 +63,11 @@ static size_t region_len[MAX_REGIONS];
 static unsigned nregions;
 static uint8_t *carve, *carve_end; /* the newest region's slots not handed out yet */
 static struct free_slot *warm, *cold;
-static unsigned nwarm;
+/* Warm slots: changed under slots_lock; read without it by str_slots_cool (relaxed: a hint,
+ * checked again under the lock), so that the flush thread takes no lock when there is nothing
+ * to cool: it loops from start-up on, while the program's own pthread_mutex_lock, which the
+ * runtime's calls may reach (an interposing program), may not be ready to run. */
+static _Atomic unsigned nwarm;
 static int guard_by_mprotect; /* MADV_GUARD_INSTALL refused (older kernel) */
 
 static size_t page_up(size_t n)
@@ -125,7 +129,7 @@ void *str_slot_take(size_t pool, int *was_warm)
     if (warm) {
         s = (uint8_t *)warm;
         warm = warm->next;
-        nwarm--;
+        atomic_fetch_sub_explicit(&nwarm, 1, memory_order_relaxed);
         *was_warm = 1;
         goto out;
     }
@@ -184,10 +188,10 @@ static size_t cool(unsigned keep)
     pthread_mutex_lock(&cool_lock);
     pthread_mutex_lock(&slots_lock);
     unsigned nreg = nregions;
-    while (nwarm > keep) {
+    while (atomic_load_explicit(&nwarm, memory_order_relaxed) > keep) {
         struct free_slot *f = warm;
         warm = f->next;
-        nwarm--;
+        atomic_fetch_sub_explicit(&nwarm, 1, memory_order_relaxed);
         unsigned i, r = region_of((uint8_t *)f, &i);
         if (r < MAX_REGIONS) {
             cooling[r] |= (uint64_t)1 << i;
@@ -233,7 +237,7 @@ void str_slot_give(void *slot)
     pthread_mutex_lock(&slots_lock);
     f->next = warm;
     warm = f;
-    unsigned w = ++nwarm;
+    unsigned w = atomic_fetch_add_explicit(&nwarm, 1, memory_order_relaxed) + 1;
     pthread_mutex_unlock(&slots_lock);
     if (w >= 4 * STR_KEEP)
         cool(STR_KEEP);
@@ -242,6 +246,8 @@ void str_slot_give(void *slot)
 
 void str_slots_cool(void)
 {
+    if (atomic_load_explicit(&nwarm, memory_order_relaxed) <= STR_KEEP)
+        return;
     int saved = errno;
     cool(STR_KEEP);
     errno = saved;
@@ -255,7 +261,7 @@ void str_slot_stack(void *slot, void **stack, size_t *size)
 
 size_t str_slots_warm_bytes(void)
 {
-    return nwarm * pool_size;
+    return atomic_load_explicit(&nwarm, memory_order_relaxed) * pool_size;
 }
 
 void str_slots_munlock(void)
