@@ -26,8 +26,11 @@ checked-in real traces of tests/format/data, one of them with a loss marker):
     measured), and the file at most a quarter of the Chrome JSON's size.
 Names are compared as account shows them; functions sharing a name are summed by name.
 
+pfcount (pfcount.c, which scripts/bench/realsize.sh runs on traces too large for protoc) must
+count the same slices per name as protoc's decoding.
+
 Environment (tests/perfetto/meson.build): SLEDTRACE, PROTOC (empty: not found), PROTO_DIR,
-PFPROG, DATA. Without protoc the test is skipped, except under CI (CI set), where it fails.
+PFPROG, PFCOUNT, DATA. Without protoc the test is skipped, except under CI (CI set), where it fails.
 """
 import csv
 import io
@@ -331,6 +334,23 @@ def check(env, work, label, trace, raw, expect_loss=False, pfprog=False):
     ok(not diffs, f"{label}: {what} per function are account's ({len(acc)} functions)",
        "\n".join(diffs))
 
+    # pfcount (the wire-format reader for traces too large for protoc) agrees with protoc.
+    if env.get("PFCOUNT"):
+        r = run([env["PFCOUNT"], out], text=True)
+        counted = {}
+        for line in r.stdout.splitlines():
+            if not line.startswith("#"):
+                name, n = line.rsplit("\t", 1)
+                counted[name] = int(n)
+        want = {}
+        for s in d.slices:
+            want[s[1]] = want.get(s[1], 0) + 1
+        ok(r.returncode == 0 and counted == want,
+           f"{label}: pfcount reads the slices protoc decodes ({sum(want.values())})",
+           r.stderr + "".join(f"{k}: protoc {want.get(k)}, pfcount {counted.get(k)}\n"
+                              for k in sorted(set(want) | set(counted))
+                              if want.get(k) != counted.get(k)))
+
     # Names against info.
     inf = info(sled, trace)
     procs = [t for t in d.tracks.values() if "process" in t]
@@ -411,7 +431,7 @@ def check(env, work, label, trace, raw, expect_loss=False, pfprog=False):
 
 def main():
     env = {k: os.environ.get(k, "") for k in ("SLEDTRACE", "PROTOC", "PROTO_DIR", "PFPROG",
-                                              "DATA")}
+                                              "PFCOUNT", "DATA")}
     if not env["PROTOC"] or not os.access(env["PROTOC"], os.X_OK):
         why = "protoc not found (Debian package protobuf-compiler; scripts/setup.sh installs it)"
         if os.environ.get("CI"):

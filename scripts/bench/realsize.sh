@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# A real-size trace through the exports (issue 25.5): Debian 12's sqlite3 3.40.1 shell, built with
+# sleds by tests/profile/debsrc.sh, runs tests/profile/workload.sql (ROWS rows, LOOKUPS lookups)
+# on an in-memory database, traced; then:
+#   perfetto  `convert --format perfetto` of the whole trace: size, time, and pfcount
+#             (tests/perfetto/pfcount.c, the wire-format reader that check.py holds to protoc)
+#             must count exactly account's calls per function, every slice closed
+#   chrome    the size `convert --format chrome` writes (to a pipe; REALSIZE_CHROME=0 skips it)
+# Each line says exact or NOT EXACT / the ratio. Not part of CI (it fetches and compiles sqlite3
+# once, and writes and reads gigabytes); `scripts/bench.sh` does not call it either.
+# Usage: scripts/bench/realsize.sh [WORKDIR]   (default build/bench/realsize; the sqlite3 builds
+# stay there, the trace and exports go to a temporary directory, removed)
+# Environment: ROWS (default 120000), LOOKUPS (50000), REALSIZE_CHROME (1), CLANG.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+work=${1:-build/bench/realsize}
+mkdir -p "$work"
+work=$(cd "$work" && pwd)
+tool=$root/build/tools/sledtrace
+preload=$root/build/preload/libsledtrace.so
+pfcount=$root/build/tests/perfetto/pfcount
+for f in "$tool" "$preload" "$pfcount"; do
+    [[ -e $f ]] || { echo "realsize: build the project first (meson compile -C build): no $f" >&2; exit 2; }
+done
+clang=${CLANG:-clang}
+nolink=-fnoxray-link-deps
+"$clang" -fxray-instrument -fnoxray-link-deps -x c /dev/null -c -o /dev/null 2>/dev/null || nolink=-fno-xray-link-deps
+if ! CLANG=$clang XRAY_NOLINK=$nolink tests/profile/debsrc.sh sqlite3 "$work" >/dev/null; then
+    echo "realsize: sqlite3 not built (see $work/sqlite3.log)" >&2
+    exit 1
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+sed -e "s/@ROWS@/${ROWS:-120000}/" -e "s/@LOOKUPS@/${LOOKUPS:-50000}/" tests/profile/workload.sql >"$tmp/w.sql"
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b - a) / 1e9 }'; }
+now() { date +%s%N; }
+t0=$(now)
+LD_PRELOAD=$preload SLEDTRACE_OUTPUT=$tmp/t "$work/sqlite3-xray" :memory: <"$tmp/w.sql" >/dev/null
+t1=$(now)
+trace=$(ls "$tmp"/t/*.fdr)
+tsize=$(stat -c %s "$trace")
+echo "real-size exports (scripts/bench/realsize.sh; sqlite3, ${ROWS:-120000} rows, ${LOOKUPS:-50000} lookups):"
+printf '  %-10s %6.1f MB, recorded in %s s\n' trace "$(awk -v s="$tsize" 'BEGIN { print s / 1e6 }')" "$(secs "$t0" "$t1")"
+"$tool" account "$trace" --format csv 2>/dev/null | awk -F, 'NR > 1 && !/^#/ { c[$1] += $3 } END { for (f in c) print f "\t" c[f] }' | sort >"$tmp/account.txt"
+calls=$(awk -F'\t' '{ s += $2 } END { print s }' "$tmp/account.txt")
+t0=$(now)
+"$tool" convert "$trace" --format perfetto -o "$tmp/t.pftrace"
+t1=$(now)
+psize=$(stat -c %s "$tmp/t.pftrace")
+if "$pfcount" "$tmp/t.pftrace" >"$tmp/pf.txt" 2>"$tmp/pf.err"; then
+    grep -v '^#' "$tmp/pf.txt" | sort >"$tmp/pf.sorted"
+    if cmp -s "$tmp/account.txt" "$tmp/pf.sorted"; then
+        verdict="exact: $calls slices in $(wc -l <"$tmp/pf.sorted") functions, as account"
+    else
+        verdict="NOT EXACT: $(diff "$tmp/account.txt" "$tmp/pf.sorted" | grep -c '^[<>]') lines differ from account"
+    fi
+else
+    verdict="NOT READ: $(cat "$tmp/pf.err")"
+fi
+printf '  %-10s %6.1f MB (%.1f bytes a call), %s s; %s\n' perfetto "$(awk -v s="$psize" 'BEGIN { print s / 1e6 }')" \
+    "$(awk -v s="$psize" -v c="$calls" 'BEGIN { print s / c }')" "$(secs "$t0" "$t1")" "$verdict"
+if [[ ${REALSIZE_CHROME:-1} != 0 ]]; then
+    t0=$(now)
+    csize=$("$tool" convert "$trace" --format chrome 2>/dev/null | wc -c)
+    t1=$(now)
+    printf '  %-10s %6.1f MB, %s s; perfetto is %s of it\n' chrome "$(awk -v s="$csize" 'BEGIN { print s / 1e6 }')" \
+        "$(secs "$t0" "$t1")" "$(awk -v a="$psize" -v b="$csize" 'BEGIN { printf "%.3f", a / b }')"
+fi
