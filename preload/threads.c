@@ -47,7 +47,8 @@ _Atomic int str_seccomp_filter;
 struct start {
     void *(*fn)(void *);
     void *arg;
-    uint64_t birth; /* names.c */
+    uint64_t birth;     /* names.c */
+    struct start *next; /* on the list of records to free (start_done) */
 };
 
 static void gone(void *unused)
@@ -59,10 +60,38 @@ static void gone(void *unused)
     atomic_fetch_sub_explicit(&str_threads_live, 1, memory_order_release);
 }
 
+/* The wrapper's start records are allocated by the creating thread and, once the new thread
+ * has copied its own, handed back (a lock-free list, `done`) to be freed by the next
+ * pthread_create, in a thread that allocates anyway. Not freed by the new thread: that free()
+ * was its first call into malloc, which gives a thread an arena of its own (64 MiB of address
+ * space, up to 8 per processor), where a thread that never allocates has none untraced.
+ * Memory ordering: the new thread's release CAS pushing its record pairs with the acquire
+ * exchange that takes the whole list (its copy is done before the record is freed). */
+static _Atomic(struct start *) done;
+
+static void start_done(struct start *s)
+{
+    struct start *head = atomic_load_explicit(&done, memory_order_relaxed);
+    do {
+        s->next = head;
+    } while (!atomic_compare_exchange_weak_explicit(&done, &head, s, memory_order_release,
+                                                    memory_order_relaxed));
+}
+
+static void free_done(void)
+{
+    struct start *s = atomic_exchange_explicit(&done, NULL, memory_order_acquire);
+    while (s) {
+        struct start *next = s->next;
+        free(s);
+        s = next;
+    }
+}
+
 static void *run(void *p)
 {
     struct start s = *(struct start *)p;
-    free(p);
+    start_done(p);
     str_thread_birth = s.birth;
     void *ret;
     pthread_cleanup_push(gone, NULL);
@@ -94,6 +123,7 @@ STR_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*
     if (!real_create)
         str_threads_early();
     create_fn real = real_create;
+    free_done();
     struct start *s = malloc(sizeof *s);
     if (!s) /* no room for the wrapper: the thread is not counted (documented) */
         return real(t, attr, fn, arg);

@@ -2,11 +2,13 @@
  * then wait at a barrier until all have, so that all are alive with their buffers; then they
  * are joined. Prints the counts (progs.h) and the process's peak resident memory:
  *     vmhwm_kb <n>   VmHWM from /proc/self/status, read after the joins
+ *     vmsize_after_kb <n>   VmSize then (see LIVE_VMSIZE_BELOW_KB below)
  * The measuring code is never instrumented. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "progs.h"
 
@@ -30,17 +32,23 @@ __attribute__((xray_never_instrument)) static void *run(void *arg)
     return (void *)s;
 }
 
-__attribute__((xray_never_instrument)) static long vmhwm_kb(void)
+/* A "Key:   N kB" line of /proc/self/status, in KiB; -1 if there is none. */
+__attribute__((xray_never_instrument)) static long status_kb(const char *key)
 {
     FILE *f = fopen("/proc/self/status", "r");
     char line[256];
     long kb = -1;
     while (f && fgets(line, sizeof line, f))
-        if (strncmp(line, "VmHWM:", 6) == 0)
-            kb = strtol(line + 6, NULL, 10);
+        if (strncmp(line, key, strlen(key)) == 0)
+            kb = strtol(line + strlen(key), NULL, 10);
     if (f)
         fclose(f);
     return kb;
+}
+
+__attribute__((xray_never_instrument)) static long vmhwm_kb(void)
+{
+    return status_kb("VmHWM:");
 }
 
 __attribute__((xray_never_instrument)) int main(void)
@@ -59,5 +67,15 @@ __attribute__((xray_never_instrument)) int main(void)
     for (int i = 0; i < N; i++)
         printf("threadwork %d\n", CALLS);
     printf("vmhwm_kb %ld\n", vmhwm_kb());
+    /* The address space left once every thread has gone: polled for up to 2 s until it is
+     * below LIVE_VMSIZE_BELOW_KB (the test's bound), as the runtime gives its threads' memory
+     * back after its flush thread has written their last records. */
+    const char *below = getenv("LIVE_VMSIZE_BELOW_KB");
+    long after = status_kb("VmSize:");
+    for (int i = 0; below && after >= atol(below) && i < 40; i++) {
+        usleep(50000);
+        after = status_kb("VmSize:");
+    }
+    printf("vmsize_after_kb %ld\n", after);
     return 0;
 }
