@@ -1,6 +1,7 @@
 /* The call-stack walker and stack aggregation (see callstack.h); the walker's inner loop is
  * callstack_walk.h's, used here with the ops given at run time. */
 #include "callstack_walk.h"
+#include "window.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -234,7 +235,8 @@ static int ctx_loss(struct callstack *cs, struct cs_thread *t, uint64_t tsc,
     return cs_run_context(cs, t, (size_t)home);
 }
 
-int cs_feed(struct callstack *cs, const struct stf_item *it, const struct cs_ops *ops, void *ctx)
+static int feed_item(struct callstack *cs, const struct stf_item *it, const struct cs_ops *ops,
+                     void *ctx)
 {
     switch (it->kind) {
     case STF_K_FUNCTION:
@@ -291,6 +293,191 @@ int cs_feed(struct callstack *cs, const struct stf_item *it, const struct cs_ops
     return cs_feed_func(cs, t, it->func_id, it->action, it->tsc, ops, ctx);
 }
 
+/* ---- windows (callstack.h, "Windows") ----------------------------------------------------- */
+
+void cs_set_window(struct callstack *cs, uint64_t from, uint64_t to)
+{
+    cs->win = true;
+    cs->win_from = from;
+    cs->win_to = to;
+}
+
+/* Every context of t, each made the running one in turn (the running one first), then the one
+ * that ran runs again: fn(cs, t, arg) on each. 0, -1 on allocation failure, or fn's value. */
+static int each_context(struct callstack *cs, struct cs_thread *t,
+                        int (*fn)(struct callstack *, struct cs_thread *, bool, const void *),
+                        const void *arg)
+{
+    int rc = fn(cs, t, true, arg);
+    if (rc || !t->switched)
+        return rc;
+    long home = ctx_running(cs, t);
+    if (home < 0)
+        return -1;
+    for (size_t k = 0; k < t->nctx; k++) {
+        if ((long)k == home || t->ctxs[k].depth == 0)
+            continue;
+        if (cs_run_context(cs, t, k) != 0)
+            return -1;
+        if ((rc = fn(cs, t, false, arg)) != 0)
+            return rc;
+    }
+    return cs_run_context(cs, t, (size_t)home);
+}
+
+struct win_call {
+    const struct cs_ops *ops;
+    void *ctx;
+};
+
+/* The window starts: the open frames are clipped to it (and entered, for the running one). */
+static int win_clip_start(struct callstack *cs, struct cs_thread *t, bool running, const void *arg)
+{
+    const struct win_call *w = arg;
+    for (size_t i = 0; i < t->depth; i++) {
+        struct cs_frame *f = &t->st[i];
+        f->start = cs->win_from;
+        f->child = 0;
+        f->rec = 0;
+        f->clip = CS_CLIP_START;
+        if (running && w->ops && w->ops->enter) {
+            int rc = w->ops->enter(w->ctx, t, f, i);
+            if (rc)
+                return rc;
+        }
+    }
+    return 0;
+}
+
+/* The window ends: the open frames close at its end. */
+static int win_clip_end(struct callstack *cs, struct cs_thread *t, bool running, const void *arg)
+{
+    (void)running;
+    const struct win_call *w = arg;
+    cs->clip_end = CS_CLIP_END;
+    int rc = 0;
+    while (t->depth && !rc)
+        rc = cs_close_top(cs, t, cs->win_to, CS_EXIT, w->ops, w->ctx);
+    cs->clip_end = 0;
+    return rc;
+}
+
+/* Before feeding a record of t at tsc: 1 to feed it as usual, 0 to ignore it, 2 to feed it
+ * unseen (before the window), or a callback's non-zero value (negative). */
+static int win_gate(struct callstack *cs, struct cs_thread *t, uint64_t tsc,
+                    const struct cs_ops *ops, void *ctx)
+{
+    if (t->win_done)
+        return 0;
+    struct win_call w = {ops, ctx};
+    if (tsc > cs->win_to) {
+        t->win_done = true;
+        if (!t->win_in) { /* nothing of it in the window: its frames vanish */
+            t->win_in = true;
+            int rc = each_context(cs, t, win_clip_start, &(struct win_call){NULL, NULL});
+            if (rc)
+                return rc < 0 ? rc : -rc;
+        }
+        int rc = each_context(cs, t, win_clip_end, &w);
+        return rc ? (rc < 0 ? rc : -rc) : 0;
+    }
+    if (t->win_in)
+        return 1;
+    if (tsc < cs->win_from)
+        return 2;
+    t->win_in = true;
+    int rc = each_context(cs, t, win_clip_start, &w);
+    return rc ? (rc < 0 ? rc : -rc) : 1;
+}
+
+/* Feed unseen: the stack moves, no callback is called and no counter changes. */
+struct win_saved {
+    uint64_t calls, repairs, unmatched, gaps, gap_events, gap_frames, top_ticks, lost_ticks,
+        switches;
+};
+static void win_save(const struct callstack *cs, struct win_saved *s)
+{
+    *s = (struct win_saved){cs->calls,     cs->repairs,    cs->unmatched,
+                            cs->gaps,      cs->gap_events, cs->gap_frames,
+                            cs->top_ticks, cs->lost_ticks, cs->switches};
+}
+static void win_restore(struct callstack *cs, const struct win_saved *s)
+{
+    cs->calls = s->calls;
+    cs->repairs = s->repairs;
+    cs->unmatched = s->unmatched;
+    cs->gaps = s->gaps;
+    cs->gap_events = s->gap_events;
+    cs->gap_frames = s->gap_frames;
+    cs->top_ticks = s->top_ticks;
+    cs->lost_ticks = s->lost_ticks;
+    cs->switches = s->switches;
+}
+
+int cs_win_funcs(struct callstack *cs, int32_t pid, int32_t tid, const struct stf_func *fn,
+                 size_t n, const struct cs_ops *ops, void *ctx)
+{
+    struct cs_thread *t = cs_thread_get(cs, pid, tid, fn[0].tsc, ops, ctx);
+    if (!t)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        int g = win_gate(cs, t, fn[i].tsc, ops, ctx);
+        if (g < 0)
+            return g == -1 ? -1 : -g;
+        if (g == 0)
+            continue;
+        int rc;
+        if (g == 2) {
+            struct win_saved sv;
+            win_save(cs, &sv);
+            rc = cs_feed_func(cs, t, fn[i].id, fn[i].action, fn[i].tsc, NULL, NULL);
+            win_restore(cs, &sv);
+        } else {
+            rc = cs_feed_func(cs, t, fn[i].id, fn[i].action, fn[i].tsc, ops, ctx);
+        }
+        cs_last_func(t, fn[i].tsc, fn[i].action);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int cs_feed(struct callstack *cs, const struct stf_item *it, const struct cs_ops *ops, void *ctx)
+{
+    if (!cs->win)
+        return feed_item(cs, it, ops, ctx);
+    switch (it->kind) {
+    case STF_K_FUNCTION:
+    case STF_M_CUSTOM_EVENT:
+    case STF_M_TYPED_EVENT:
+    case STF_M_NEW_CPU:
+    case STF_M_TSC_WRAP:
+    case STF_M_CALL_ARG:
+        break;
+    default:
+        return 0;
+    }
+    struct cs_thread *t = cs_thread_get(cs, it->pid, it->tid, it->tsc, ops, ctx);
+    if (!t)
+        return -1;
+    /* a CallArgument has no time of its own: it belongs with the entry before it */
+    int g = it->kind == STF_M_CALL_ARG ? (t->win_done ? 0
+                                          : t->win_in ? 1
+                                                      : 2)
+                                       : win_gate(cs, t, it->tsc, ops, ctx);
+    if (g < 0)
+        return g == -1 ? -1 : -g;
+    if (g == 0)
+        return 0;
+    if (g == 1)
+        return feed_item(cs, it, ops, ctx);
+    struct win_saved sv;
+    win_save(cs, &sv);
+    int rc = feed_item(cs, it, NULL, NULL);
+    win_restore(cs, &sv);
+    return rc;
+}
+
 int cs_feed_funcs(struct callstack *cs, int32_t pid, int32_t tid, const struct stf_func *fn,
                   size_t n, const struct cs_ops *ops, void *ctx)
 {
@@ -305,6 +492,18 @@ int cs_next_item(struct callstack *cs, struct tool_trace *t, const struct cs_ops
 
 int cs_finish(struct callstack *cs, const struct cs_ops *ops, void *ctx)
 {
+    for (size_t i = 0; cs->win && i < cs->nt; i++) {
+        struct cs_thread *t = &cs->t[i];
+        if (!t->win_in) { /* all its records before the window: nothing of it is shown */
+            t->win_in = true;
+            int rc = each_context(cs, t, win_clip_start, &(struct win_call){NULL, NULL});
+            if (rc)
+                return rc;
+            t->depth = 0;
+            for (size_t k = 0; k < t->nctx; k++)
+                t->ctxs[k].depth = 0;
+        }
+    }
     if (!cs->close_open)
         return 0;
     for (size_t i = 0; i < cs->nt; i++) {
@@ -421,6 +620,7 @@ int cs_merge(struct callstack *dst, struct callstack *src)
     }
     dst->last_ti = 0;
     dst->calls += src->calls;
+    dst->clipped += src->clipped;
     dst->repairs += src->repairs;
     dst->unmatched += src->unmatched;
     dst->gaps += src->gaps;
@@ -597,6 +797,8 @@ static int tree_walk(void *arg, size_t k, struct tool_trace *sub)
         return CS_NOMEM;
     run->part[k] = p;
     p->cs.signed_dur = tool_trace_corrected(sub);
+    if (run->cs->win)
+        cs_set_window(&p->cs, run->cs->win_from, run->cs->win_to);
     p->tree.per_thread = run->tree->per_thread;
     if (tree_root(&p->tree) != 0)
         return CS_NOMEM;
@@ -642,6 +844,11 @@ int cs_tree_load(const char *path, const char *syms_opt, const int32_t *tid, str
     tr.one = tid != NULL;
     tr.tid = tid ? *tid : 0;
     *freq = tr.freq;
+    if (tool_window_timed(cs->window)) {
+        uint64_t from, to;
+        tool_window_ticks(cs->window, tool_trace_base(&tr), tr.freq, &from, &to);
+        cs_set_window(cs, from, to);
+    }
     if (tree_root(tree) != 0) {
         tool_trace_close(&tr);
         tool_err("out of memory");

@@ -32,13 +32,30 @@
  * the running stack `from` (frames parked under `from` before are dropped, counted as at a
  * gap). A loss marker drops (or, with close_open, closes) the frames of every context of its
  * thread, and the end of the trace those of every context (cs_finish). A trace without the
- * event is one context per thread, read as before. Memory: a parked stack per context. */
+ * event is one context per thread, read as before. Memory: a parked stack per context.
+ *
+ * Windows (--from, --to: window.h). With cs_set_window, each thread is walked from its start
+ * as always (so the frames open when the window starts are exactly known: no call is guessed),
+ * but before the window's start no callback is called and no counter moves. At the thread's
+ * first record at or after the start, every frame then open (in every context) is clipped: its
+ * start becomes the window's start, its callees' time before it is forgotten, it is marked
+ * CS_CLIP_START and, for the running context, ops->enter is called for it then, bottom first (so
+ * replay prints it there). At the thread's first record after the window's end, every open
+ * frame closes at the end as an exit marked CS_CLIP_END (each context's), and the thread's
+ * remaining records are ignored. Durations, self times and nesting are thus those of the
+ * window's part of each call; cs_close.clip says which edges a call crosses, and
+ * callstack.clipped counts them. A thread whose records all lie before the window shows
+ * nothing, not even its frames open at the end. The cost is the reading up to the window's
+ * end: reconstructing the open frames from a seek (stf_cursor_seek) would need the entries of
+ * calls still open, which can lie anywhere before (main's is at the thread's start). */
 #ifndef SLEDTRACE_TOOLS_CALLSTACK_H
 #define SLEDTRACE_TOOLS_CALLSTACK_H
 
 #include "common.h"
 
 #include <stdio.h>
+
+struct tool_window;
 
 struct cs_frame {
     uint32_t id;
@@ -59,6 +76,7 @@ struct cs_frame {
     /* With callstack.nesting: the dense numbers of the frame's function and of its caller ->
      * callee pair (ex: UINT32_MAX for a top-level frame), see the top of this file. */
     uint32_t fx, ex;
+    uint8_t clip; /* CS_CLIP_START: entered before the window (start is the window's start) */
 };
 
 /* Open frames by function (and by caller -> callee pair): for dense number fx (ex), index + 1 of
@@ -100,6 +118,7 @@ struct cs_thread {
     struct cs_ctx *ctxs;
     size_t nctx, capctx;
     struct u64map ctxmap;
+    bool win_in, win_done; /* with a window: its start reached; its end passed (rest ignored) */
 };
 
 /* Why a frame closed: its own exit, an exit of a function below it (a repair), a loss marker or
@@ -115,7 +134,10 @@ struct cs_close {
     uint64_t end, dur, self;
     enum cs_why why;
     bool repaired; /* why == CS_REPAIR */
+    uint8_t clip;  /* CS_CLIP_START | CS_CLIP_END: the call crosses the window's edge(s) */
 };
+
+enum { CS_CLIP_START = 1, CS_CLIP_END = 2 };
 
 /* One call's duration or self time as a figure to show: a signed one (cs.signed_dur) below
  * zero is 0. */
@@ -166,6 +188,13 @@ struct callstack {
     uint32_t fx_val[256], ex_val[1024];
     uint64_t fx_last, ex_last; /* the last lookups' keys + 1 (0: none) and their numbers */
     uint32_t fx_last_val, ex_last_val;
+    /* Windows (set before the first cs_feed with cs_set_window, or window for cs_tree_load to
+     * set): see "Windows" at the top. clipped: calls closed with a clip mark. */
+    bool win;
+    uint64_t win_from, win_to;
+    uint64_t clipped;
+    uint8_t clip_end; /* CS_CLIP_END while frames close at the window's end */
+    const struct tool_window *window;
 };
 
 /* Feed one record: function records and loss markers change the stack; CPU changes, TSC wraps,
@@ -203,6 +232,8 @@ int cs_run_context(struct callstack *cs, struct cs_thread *t, size_t i);
  * loss marker): counted by stack, not in top_ticks. */
 uint64_t cs_orphan_ticks(const struct callstack *cs);
 void cs_free(struct callstack *cs);
+/* A window on the times handed out (tool_trace's ticks: tool_window_ticks), see the top. */
+void cs_set_window(struct callstack *cs, uint64_t from, uint64_t to);
 
 /* Aggregated stacks: a tree of (parent, function) nodes; node 0 is the (unnamed) root. */
 struct cs_node {

@@ -136,6 +136,9 @@ CS_INLINE int cs_close_top(struct callstack *cs, struct cs_thread *t, uint64_t t
     cs->calls++;
     if (why == CS_REPAIR)
         cs->repairs++;
+    uint8_t clip = fr->clip | cs->clip_end;
+    if (clip)
+        cs->clipped++;
     if (!ops || !ops->close)
         return 0;
     struct cs_close c = {.t = t,
@@ -145,7 +148,8 @@ CS_INLINE int cs_close_top(struct callstack *cs, struct cs_thread *t, uint64_t t
                          .dur = dur,
                          .self = self,
                          .why = why,
-                         .repaired = why == CS_REPAIR};
+                         .repaired = why == CS_REPAIR,
+                         .clip = clip};
     return ops->close(ctx, &c);
 }
 
@@ -195,6 +199,10 @@ CS_INLINE int cs_feed_func(struct callstack *cs, struct cs_thread *t, uint32_t i
 struct cs_thread *cs_thread_get(struct callstack *cs, int32_t pid, int32_t tid, uint64_t tsc,
                                 const struct cs_ops *ops, void *ctx);
 
+/* The same as cs_walk_funcs with a window (callstack.c). */
+int cs_win_funcs(struct callstack *cs, int32_t pid, int32_t tid, const struct stf_func *fn,
+                 size_t n, const struct cs_ops *ops, void *ctx);
+
 /* cs_feed_funcs with ops inlined. */
 CS_INLINE int cs_walk_funcs(struct callstack *cs, int32_t pid, int32_t tid,
                             const struct stf_func *fn, size_t n, const struct cs_ops *ops,
@@ -202,6 +210,8 @@ CS_INLINE int cs_walk_funcs(struct callstack *cs, int32_t pid, int32_t tid,
 {
     if (n == 0)
         return 0;
+    if (__builtin_expect(cs->win, 0))
+        return cs_win_funcs(cs, pid, tid, fn, n, ops, ctx);
     struct cs_thread *t = cs_thread_get(cs, pid, tid, fn[0].tsc, ops, ctx);
     if (!t)
         return -1;

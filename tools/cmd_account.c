@@ -25,6 +25,7 @@
  * a relative error of at most 1/256 (under 0.4%), in ticks; the conversion to nanoseconds
  * rounds to the nearest, which can add half a nanosecond. */
 #include "callstack_walk.h"
+#include "window.h"
 #include "suggest.h"
 
 #include <inttypes.h>
@@ -74,6 +75,10 @@ static void help(FILE *out)
           "                     (summary on stderr); json: one object with the trace,\n"
           "                     the rows in nanoseconds and a summary of the counters\n"
           "                     and the wall time (wall_ns)\n"
+          "  --from TIME, --to TIME\n"
+          "                     only the time in this window (since the earliest thread\n"
+          "                     start, as replay shows it; 10us, 2.5ms, 1s): calls crossing\n"
+          "                     an edge count with their part inside it (footer: clipped)\n"
           "  --sort KEY         total (default), self, count, max (descending), name, id\n"
           "  --top N            only the first N rows (per thread with --per-thread)\n"
           "  --per-thread       statistics per (pid, tid) thread, threads in pid/tid order:\n"
@@ -407,6 +412,10 @@ static int count_open(struct acct *a)
 /* A walk's own failure (tool_trace_parallel: above STF_END). */
 
 /* The statistics of each unit (a thread, or the whole trace), merged in order into all. */
+/* --from / --to (window.h): the window in ticks, for every part of the walk. */
+static bool g_win;
+static uint64_t g_win_from, g_win_to;
+
 struct run {
     bool per_thread;
     struct acct **part;
@@ -435,6 +444,8 @@ static int acct_walk(void *arg, size_t k, struct tool_trace *sub)
     a->per_thread = run->per_thread;
     a->cs.nesting = true;
     a->cs.signed_dur = tool_trace_corrected(sub);
+    if (g_win)
+        cs_set_window(&a->cs, g_win_from, g_win_to);
     static const struct cs_ops ops = {
         .enter = NULL, .close = on_close, .loss = on_loss, .parked_loss = on_parked_loss};
     struct stf_item it;
@@ -612,6 +623,11 @@ static const char *const col_names[] = {"total_ns", "self_ns", "min_ns", "median
  * records and loss markers), in ticks. */
 static uint64_t wall(const struct cs_thread *t)
 {
+    if (g_win) { /* the thread's part of the window: from its start, to its end if passed */
+        uint64_t s = t->first > g_win_from ? t->first : g_win_from;
+        uint64_t e = t->win_done ? g_win_to : t->last;
+        return e > s ? e - s : 0;
+    }
     return t->last >= t->first ? t->last - t->first : t->first - t->last;
 }
 
@@ -737,6 +753,7 @@ static void put_header(enum format fmt, bool per_thread)
 int cmd_account(int argc, char **argv)
 {
     const char *path = NULL, *syms_path = NULL;
+    struct tool_window win = {0};
     enum format fmt = F_TEXT;
     bool per_thread = false;
     uint64_t top = 0;
@@ -775,6 +792,9 @@ int cmd_account(int argc, char **argv)
                 tool_err("account: --top needs a positive integer, not '%s'", v);
                 return EXIT_USAGE;
             }
+        } else if (strncmp(o, "--from", 6) == 0 || strncmp(o, "--to", 4) == 0) {
+            if (tool_window_option(argc, argv, &i, "account", &win) < 0)
+                return EXIT_USAGE;
         } else if (tool_trace_arg(argc, argv, &i, "account", &path, &syms_path) < 0) {
             return EXIT_USAGE;
         }
@@ -793,6 +813,10 @@ int cmd_account(int argc, char **argv)
         g_step = tr.calib.step;
     }
 
+    if (tool_window_timed(&win)) {
+        g_win = true;
+        tool_window_ticks(&win, tool_trace_base(&tr), tr.freq, &g_win_from, &g_win_to);
+    }
     struct acct a = {0};
     a.per_thread = per_thread;
     a.cs.nesting = true;
@@ -923,6 +947,8 @@ int cmd_account(int argc, char **argv)
                     "functions: %zu, calls: %" PRIu64 ", stack repairs: %" PRIu64
                     ", unmatched exits: %" PRIu64 ", unfinished frames: %" PRIu64 "\n",
                     nfuncs, a.cs.calls, a.cs.repairs, a.cs.unmatched, open);
+            if (g_win)
+                fprintf(foot, "# window: calls clipped at its edges: %" PRIu64 "\n", a.cs.clipped);
             tool_fmt_ns(wall_b, sizeof wall_b, tool_ticks_to_ns(wall_sum, freq));
             if (per_thread)
                 fputs("# share: of each thread's wall time (from its first to its last record)\n",

@@ -819,3 +819,29 @@ Test(views, tid_not_in_the_trace_is_an_error)
     }
     tr_remove_trace(p);
 }
+
+/* --from / --to (window.h): times since the earliest record (TSC 900), so the window is TSC
+ * [1150, 1950]. Calls crossing an edge count with their part inside it: main [1150,1950] (both
+ * edges), thread 100's first f [1150,1400] and second f [1500,1950], h [1600,1950] and #9
+ * [1700,1950]; thread 200's f [1150,1450] (start); g entered at 1150 is inside. The repairs at
+ * 2000 lie after the window. */
+Test(views, account_window_clips)
+{
+    char *p = write_trace();
+    const char *argv[] = {tr_bin(), "account", p,          "--from", "250",
+                          "--to",   "1.05us",  "--format", "csv",    NULL};
+    struct tr_out r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert_str_eq(r.o, "function,id,count,total_ns,share_pct,self_ns,min_ns,median_ns,p90_ns,"
+                          "p99_ns,max_ns,unfinished\n"
+                          "f,2,3,1000,66.67,450,250,300,450,450,450,0\n"
+                          "main,1,1,800,53.33,100,800,800,800,800,800,0\n"
+                          "h,4,2,350,23.33,100,350,350,350,350,350,1\n"
+                          "g,3,3,250,16.67,250,50,100,100,100,100,0\n"
+                          "#9,9,1,250,16.67,250,250,250,250,250,250,0\n");
+    cr_assert(strstr(r.e, "# functions: 5, calls: 9, stack repairs: 0, unmatched exits: 0, "
+                          "unfinished frames: 0\n# window: calls clipped at its edges: 6\n"),
+              "stderr: %s", r.e);
+    tr_out_free(&r);
+    tr_remove_trace(p);
+}
