@@ -19,4 +19,25 @@ int convert_chrome(const char *path, const char *out, const char *syms_opt);
 int convert_perfetto(const char *path, const char *out, const char *syms_opt);
 int convert_yaml(const char *path, const char *out, const char *syms_opt);
 
+/* Pieces of convert_chrome.c for another writer of the same JSON (sledtrace slowest -o), so that
+ * both write times and names alike (convert_chrome.c's top explains the grid). */
+struct chrome_grid {
+    uint64_t base, freq; /* time 0 is 1 us before base (ticks at freq) */
+    int step;            /* times are whole multiples of 2^-step us */
+};
+/* The grid the export picks for timestamps from base up to end, with up to moves times written
+ * one step later than their own. */
+void chrome_grid_init(struct chrome_grid *g, uint64_t base, uint64_t freq, uint64_t end,
+                      uint64_t moves);
+/* tsc in steps of the grid (at least 1: DevTools leaves out ts 0), and where metadata sit. */
+uint64_t chrome_grid_steps(const struct chrome_grid *g, uint64_t tsc);
+uint64_t chrome_grid_meta(const struct chrome_grid *g);
+/* k steps as the exact decimal number of microseconds the export writes. */
+void chrome_put_time(FILE *f, const struct chrome_grid *g, uint64_t k);
+/* The body (escaped, no quotes) of a process_name (the executable's base name, else "pid N") and
+ * of a thread_name ("NAME (T)" or "thread T", then " context C" for a coroutine's track). */
+void chrome_process_label(FILE *f, const struct stf_syms *syms, int32_t pid);
+void chrome_thread_label(FILE *f, const struct stf_syms *syms, int32_t pid, int32_t tid,
+                         bool context, uint64_t ctx);
+
 #endif

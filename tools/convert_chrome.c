@@ -339,15 +339,9 @@ static void name_process(struct chrome *c, int32_t pid)
             return;
     if (c->nnamed < sizeof c->named / sizeof c->named[0])
         c->named[c->nnamed++] = pid;
-    const char *exe = stf_syms_object(c->syms, 0);
-    const char *base = exe ? strrchr(exe, '/') : NULL;
-    base = base ? base + 1 : exe;
     begin_event(c, "M", pid, pid, base_steps(c));
     fputs(",\"name\":\"process_name\",\"args\":{\"name\":\"", c->f);
-    if (base && *base)
-        tool_json_escape(c->f, (const uint8_t *)base, strlen(base));
-    else
-        fprintf(c->f, "pid %" PRId32, pid);
+    chrome_process_label(c->f, c->syms, pid);
     fputs("\"}}", c->f);
 }
 
@@ -358,12 +352,9 @@ static int on_thread(void *ctx, const struct cs_thread *t)
         return -1;
     name_process(c, t->pid);
     begin_event(c, "M", t->pid, t->tid, base_steps(c));
-    /* The name the program gave the thread (sidecar), with its tid: "worker-1 (1234)". */
-    const char *nm = stf_syms_thread_name(c->syms, t->pid, t->tid);
     fputs(",\"name\":\"thread_name\",\"args\":{\"name\":\"", c->f);
-    if (nm)
-        tool_json_escape(c->f, (const uint8_t *)nm, strlen(nm));
-    fprintf(c->f, nm ? " (%" PRId32 ")\"}}" : "thread %" PRId32 "\"}}", t->tid);
+    chrome_thread_label(c->f, c->syms, t->pid, t->tid, false, 0);
+    fputs("\"}}", c->f);
     return 0;
 }
 
@@ -386,15 +377,9 @@ static int name_track(struct chrome *c, const struct cs_thread *t)
         return 0;
     c->named_track[t->track] = true;
     begin_event(c, "M", t->pid, track_tid(t), base_steps(c));
-    const char *nm = stf_syms_thread_name(c->syms, t->pid, t->tid);
     fputs(",\"name\":\"thread_name\",\"args\":{\"name\":\"", c->f);
-    if (nm)
-        tool_json_escape(c->f, (const uint8_t *)nm, strlen(nm));
-    fprintf(c->f, nm ? " (%" PRId32 ")" : "thread %" PRId32, t->tid);
-    if (t->ctx & STF_CTX_ADDRESS)
-        fprintf(c->f, " context at 0x%" PRIx64 "\"}}", t->ctx & ~STF_CTX_ADDRESS);
-    else
-        fprintf(c->f, " context %" PRIu64 "\"}}", t->ctx);
+    chrome_thread_label(c->f, c->syms, t->pid, t->tid, true, t->ctx);
+    fputs("\"}}", c->f);
     return 0;
 }
 
@@ -529,6 +514,51 @@ static void instant(struct chrome *c, const struct stf_item *it)
     fputs("\"}}", c->f);
 }
 
+/* Item 4 of issue 25: JavaScript viewers (speedscope, the DevTools trace engine, chrome://tracing)
+ * read the file into one string, and V8 refuses strings over 0x1fffffe8 characters, so an export
+ * past that loads nowhere but in Perfetto's native trace processor. Before writing, the size is
+ * estimated from the first pass (items: about two function records per call) and the format
+ * above: per call 81 bytes of fixed text, two ids of 7 digits (pid, tid), a ts of the span's
+ * integer digits and about 13 of fraction, a dur of about 14, a function id of 4 and a name of
+ * 16 (the sqlite3 trace of the issue, 3.88 GB for 27 million calls, has 143 bytes a call). Over
+ * the limit, one warning names the ways out; the file is written anyway (it is valid JSON, for
+ * trace_processor, jq or a script), whether or not it goes to a terminal.
+ * SLEDTRACE_CHROME_LIMIT=BYTES sets the limit, for tests only. */
+enum { CHROME_FIXED = 81 + 14 + 13 + 14 + 4 + 16 };
+static const uint64_t CHROME_JS_LIMIT = 0x1fffffe8;
+
+static void size_text(char *buf, size_t len, uint64_t bytes)
+{
+    if (bytes >= (1ull << 30))
+        snprintf(buf, len, "%.1f GiB", (double)bytes / (double)(1ull << 30));
+    else if (bytes >= (1ull << 20))
+        snprintf(buf, len, "%" PRIu64 " MiB", (uint64_t)((bytes + (1ull << 19)) >> 20));
+    else
+        snprintf(buf, len, "%" PRIu64 " KiB", (bytes + 1023) >> 10);
+}
+
+static void size_warning(const char *path, uint64_t items, uint64_t span_ns)
+{
+    uint64_t limit = CHROME_JS_LIMIT, v;
+    const char *env = getenv("SLEDTRACE_CHROME_LIMIT");
+    if (env && *env && tool_parse_u64(env, &v))
+        limit = v;
+    uint64_t digits = 1;
+    for (uint64_t x = span_ns / 1000; x >= 10; x /= 10)
+        digits++;
+    uint64_t est = items / 2 * (CHROME_FIXED + digits);
+    if (est <= limit)
+        return;
+    char e[32], l[32];
+    size_text(e, sizeof e, est);
+    size_text(l, sizeof l, limit);
+    tool_err("warning: %s: the Chrome JSON will be about %s, over the %s that JavaScript viewers "
+             "load (speedscope, DevTools, chrome://tracing); writing it anyway. Smaller: "
+             "--format perfetto, 'sledtrace slowest FUNC -o OUT.json', or a window or filter "
+             "(--from/--to, --tid, --filter, --max-depth, --min-duration)",
+             path, e, l);
+}
+
 int convert_chrome(const char *path, const char *out, const char *syms_opt)
 {
     struct tool_trace tr;
@@ -543,6 +573,7 @@ int convert_chrome(const char *path, const char *out, const char *syms_opt)
     uint64_t items, end = tool_trace_extent(&tr, &items);
     c.cs = &cs;
     c.step = pick_step(at_ns(&c, end), 2 * items); /* a start and an end per item at most */
+    size_warning(path, items, at_ns(&c, end));
     c.frac = frac_table(c.step);
     c.ob = malloc(OUT_BUF);
     c.ocap = c.ob ? OUT_BUF : 0;
@@ -593,4 +624,60 @@ int convert_chrome(const char *path, const char *out, const char *syms_opt)
     tool_names_free(&c.names);
     tool_trace_close(&tr);
     return status;
+}
+
+/* ---- for other writers of the same JSON (convert.h) ------------------------------------------ */
+
+void chrome_process_label(FILE *f, const struct stf_syms *syms, int32_t pid)
+{
+    const char *exe = stf_syms_object(syms, 0);
+    const char *base = exe ? strrchr(exe, '/') : NULL;
+    base = base ? base + 1 : exe;
+    if (base && *base)
+        tool_json_escape(f, (const uint8_t *)base, strlen(base));
+    else
+        fprintf(f, "pid %" PRId32, pid);
+}
+
+void chrome_thread_label(FILE *f, const struct stf_syms *syms, int32_t pid, int32_t tid,
+                         bool context, uint64_t ctx)
+{
+    /* The name the program gave the thread (sidecar), with its tid: "worker-1 (1234)". */
+    const char *nm = stf_syms_thread_name(syms, pid, tid);
+    if (nm)
+        tool_json_escape(f, (const uint8_t *)nm, strlen(nm));
+    fprintf(f, nm ? " (%" PRId32 ")" : "thread %" PRId32, tid);
+    if (context && (ctx & STF_CTX_ADDRESS))
+        fprintf(f, " context at 0x%" PRIx64, ctx & ~STF_CTX_ADDRESS);
+    else if (context)
+        fprintf(f, " context %" PRIu64, ctx);
+}
+
+void chrome_grid_init(struct chrome_grid *g, uint64_t base, uint64_t freq, uint64_t end,
+                      uint64_t moves)
+{
+    const struct chrome c = {.base = base, .freq = freq};
+    g->base = base;
+    g->freq = freq;
+    g->step = pick_step(at_ns(&c, end), moves);
+}
+
+uint64_t chrome_grid_steps(const struct chrome_grid *g, uint64_t tsc)
+{
+    const struct chrome c = {.base = g->base, .freq = g->freq};
+    uint64_t k = to_steps(g->step, at_ns(&c, tsc));
+    return k ? k : 1;
+}
+
+uint64_t chrome_grid_meta(const struct chrome_grid *g)
+{
+    const struct chrome c = {.step = g->step};
+    return base_steps(&c);
+}
+
+void chrome_put_time(FILE *f, const struct chrome_grid *g, uint64_t k)
+{
+    const struct chrome c = {.step = g->step};
+    char buf[64];
+    fwrite(buf, 1, (size_t)(put_us(&c, buf, k) - buf), f);
 }

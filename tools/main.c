@@ -5,10 +5,11 @@
 #include <stdio.h>
 #include <string.h>
 
-int cmd_graph(int argc, char **argv); /* cmd_graph.c */
-int cmd_diff(int argc, char **argv);  /* cmd_diff.c */
-int cmd_order(int argc, char **argv); /* cmd_order.c */
-int cmd_top(int argc, char **argv);   /* cmd_top.c */
+int cmd_graph(int argc, char **argv);   /* cmd_graph.c */
+int cmd_diff(int argc, char **argv);    /* cmd_diff.c */
+int cmd_order(int argc, char **argv);   /* cmd_order.c */
+int cmd_top(int argc, char **argv);     /* cmd_top.c */
+int cmd_slowest(int argc, char **argv); /* cmd_slowest.c */
 
 #ifndef SLEDTRACE_VERSION
 #define SLEDTRACE_VERSION "unknown"
@@ -45,6 +46,8 @@ static void usage(FILE *out)
           "                                  interactive SVG flame graph\n"
           "  order TRACE... [-o FILE] [--pages BINARY]\n"
           "                                  first-call order as a linker symbol ordering file\n"
+          "  slowest [TRACE] FUNC [-n N] [--tid T] [-o OUT.json]\n"
+          "                                  the N slowest calls of FUNC, and their timeline\n"
           "  top [TRACE] [--interval MS] [--once]\n"
           "                                  follow a trace being written: top functions\n"
           "\n"
@@ -88,6 +91,8 @@ int main(int argc, char **argv)
         return cmd_diff(argc - 1, argv + 1);
     if (strcmp(cmd, "order") == 0)
         return cmd_order(argc - 1, argv + 1);
+    if (strcmp(cmd, "slowest") == 0)
+        return cmd_slowest(argc - 1, argv + 1);
     if (strcmp(cmd, "top") == 0)
         return cmd_top(argc - 1, argv + 1);
     if (strcmp(cmd, "replay") == 0)

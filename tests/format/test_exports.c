@@ -173,6 +173,50 @@ Test(exports, chrome_nests_as_doubles)
     }
 }
 
+/* Issue 25.4: over the size JavaScript viewers load, convert --format chrome says so on one line
+ * before writing, and writes the same file all the same. The golden trace's items (records,
+ * block headers included), two a call, make 13 calls of 143 bytes (a span of 3 us: one integer
+ * digit): 1859 bytes, 2 KiB; the limit is lowered to 1000 bytes (SLEDTRACE_CHROME_LIMIT, for
+ * tests only), then to 1859, the estimate itself, which is not over it. */
+Test(exports, chrome_size_warning)
+{
+    struct tg g;
+    golden_trace(&g);
+    char *p = tr_write_trace(&g, true);
+    char *o = tg_tmpname(".json"), *o2 = tg_tmpname(".json");
+    const char *argv[] = {tr_bin(), "convert", p, "--format", "chrome", "-o", o, NULL};
+    setenv("SLEDTRACE_CHROME_LIMIT", "1000", 1);
+    struct tr_out r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    char want[1024];
+    snprintf(want, sizeof want,
+             "sledtrace: warning: %s: the Chrome JSON will be about 2 KiB, over the 1 KiB that "
+             "JavaScript viewers load (speedscope, DevTools, chrome://tracing); writing it "
+             "anyway. Smaller: --format perfetto, 'sledtrace slowest FUNC -o OUT.json', or a "
+             "window or filter (--from/--to, --tid, --filter, --max-depth, --min-duration)\n",
+             p);
+    cr_assert_str_eq(r.e, want);
+    tr_out_free(&r);
+    setenv("SLEDTRACE_CHROME_LIMIT", "1859", 1);
+    argv[6] = o2;
+    r = tr_run(argv);
+    unsetenv("SLEDTRACE_CHROME_LIMIT");
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert_str_eq(r.e, "");
+    tr_out_free(&r);
+    char *a = tr_slurp(o), *b = tr_slurp(o2);
+    cr_assert_str_eq(a, b);
+    cr_assert_eq(chrome_check(o), 12);
+    free(a);
+    free(b);
+    unlink(o);
+    unlink(o2);
+    free(o);
+    free(o2);
+    tr_remove_trace(p);
+    tg_free(&g);
+}
+
 /* Payload bytes: well-formed UTF-8 (a 2-, 3- and 4-byte sequence) passes through; a lone 0xff,
  * an overlong 0xc0 0x80, a surrogate 0xed 0xa0 0x80 and a cut 0xe2 0x82 become \u00XX per byte,
  * so python3 (strict UTF-8) still parses the file. */

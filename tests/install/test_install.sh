@@ -143,7 +143,7 @@ with sledtrace.open(sys.argv[2]) as t:
 
 # The commands of `sledtrace --help`; help_options TOOL COMMAND: the options the command's --help
 # lists, one per line (those that begin its indented option lines: "  -o, --output DIR ...").
-COMMANDS=(run live info dump account convert replay stack flamegraph graph diff order top)
+COMMANDS=(run live info dump account convert replay stack flamegraph graph diff order slowest top)
 help_options() {
     "$1" "$2" --help 2>&1 | grep -E '^ +-' |
         sed -E 's/^ +//; s/^((-[a-z], )?--?[a-z][a-z-]*).*/\1/' | tr ',' '\n' | tr -d ' ' | sort -u
@@ -221,7 +221,7 @@ check_completion() {
     mkdir -p "$work/sub"
     touch "$work/a.fdr" "$work/a.syms"
     same "$name: completion offers the commands" \
-        "--help --version account convert diff dump flamegraph graph info live order replay run stack top " \
+        "--help --version account convert diff dump flamegraph graph info live order replay run slowest stack top " \
         "$(completions "$script" "$work" sledtrace '')"
     local cmd opt offered missing=()
     for cmd in "${COMMANDS[@]}"; do
