@@ -36,7 +36,7 @@
 
 static void help(FILE *out)
 {
-    fputs("usage: sledtrace slowest [TRACE] FUNC [-n N] [--tid T] [-o OUT.json]\n"
+    fputs("usage: sledtrace slowest [TRACE] FUNC [-n N] [--tid T] [-o OUT.json [--max-calls M]]\n"
           "                         [--raw-times] [--syms FILE [--force-syms]] [--names MODE]\n"
           "\n"
           "The N slowest calls of FUNC, slowest first, one line each: rank, duration, start\n"
@@ -55,6 +55,11 @@ static void help(FILE *out)
           "                  slow call, margin a tenth of its duration and at least 1 us,\n"
           "                  cut at the window's edges (args.clipped: start, end or both),\n"
           "                  and an instant 'slowest #R' at each slow call's start\n"
+          "  --max-calls M   at most M calls in OUT.json (default 200000, about 30 MB, which\n"
+          "                  any viewer loads; 0: no limit): when the windows hold more, the\n"
+          "                  shortest are left out (a duration threshold, a power of two of\n"
+          "                  the JSON's time step; otherData.shortest_kept and left_out say\n"
+          "                  it, and one line on stderr); the trace is then read once more\n"
           "  --raw-times     times as measured, the tracer's own cost included\n"
           "                  (default: corrected, when the trace records that cost)\n"
           "  --syms FILE     symbols file (default: TRACE with .fdr replaced by .syms), or\n"
@@ -240,6 +245,12 @@ struct timeline {
     size_t npids, cappids;
     uint64_t written;
     bool nomem;
+    /* The budget (--max-calls): a counting walk first (counting: no output) fills hist with
+     * the calls it would write by log2 of their duration in steps; the writing walk then
+     * leaves out the calls shorter than min_steps, so that at most that many are written. */
+    bool counting;
+    uint64_t hist[65];
+    uint64_t min_steps, left_out;
 };
 
 static struct wthread *wthread_of(struct timeline *tl, int32_t pid, int32_t tid)
@@ -328,6 +339,15 @@ static void name_track(struct timeline *tl, int32_t pid, int32_t tid, uint32_t t
 static void emit(struct timeline *tl, const struct cs_thread *t, uint32_t track, uint64_t ctx,
                  const struct cs_frame *f, uint64_t e, bool cut_end, enum cs_why why)
 {
+    uint64_t steps = e > f->mark ? e - f->mark : 0;
+    if (tl->counting) {
+        tl->hist[steps ? 64 - __builtin_clzll(steps) : 0]++;
+        return;
+    }
+    if (steps < tl->min_steps) {
+        tl->left_out++;
+        return;
+    }
     bool first = track == t->track0;
     int32_t tid = first ? t->tid : (int32_t)(INT32_MAX - track);
     name_track(tl, t->pid, t->tid, track, first, ctx);
@@ -490,9 +510,39 @@ static int make_windows(struct timeline *tl, uint64_t freq)
 }
 
 /* Pass 2: the JSON of the windows to out. Returns an exit status. */
+/* One walk of the trace through the windows (tl->counting: counting, else writing). */
+static int walk(struct tool_trace *tr, struct timeline *tl)
+{
+    static const struct cs_ops ops = {.enter = tl_enter, .close = tl_close};
+    struct callstack cs = {.close_open = true, .signed_dur = tool_trace_corrected(tr)};
+    struct stf_item it;
+    int status = EXIT_OK, rc = STF_END;
+    while (status == EXIT_OK && (rc = tool_trace_next(tr, &it)) == STF_OK) {
+        struct wthread *wt = wthread_of(tl, it.pid, it.tid);
+        if (!wt)
+            continue;
+        if (it.kind == STF_K_FUNCTION || it.kind == STF_M_CUSTOM_EVENT ||
+            it.kind == STF_M_TYPED_EVENT) {
+            advance(tl, (struct cs_thread *)cs_find(&cs, it.pid, it.tid), wt, it.tsc);
+        }
+        if (cs_feed(&cs, &it, &ops, tl) != 0 || tl->nomem) {
+            tool_err("out of memory");
+            status = EXIT_BAD_TRACE;
+        }
+    }
+    if (tool_trace_end(tr, rc) != EXIT_OK && status == EXIT_OK)
+        status = EXIT_BAD_TRACE;
+    if (status == EXIT_OK && (cs_finish(&cs, &ops, tl) != 0 || tl->nomem)) {
+        tool_err("out of memory");
+        status = EXIT_BAD_TRACE;
+    }
+    cs_free(&cs);
+    return status;
+}
+
 static int write_timeline(const char *path, const char *out, const char *syms_opt,
                           struct slow *slow, size_t nslow, const char *glob, uint64_t calls,
-                          uint64_t end_tsc, uint64_t frames)
+                          uint64_t end_tsc, uint64_t frames, uint64_t max_calls)
 {
     struct tool_trace tr;
     struct tool_out o;
@@ -508,30 +558,43 @@ static int write_timeline(const char *path, const char *out, const char *syms_op
     }
     /* every frame's start and end, in each window at most once, may move a step */
     chrome_grid_init(&tl.g, base, tr.freq, end_tsc, 2 * (frames + 1) * (nslow + 1));
-    fputs("{\"traceEvents\":[", f);
-    static const struct cs_ops ops = {.enter = tl_enter, .close = tl_close};
-    struct callstack cs = {.close_open = true, .signed_dur = tool_trace_corrected(&tr)};
-    struct stf_item it;
-    int rc = STF_END;
-    while (status == EXIT_OK && (rc = tool_trace_next(&tr, &it)) == STF_OK) {
-        struct wthread *wt = wthread_of(&tl, it.pid, it.tid);
-        if (!wt)
-            continue;
-        if (it.kind == STF_K_FUNCTION || it.kind == STF_M_CUSTOM_EVENT ||
-            it.kind == STF_M_TYPED_EVENT) {
-            advance(&tl, (struct cs_thread *)cs_find(&cs, it.pid, it.tid), wt, it.tsc);
-        }
-        if (cs_feed(&cs, &it, &ops, &tl) != 0 || tl.nomem) {
-            tool_err("out of memory");
+    if (status == EXIT_OK && max_calls) {
+        /* The counting walk, on a second opening of the trace. */
+        struct tool_trace tc;
+        if (tool_trace_open(&tc, path, syms_opt, "counting", false) != EXIT_OK) {
             status = EXIT_BAD_TRACE;
+        } else {
+            struct timeline cnt = {.syms = tc.syms, .slow = slow, .nslow = nslow, .counting = true};
+            cnt.g = tl.g;
+            if (make_windows(&cnt, tr.freq) != 0) {
+                tool_err("out of memory");
+                status = EXIT_BAD_TRACE;
+            }
+            if (status == EXIT_OK)
+                status = walk(&tc, &cnt);
+            /* The shortest power of two of steps that keeps the calls within the budget. */
+            uint64_t above = 0;
+            for (int b = 64; b >= 0 && status == EXIT_OK; b--) {
+                if (above + cnt.hist[b] > max_calls) {
+                    tl.min_steps = b >= 64 ? UINT64_MAX : (uint64_t)1 << b;
+                    break;
+                }
+                above += cnt.hist[b];
+            }
+            for (size_t i = 0; i < cnt.nth; i++)
+                free(cnt.th[i].w);
+            free(cnt.th);
+            free(cnt.last);
+            free(cnt.named);
+            free(cnt.pids);
+            for (size_t i = 0; i < nslow; i++)
+                slow[i].mark = 0; /* found again by the writing walk */
+            tool_trace_close(&tc);
         }
     }
-    if (tool_trace_end(&tr, rc) != EXIT_OK && status == EXIT_OK)
-        status = EXIT_BAD_TRACE;
-    if (status == EXIT_OK && (cs_finish(&cs, &ops, &tl) != 0 || tl.nomem)) {
-        tool_err("out of memory");
-        status = EXIT_BAD_TRACE;
-    }
+    fputs("{\"traceEvents\":[", f);
+    if (status == EXIT_OK)
+        status = walk(&tr, &tl);
     for (size_t i = 0; status == EXIT_OK && i < nslow; i++) {
         const struct slow *s = &slow[i];
         event_start(&tl, "i", s->pid, s->track_tid,
@@ -548,17 +611,26 @@ static int write_timeline(const char *path, const char *out, const char *syms_op
         nw += tl.th[i].nw;
     fputs("\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"function\":\"", f);
     tool_json_escape(f, (const uint8_t *)glob, strlen(glob));
+    fprintf(f, "\",\"calls\":%" PRIu64 ",\"slowest\":%zu,\"windows\":%zu,\"left_out\":%" PRIu64,
+            calls, nslow, nw, tl.left_out);
+    if (tl.min_steps) {
+        fputs(",\"shortest_kept\":", f);
+        chrome_put_time(f, &tl.g, tl.min_steps);
+    }
     fprintf(f,
-            "\",\"calls\":%" PRIu64 ",\"slowest\":%zu,\"windows\":%zu,\"margin\":\"a tenth of "
+            ",\"margin\":\"a tenth of "
             "each call, at least 1 us\",\"times\":\"%s\"}}\n",
-            calls, nslow, nw,
             tool_trace_corrected(&tr) ? "corrected"
             : tr.has_calib            ? "raw"
                                       : "as measured");
     int st = tool_out_close(&o, status == EXIT_OK) ? EXIT_BAD_TRACE : EXIT_OK;
     if (status == EXIT_OK)
         status = st;
-    cs_free(&cs);
+    if (status == EXIT_OK && tl.left_out)
+        fprintf(stderr,
+                "sledtrace: slowest: %" PRIu64 " calls shorter than the shortest kept left out "
+                "of %s (--max-calls %" PRIu64 "; otherData says which)\n",
+                tl.left_out, out, max_calls);
     for (size_t i = 0; i < tl.nth; i++)
         free(tl.th[i].w);
     free(tl.th);
@@ -575,7 +647,7 @@ int cmd_slowest(int argc, char **argv)
 {
     const char *pos[2] = {NULL, NULL}, *syms_path = NULL, *out = NULL;
     size_t npos = 0;
-    uint64_t n = 10;
+    uint64_t n = 10, max_calls = 200000;
     int32_t tid = 0;
     bool have_tid = false;
     if (tool_wants_help(argc, argv)) {
@@ -589,6 +661,12 @@ int cmd_slowest(int argc, char **argv)
             if (m < 0 || !tool_parse_u64(v, &n) || n == 0 || n > 1000000) {
                 if (m > 0)
                     tool_err("slowest: -n needs an integer from 1 to 1000000, not '%s'", v);
+                return EXIT_USAGE;
+            }
+        } else if ((m = tool_option(argc, argv, &i, "slowest", "--max-calls", &v)) != 0) {
+            if (m < 0 || !tool_parse_u64(v, &max_calls)) {
+                if (m > 0)
+                    tool_err("slowest: --max-calls needs an integer (0: no limit), not '%s'", v);
                 return EXIT_USAGE;
             }
         } else if ((m = tool_option(argc, argv, &i, "slowest", "-o", &v)) != 0) {
@@ -677,7 +755,7 @@ int cmd_slowest(int argc, char **argv)
     }
     if (status == EXIT_OK && out) /* the file read again: a piped trace's copy */
         status = write_timeline(tool_trace_source(&tr), out, syms_path, s.heap, s.nheap, glob,
-                                s.calls, end_tsc, cs.calls + cs_open_frames(&cs));
+                                s.calls, end_tsc, cs.calls + cs_open_frames(&cs), max_calls);
     for (size_t i = 0; i < s.nheap; i++)
         free(s.heap[i].stack);
     free(s.heap);

@@ -6,6 +6,12 @@
 #             (tests/perfetto/pfcount.c, the wire-format reader that check.py holds to protoc)
 #             must count exactly account's calls per function, every slice closed
 #   chrome    the size `convert --format chrome` writes (to a pipe; REALSIZE_CHROME=0 skips it)
+#   slowest   `sledtrace slowest sqlite3VdbeExec -n 3 -o slow.json`: its three calls must be
+#             the ones `replay --order exit --min-duration D --filter sqlite3VdbeExec` shows (D:
+#             the third's duration), same starts and durations; and slow.json (bounded by
+#             --max-calls) must load in the DevTools trace engine from npm
+#             (tests/viewers/devtools-check.mjs, with tests/viewers' pinned node_modules, which
+#             `meson test viewers-devtools` installs) with every call of the file in its tree
 # Each line says exact or NOT EXACT / the ratio. Not part of CI (it fetches and compiles sqlite3
 # once, and writes and reads gigabytes); `scripts/bench.sh` does not call it either.
 # Usage: scripts/bench/realsize.sh [WORKDIR]   (default build/bench/realsize; the sqlite3 builds
@@ -66,4 +72,34 @@ if [[ ${REALSIZE_CHROME:-1} != 0 ]]; then
     t1=$(now)
     printf '  %-10s %6.1f MB, %s s; perfetto is %s of it\n' chrome "$(awk -v s="$csize" 'BEGIN { print s / 1e6 }')" \
         "$(secs "$t0" "$t1")" "$(awk -v a="$psize" -v b="$csize" 'BEGIN { printf "%.3f", a / b }')"
+fi
+t0=$(now)
+"$tool" slowest "$trace" sqlite3VdbeExec -n 3 -o "$tmp/slow.json" >"$tmp/slow.txt" 2>"$tmp/slow.err"
+t1=$(now)
+# rank, duration, start, tid: the same three rows as replay's start, duration (tid first there)
+awk '$1 ~ /^[0-9]+$/ { print $4, $3, $2 }' "$tmp/slow.txt" | sort >"$tmp/slow.rows"
+# the third's duration less one unit of its last shown digit (both round their own way)
+third=$(awk '$1 == 3 { d = $2; match(d, /[a-z]+$/); printf "%.3f%s", substr(d, 1, RSTART - 1) - 0.001, substr(d, RSTART) }' "$tmp/slow.txt")
+"$tool" replay "$trace" --order exit --min-duration "$third" --filter sqlite3VdbeExec 2>/dev/null |
+    awk '!/^#/ { print $1, $2, $3 }' | sort >"$tmp/replay.rows"
+if [[ -s $tmp/slow.rows ]] && cmp -s "$tmp/slow.rows" "$tmp/replay.rows"; then
+    confirm="replay shows the same $(wc -l <"$tmp/slow.rows") calls, starts and durations"
+else
+    confirm="NOT CONFIRMED by replay: $(paste -d'|' "$tmp/slow.rows" "$tmp/replay.rows" | tr '\n' ' ')"
+fi
+jsize=$(stat -c %s "$tmp/slow.json")
+printf '  %-10s %s s; %s; slow.json %.1f MB\n' slowest "$(secs "$t0" "$t1")" "$confirm" \
+    "$(awk -v s="$jsize" 'BEGIN { print s / 1e6 }')"
+modules=$root/build/tests/viewers/node_modules
+if [[ -d $modules/@paulirish/trace_engine ]] && command -v node >/dev/null; then
+    want=$(python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(sum(e.get("ph") == "X" for e in d["traceEvents"]))' "$tmp/slow.json")
+    got=$(node tests/viewers/devtools-check.mjs "$modules" "$tmp/slow.json" | awk '$1 == "thread" { s += $4 } END { print s + 0 }')
+    if [[ $want == "$got" ]]; then
+        dv="all $got calls of slow.json in its call tree"
+    else
+        dv="NOT ALL: $got of $want calls in its call tree"
+    fi
+    printf '  %-10s %s\n' devtools "$dv"
+else
+    printf '  %-10s skipped: no %s (meson test -C build viewers-devtools installs it)\n' devtools "$modules"
 fi

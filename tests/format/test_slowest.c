@@ -171,22 +171,23 @@ Test(slowest, timeline_holds_the_windows)
     cr_assert_str_eq(r.e, "");
     tr_out_free(&r);
     char *ev = events_of(o);
-    cr_assert_str_eq(ev, "X 100 100 f 1000 1100 - -\n"
-                         "X 100 100 f 1900 2400 - -\n"
-                         "X 100 100 f 2900 3200 - -\n"
-                         "X 100 100 f 3900 4400 - -\n"
-                         "X 100 100 f 4900 5100 - -\n"
-                         "X 100 100 main 900 5400 both -\n"
-                         "X 100 200 f 1600 2600 - -\n"
-                         "X 100 200 f 2800 2800 - unfinished\n"
-                         "X 100 200 g 1500 2700 - -\n"
-                         "X 100 200 main 1400 2801 - unfinished\n"
-                         "i 100 100 slowest #2 1900\n"
-                         "i 100 100 slowest #3 3900\n"
-                         "i 100 200 slowest #1 1600\n"
-                         "{\"calls\": 6, \"function\": \"f\", \"margin\": \"a tenth of each call, "
-                         "at least 1 us\", \"slowest\": 3, \"times\": \"as measured\", "
-                         "\"windows\": 2}\n");
+    cr_assert_str_eq(ev,
+                     "X 100 100 f 1000 1100 - -\n"
+                     "X 100 100 f 1900 2400 - -\n"
+                     "X 100 100 f 2900 3200 - -\n"
+                     "X 100 100 f 3900 4400 - -\n"
+                     "X 100 100 f 4900 5100 - -\n"
+                     "X 100 100 main 900 5400 both -\n"
+                     "X 100 200 f 1600 2600 - -\n"
+                     "X 100 200 f 2800 2800 - unfinished\n"
+                     "X 100 200 g 1500 2700 - -\n"
+                     "X 100 200 main 1400 2801 - unfinished\n"
+                     "i 100 100 slowest #2 1900\n"
+                     "i 100 100 slowest #3 3900\n"
+                     "i 100 200 slowest #1 1600\n"
+                     "{\"calls\": 6, \"function\": \"f\", \"left_out\": 0, \"margin\": \"a tenth "
+                     "of each call, at least 1 us\", \"slowest\": 3, \"times\": \"as measured\", "
+                     "\"windows\": 2}\n");
     free(ev);
     struct cc_result got = {0}, want = {0};
     cc_check(o, &got);
@@ -210,15 +211,65 @@ Test(slowest, timeline_holds_the_windows)
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
     tr_out_free(&r);
     ev = events_of(o);
-    cr_assert_str_eq(ev, "X 100 100 f 1000 1100 - -\n"
-                         "X 100 100 f 1900 2400 - -\n"
-                         "X 100 100 f 2900 3200 - -\n"
-                         "X 100 100 main 900 3400 both -\n"
-                         "i 100 100 slowest #1 1900\n"
-                         "{\"calls\": 5, \"function\": \"f\", \"margin\": \"a tenth of each call, "
-                         "at least 1 us\", \"slowest\": 1, \"times\": \"as measured\", "
-                         "\"windows\": 1}\n");
+    cr_assert_str_eq(ev,
+                     "X 100 100 f 1000 1100 - -\n"
+                     "X 100 100 f 1900 2400 - -\n"
+                     "X 100 100 f 2900 3200 - -\n"
+                     "X 100 100 main 900 3400 both -\n"
+                     "i 100 100 slowest #1 1900\n"
+                     "{\"calls\": 5, \"function\": \"f\", \"left_out\": 0, \"margin\": \"a tenth "
+                     "of each call, at least 1 us\", \"slowest\": 1, \"times\": \"as measured\", "
+                     "\"windows\": 1}\n");
     free(ev);
+    unlink(o);
+    free(o);
+    tr_remove_trace(p);
+}
+
+/* --max-calls: the windows above hold 10 calls: 4500, 1401, 1200 and 1000 ns long, then 500,
+ * 500, 300, 200, 100 and 0. At most 4: the counting walk, by powers of two of the JSON's time
+ * step, finds the 4 longest in the buckets above the one that would make 7, so every call
+ * shorter than that power of two (here 1 us) is left out (6), said in otherData and in one
+ * line on stderr; what is kept still nests. */
+Test(slowest, timeline_within_max_calls)
+{
+    char *p = slow_trace();
+    char *o = tg_tmpname(".json");
+    const char *argv[] = {tr_bin(), "slowest",     p,   "f", "-n", "3", "-o",
+                          o,        "--max-calls", "4", NULL};
+    struct tr_out r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    char line[512];
+    snprintf(line, sizeof line,
+             "sledtrace: slowest: 6 calls shorter than the shortest kept left out of %s "
+             "(--max-calls 4; otherData says which)\n",
+             o);
+    cr_assert_str_eq(r.e, line);
+    tr_out_free(&r);
+    char *ev = events_of(o);
+    cr_assert_str_eq(ev,
+                     "X 100 100 main 900 5400 both -\n"
+                     "X 100 200 f 1600 2600 - -\n"
+                     "X 100 200 g 1500 2700 - -\n"
+                     "X 100 200 main 1400 2801 - unfinished\n"
+                     "i 100 100 slowest #2 1900\n"
+                     "i 100 100 slowest #3 3900\n"
+                     "i 100 200 slowest #1 1600\n"
+                     "{\"calls\": 6, \"function\": \"f\", \"left_out\": 6, \"margin\": \"a tenth "
+                     "of each call, at least 1 us\", \"shortest_kept\": 1, \"slowest\": 3, "
+                     "\"times\": \"as measured\", \"windows\": 2}\n");
+    free(ev);
+    struct cc_result got = {0}, want = {0};
+    cc_check(o, &got);
+    struct cc_thread *t = cc_thread_of(&want, 100, 100);
+    t->calls = 1;
+    t->depth[0] = 1;
+    t = cc_thread_of(&want, 100, 200);
+    t->calls = 3;
+    t->depth[0] = 1;
+    t->depth[1] = 1;
+    t->depth[2] = 1;
+    cc_expect("slowest -o --max-calls 4", &got, &want);
     unlink(o);
     free(o);
     tr_remove_trace(p);
