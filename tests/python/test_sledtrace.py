@@ -257,6 +257,40 @@ def test_calls_of_one_thread(data):
         assert list(t.calls(tid=1)) == []
 
 
+def test_calls_in_a_window(data):
+    """calls(start=, end=) (issue 25.1): the calls inside [start, end] as they are, those that
+    cross an edge clipped to it and marked, none other; the window here is the middle third of
+    real-mt.fdr's main (so main itself and its open callees cross both edges)."""
+    with sledtrace.open(data / "real-mt.fdr") as t:
+        every = list(t.calls())
+        main = next(c for c in every if c.name == "main")
+        lo = main.start + main.duration // 3
+        hi = main.start + 2 * main.duration // 3
+        inside = [c for c in every if lo <= c.start and c.start + c.duration <= hi]
+        crossing = [c for c in every
+                    if c.start < hi and c.start + c.duration > lo and c not in inside]
+        got = list(t.calls(start=lo, end=hi))
+        assert [c for c in every if c.clipped is not None] == []
+    whole = [c for c in got if c.clipped is None]
+    assert [(c.tid, c.name, c.start, c.duration) for c in whole] == \
+        [(c.tid, c.name, c.start, c.duration) for c in inside]
+    clipped = [c for c in got if c.clipped is not None]
+    assert sorted((c.tid, c.name) for c in clipped) == sorted((c.tid, c.name) for c in crossing)
+    assert crossing and any(c.name == "main" for c in clipped)
+    for c in clipped:
+        want = next(w for w in crossing if (w.tid, w.name, w.depth) == (c.tid, c.name, c.depth))
+        cut_start, cut_end = want.start < lo, want.start + want.duration > hi
+        assert c.clipped == ("both" if cut_start and cut_end else
+                             "start" if cut_start else "end"), (c, want)
+        # the window's part of the call, each edge rounded on its own
+        assert abs(c.start - max(want.start, lo)) <= 1
+        assert abs(c.start + c.duration - min(want.start + want.duration, hi)) <= 2
+    with sledtrace.open(data / "real-mt.fdr") as t:
+        with pytest.raises(ValueError):
+            t.calls(start=-1)
+        assert list(t.calls(start=main.start + main.duration + 1)) == []
+
+
 def test_calls_stats(data):
     with sledtrace.open(data / "real-lossy.fdr") as t:
         it = t.calls()

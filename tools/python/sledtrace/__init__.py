@@ -7,6 +7,8 @@
                 ...
         for call in t.calls():                   # closed calls, account's stack rule
             print(call.name, call.depth, call.start, call.duration)
+        for call in t.calls(start=10**6, end=2 * 10**6):  # a window in ns: call.clipped marks
+            ...                                          # the calls cut at its edges
         frame = t.calls_frame()                  # pandas, one row per closed call
 
 The work is done in C (sledtrace._sledtrace, linked with sledtrace's own reader, cursor and

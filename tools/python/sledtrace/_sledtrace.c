@@ -32,6 +32,7 @@
 #include <Python.h>
 
 #include "callstack.h"
+#include "window.h"
 #include "names.h"
 
 #include <errno.h>
@@ -694,15 +695,19 @@ static PyStructSequence_Field call_fields[] = {
     {"nested", "True when a call of the same function encloses it (recursion): account's total "
                "counts only the calls with nested False"},
     {"repaired", "closed by the exit of a function below it (a stack repair), not its own"},
+    {"clipped", "with calls(start=, end=): 'start', 'end' or 'both' when the call crosses the "
+                "window's edge(s) (start, duration and self are then the window's part), else "
+                "None"},
     {NULL, NULL}};
 static PyStructSequence_Desc call_desc = {"sledtrace.Call", "One closed call (Trace.calls()).",
-                                          call_fields, 13};
+                                          call_fields, 14};
 
 struct closed {
     int32_t pid, tid;
     uint32_t depth, id;
     uint64_t start, dur, self;
     bool nested, repaired;
+    uint8_t clip; /* CS_CLIP_START | CS_CLIP_END */
 };
 
 typedef struct {
@@ -738,6 +743,7 @@ static int on_close(void *ctx, const struct cs_close *c)
         .self = c->self,
         .nested = c->f->same_below != 0,
         .repaired = c->repaired,
+        .clip = c->clip,
     };
     return 0;
 }
@@ -853,7 +859,14 @@ static PyObject *Calls_iternext(CallsObject *self)
     PyObject *o = PyStructSequence_New(CallType);
     if (!o)
         return NULL;
-    PyObject *v[13] = {
+    PyObject *clip = Py_NewRef(Py_None);
+    if (c.clip) {
+        Py_DECREF(clip);
+        clip = PyUnicode_FromString((c.clip & CS_CLIP_START) && (c.clip & CS_CLIP_END) ? "both"
+                                    : (c.clip & CS_CLIP_START)                         ? "start"
+                                                                                       : "end");
+    }
+    PyObject *v[14] = {
         PyLong_FromLong(c.pid),
         PyLong_FromLong(c.tid),
         PyLong_FromUnsignedLong(c.depth),
@@ -867,8 +880,9 @@ static PyObject *Calls_iternext(CallsObject *self)
         PyLong_FromLongLong((long long)c.self),
         PyBool_FromLong(c.nested),
         PyBool_FromLong(c.repaired),
+        clip,
     };
-    return fill_seq(o, v, 13);
+    return fill_seq(o, v, 14);
 }
 
 static PyObject *Calls_get_stats(CallsObject *self, void *c)
@@ -882,13 +896,42 @@ static PyObject *Calls_get_stats(CallsObject *self, void *c)
                          (unsigned long long)cs_open_frames(&self->cs));
 }
 
+/* calls(tid=None, start=None, end=None): start and end in ns since the time base (as
+ * Call.start), either or both; the walker's window (callstack.h: calls crossing an edge are
+ * clipped to it and marked). */
 static PyObject *Trace_calls(TraceObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"tid", NULL};
-    PyObject *tid = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:calls", kwlist, &tid))
+    static char *kwlist[] = {"tid", "start", "end", NULL};
+    PyObject *tid = Py_None, *start = Py_None, *end = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOO:calls", kwlist, &tid, &start, &end))
         return NULL;
-    return (PyObject *)calls_new(self, tid);
+    struct tool_window w = {0};
+    PyObject *lim[2] = {start, end};
+    for (int i = 0; i < 2; i++) {
+        if (lim[i] == Py_None)
+            continue;
+        long long v = PyLong_AsLongLong(lim[i]);
+        if (v == -1 && PyErr_Occurred())
+            return NULL;
+        if (v < 0) {
+            PyErr_SetString(PyExc_ValueError, "start and end are ns since the time base, >= 0");
+            return NULL;
+        }
+        if (i == 0) {
+            w.has_from = true;
+            w.from_ns = (uint64_t)v;
+        } else {
+            w.has_to = true;
+            w.to_ns = (uint64_t)v;
+        }
+    }
+    CallsObject *k = calls_new(self, tid);
+    if (k && (w.has_from || w.has_to)) {
+        uint64_t from, to;
+        tool_window_ticks(&w, self->base, self->freq, &from, &to);
+        cs_set_window(&k->cs, from, to);
+    }
+    return (PyObject *)k;
 }
 
 /* ---- columns ----------------------------------------------------------------------------- */
