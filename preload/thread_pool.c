@@ -132,8 +132,14 @@ struct str_thread *str_new_thread(int vfork_child, struct str_cursor *cur)
     size_t ready[64] = {0}; /* a warm slot's chunks' resident bytes (the first 64) */
     int slot = 0, warm = 0;
     void *s = NULL;
-    if (!vfork_child) /* a vfork child takes no lock: its pool is a mapping of its own */
+    if (!vfork_child) { /* a vfork child takes no lock: its pool is a mapping of its own */
         s = str_slot_take(default_pool(), &warm);
+        /* No slot (an address-space limit, or the budget): exited threads' slots come back
+         * once their last chunks are written (thread-churn under `ulimit -v 20000` left a
+         * thread without buffers when it went straight to a mapping of its own). */
+        if (!s && str_reclaim_exited())
+            s = str_slot_take(default_pool(), &warm);
+    }
     if (s) {
         m = s;
         slot = 1;
