@@ -519,6 +519,29 @@ Test(views, flamegraph_svg)
     tr_remove_trace(p);
 }
 
+/* flamegraph --from/--to: stack_window_clips's stacks as frames, widths the clipped times (all
+ * 1150 ns, main 800 ns, #9 250 ns); the summary on stderr says how many calls were clipped. */
+Test(views, flamegraph_window_clips)
+{
+    char *p = write_trace();
+    const char *argv[] = {tr_bin(), "flamegraph", p,      "-o",     "-",
+                          "--from", "250",        "--to", "1.05us", NULL};
+    struct tr_out r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert_eq(count(r.o, "<g class=\"f\""), 9);
+    cr_assert(strstr(r.o, "<title>all (1.150us, 100.00%)</title>"), "%s", r.o);
+    cr_assert(strstr(r.o, "<title>main (800ns, 69.57%)</title>"), "%s", r.o);
+    cr_assert(strstr(r.o, "<title>#9 (250ns, 21.74%)</title>"), "%s", r.o);
+    cr_assert(strstr(r.e, "# calls: 9, stack repairs: 0, unmatched exits: 0, unfinished "
+                          "frames: 0\n"),
+              "%s", r.e);
+    size_t n = strlen(r.e), k = strlen("# window: calls clipped at its edges: 6\n");
+    cr_assert(n >= k && strcmp(r.e + n - k, "# window: calls clipped at its edges: 6\n") == 0, "%s",
+              r.e);
+    tr_out_free(&r);
+    tr_remove_trace(p);
+}
+
 /* Frame labels (issue 13): they fit their frame at 7.5 px per character (12px monospace fonts
  * advance 7.2 px; at 7 a cut label ran past its frame), and characters are counted, not bytes,
  * as the page's script counts them when it redraws after a zoom. At 1 GHz, of main's 1000 ns:
@@ -842,6 +865,53 @@ Test(views, account_window_clips)
     cr_assert(strstr(r.e, "# functions: 5, calls: 9, stack repairs: 0, unmatched exits: 0, "
                           "unfinished frames: 0\n# window: calls clipped at its edges: 6\n"),
               "stderr: %s", r.e);
+    tr_out_free(&r);
+    tr_remove_trace(p);
+}
+
+/* stack --from/--to: the window of account_window_clips, TSC [1150, 1950]. Self times of the
+ * clipped calls: main 800 - f 250 - f 450 = 100; thread 100's f 250 - g 100 = 150 and f 450 -
+ * h 350 = 100 (main;f: 250 in 2 calls); h 350 - #9 250 = 100; #9 250; thread 200's f 300 - g 100
+ * = 200. Total 1150 = main's 800 + thread 200's f 300 and g 50. */
+Test(views, stack_window_clips)
+{
+    char *p = write_trace();
+    const char *argv[] = {tr_bin(), "stack", p, "--from", "250", "--to=1.05us", NULL};
+    struct tr_out r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert_str_eq(r.o, "        self      calls       %  stack\n"
+                          "       250ns          2  21.74%  main;f\n"
+                          "       250ns          1  21.74%  main;f;h;#9\n"
+                          "       200ns          1  17.39%  f\n"
+                          "       100ns          1   8.70%  f;g\n"
+                          "       100ns          1   8.70%  main\n"
+                          "       100ns          1   8.70%  main;f;g\n"
+                          "       100ns          1   8.70%  main;f;h\n"
+                          "        50ns          1   4.35%  g\n"
+                          "# stacks: 8, total weight: 1150ns\n"
+                          "# calls: 9, stack repairs: 0, unmatched exits: 0, unfinished frames: 0\n"
+                          "# gaps: 1 (5 events dropped by the runtime); 1 frames open at a gap "
+                          "were left out\n"
+                          "# times: as measured; this trace records no tracer cost (compiler-rt's, "
+                          "or an older sledtrace's), so each call's figures include the tracer's "
+                          "own\n"
+                          "# window: calls clipped at its edges: 6\n");
+    cr_assert_str_eq(r.e, "");
+    tr_out_free(&r);
+    const char *fold[] = {tr_bin(), "stack", p,      "--format", "folded",
+                          "--from", "250",   "--to", "1.05us",   NULL};
+    r = tr_run(fold);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert_str_eq(r.o, "f 200\nf;g 100\ng 50\nmain 100\nmain;f 250\nmain;f;g 100\n"
+                          "main;f;h 100\nmain;f;h;#9 250\n");
+    cr_assert_str_eq(r.e, "# stacks: 8, total weight: 1150ns\n"
+                          "# calls: 9, stack repairs: 0, unmatched exits: 0, unfinished frames: 0\n"
+                          "# gaps: 1 (5 events dropped by the runtime); 1 frames open at a gap "
+                          "were left out\n"
+                          "# times: as measured; this trace records no tracer cost (compiler-rt's, "
+                          "or an older sledtrace's), so each call's figures include the tracer's "
+                          "own\n"
+                          "# window: calls clipped at its edges: 6\n");
     tr_out_free(&r);
     tr_remove_trace(p);
 }
