@@ -519,6 +519,75 @@ Test(views, flamegraph_svg)
     tr_remove_trace(p);
 }
 
+/* convert --format chrome --from/--to: the window of account_window_clips, TSC [1150, 1950]
+ * (ts 1.25 to 2.05 us: time 0 is 1 us before the base, 900). Calls crossing an edge keep their
+ * part inside and say which edges in args.clipped (main both, thread 100's first f and thread
+ * 200's f start, the second f, h and #9 end); otherData counts them. Thread 200's h still closes
+ * at the gap (1600) and the loss marker at 1700 is inside; nothing before 1150 is written. */
+Test(views, chrome_window_clips)
+{
+    char *p = write_trace();
+    const char *argv[] = {tr_bin(), "convert", p,      "--format", "chrome",
+                          "--from", "250",     "--to", "1.05us",   NULL};
+    struct tr_out r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert_str_eq(
+        r.o, "{\"traceEvents\":[\n"
+             "{\"ph\":\"M\",\"pid\":100,\"tid\":100,\"ts\":1,\"name\":\"process_name\",\"args\":{"
+             "\"name\":\"prog\"}},\n"
+             "{\"ph\":\"M\",\"pid\":100,\"tid\":100,\"ts\":1,\"name\":\"thread_name\",\"args\":{"
+             "\"name\":\"thread 100\"}},\n"
+             "{\"ph\":\"X\",\"pid\":100,\"tid\":100,\"ts\":1.300048828125,\"dur\":0.099853515625,"
+             "\"cat\":\"function\",\"name\":\"g\",\"args\":{\"id\":3,\"arg\":42}},\n"
+             "{\"ph\":\"X\",\"pid\":100,\"tid\":100,\"ts\":1.250244140625,\"dur\":0.249755859375,"
+             "\"cat\":\"function\",\"name\":\"f\",\"args\":{\"id\":2,\"clipped\":\"start\"}},\n"
+             "{\"ph\":\"X\",\"pid\":100,\"tid\":100,\"ts\":1.800048828125,\"dur\":0.25,\"cat\":"
+             "\"function\",\"name\":\"#9\",\"args\":{\"id\":9,\"clipped\":\"end\"}},\n"
+             "{\"ph\":\"X\",\"pid\":100,\"tid\":100,\"ts\":1.699951171875,\"dur\":0.350341796875,"
+             "\"cat\":\"function\",\"name\":\"h\",\"args\":{\"id\":4,\"clipped\":\"end\"}},\n"
+             "{\"ph\":\"X\",\"pid\":100,\"tid\":100,\"ts\":1.60009765625,\"dur\":0.450439453125,"
+             "\"cat\":\"function\",\"name\":\"f\",\"args\":{\"id\":2,\"clipped\":\"end\"}},\n"
+             "{\"ph\":\"X\",\"pid\":100,\"tid\":100,\"ts\":1.25,\"dur\":0.80078125,\"cat\":"
+             "\"function\",\"name\":\"main\",\"args\":{\"id\":1,\"clipped\":\"both\"}},\n"
+             "{\"ph\":\"M\",\"pid\":100,\"tid\":200,\"ts\":1,\"name\":\"thread_name\",\"args\":{"
+             "\"name\":\"thread 200\"}},\n"
+             "{\"ph\":\"X\",\"pid\":100,\"tid\":200,\"ts\":1.250244140625,\"dur\":0.099853515625,"
+             "\"cat\":\"function\",\"name\":\"g\",\"args\":{\"id\":3}},\n"
+             "{\"ph\":\"X\",\"pid\":100,\"tid\":200,\"ts\":1.25,\"dur\":0.300048828125,\"cat\":"
+             "\"function\",\"name\":\"f\",\"args\":{\"id\":2,\"clipped\":\"start\"}},\n"
+             "{\"ph\":\"X\",\"pid\":100,\"tid\":200,\"ts\":1.699951171875,\"dur\":0.000244140625,"
+             "\"cat\":\"function\",\"name\":\"h\",\"args\":{\"id\":4,\"closed\":\"gap\"}},\n"
+             "{\"ph\":\"i\",\"pid\":100,\"tid\":200,\"ts\":1.800048828125,\"s\":\"t\",\"cat\":"
+             "\"loss\",\"name\":\"events lost\",\"args\":{\"count\":5}},\n"
+             "{\"ph\":\"X\",\"pid\":100,\"tid\":200,\"ts\":1.89990234375,\"dur\":0.050048828125,"
+             "\"cat\":\"function\",\"name\":\"g\",\"args\":{\"id\":3}}\n"
+             "],\"displayTimeUnit\":\"ns\",\"otherData\":{\"calls\":10,\"stack_repairs\":0,"
+             "\"unmatched_exits\":0,\"gaps\":1,\"events_lost\":5,\"times\":\"as measured\","
+             "\"tracer_removed_ns\":0,\"clipped\":6}}\n");
+    cr_assert_str_eq(r.e, "");
+    tr_out_free(&r);
+    /* The size warning (exports/chrome_size_warning) estimates the file written: the whole
+     * trace's (about 2.5 KB) scaled by the window's share of its span, 800 of 2100 ns (about
+     * 1 KB). With the limit at 1500 bytes the window says nothing and the whole trace warns. */
+    setenv("SLEDTRACE_CHROME_LIMIT", "1500", 1);
+    r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert_str_eq(r.e, "");
+    tr_out_free(&r);
+    const char *whole[] = {tr_bin(), "convert", p, "--format", "chrome", NULL};
+    r = tr_run(whole);
+    unsetenv("SLEDTRACE_CHROME_LIMIT");
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    char want[1024];
+    snprintf(want, sizeof want,
+             "sledtrace: warning: %s: the Chrome JSON will be about 3 KiB, over the 2 KiB that "
+             "JavaScript viewers load",
+             p);
+    cr_assert(strncmp(r.e, want, strlen(want)) == 0, "stderr: %s", r.e);
+    tr_out_free(&r);
+    tr_remove_trace(p);
+}
+
 /* flamegraph --from/--to: stack_window_clips's stacks as frames, widths the clipped times (all
  * 1150 ns, main 800 ns, #9 250 ns); the summary on stderr says how many calls were clipped. */
 Test(views, flamegraph_window_clips)
