@@ -519,6 +519,90 @@ Test(views, flamegraph_svg)
     tr_remove_trace(p);
 }
 
+/* replay --from/--to: the window of account_window_clips, TSC [1150, 1950] (0.000000250 to
+ * 0.000001050 as replay shows times). Entry order: main and f open at the window's start
+ * ("{ [clipped]", without the argument g logged), the calls open at its end close there; each
+ * line closing a clipped call says [clipped]. Exit order: the same calls and durations. With
+ * --min-duration 300 the durations are the window's part: thread 100's first f (250 ns inside)
+ * hides g, and #9 (250 ns inside, 300 in all) is hidden; the lookahead of a clipped frame
+ * starts at the record that reached the window (thread 200's f: 300 ns, shown). */
+Test(views, replay_window_clips)
+{
+    char *p = write_trace();
+    const char *argv[] = {tr_bin(), "replay", p,    "--from", "250",
+                          "--to",   "1.05us", NULL, NULL,     NULL};
+    struct tr_out r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert_str_eq(
+        r.o, "100      0.000000250             main { [clipped]\n"
+             "100      0.000000250               f { [clipped]\n"
+             "100      0.000000300      100ns      g(42)\n"
+             "100      0.000000500      250ns    } f [clipped]\n"
+             "100      0.000000600               f {\n"
+             "100      0.000000700                 h {\n"
+             "100      0.000000800                   #9 {\n"
+             "100      0.000001050      250ns        } #9 [clipped]\n"
+             "100      0.000001050      350ns      } h [clipped]\n"
+             "100      0.000001050      450ns    } f [clipped]\n"
+             "100      0.000001050      800ns  } main [clipped]\n"
+             "200      0.000000250             f { [clipped]\n"
+             "200      0.000000250      100ns    g\n"
+             "200      0.000000550      300ns  } f [clipped]\n"
+             "200      0.000000700             h {\n"
+             "200      0.000000800          -  } h [gap]\n"
+             "200      0.000000800 -- 5 events lost --\n"
+             "200      0.000000900       50ns  g\n"
+             "# shown: 9 of 9 calls, stack repairs: 0, unmatched exits: 0, unfinished frames: 0\n"
+             "# gaps: 1 (5 events dropped by the runtime); 1 frames open at a gap were left out\n"
+             "# window: calls clipped at its edges: 6\n"
+             "# times: as measured; this trace records no tracer cost (compiler-rt's, or an older "
+             "sledtrace's), so each call's figures include the tracer's own\n");
+    cr_assert_str_eq(r.e, "");
+    tr_out_free(&r);
+    argv[7] = "--order";
+    argv[8] = "exit";
+    r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert_str_eq(
+        r.o, "100      0.000000300      100ns      g(42)\n"
+             "100      0.000000250      250ns    f [clipped]\n"
+             "100      0.000000800      250ns        #9 [clipped]\n"
+             "100      0.000000700      350ns      h [clipped]\n"
+             "100      0.000000600      450ns    f [clipped]\n"
+             "100      0.000000250      800ns  main [clipped]\n"
+             "200      0.000000250      100ns    g\n"
+             "200      0.000000250      300ns  f [clipped]\n"
+             "200      0.000000800 -- 5 events lost --\n"
+             "200      0.000000900       50ns  g\n"
+             "# shown: 9 of 9 calls, stack repairs: 0, unmatched exits: 0, unfinished frames: 0\n"
+             "# gaps: 1 (5 events dropped by the runtime); 1 frames open at a gap were left out\n"
+             "# window: calls clipped at its edges: 6\n"
+             "# times: as measured; this trace records no tracer cost (compiler-rt's, or an older "
+             "sledtrace's), so each call's figures include the tracer's own\n");
+    tr_out_free(&r);
+    argv[7] = "--min-duration";
+    argv[8] = "300";
+    r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert_str_eq(
+        r.o, "100      0.000000250             main { [clipped]\n"
+             "100      0.000000600               f {\n"
+             "100      0.000000700                 h {\n"
+             "100      0.000001050      350ns      } h [clipped]\n"
+             "100      0.000001050      450ns    } f [clipped]\n"
+             "100      0.000001050      800ns  } main [clipped]\n"
+             "200      0.000000250             f { [clipped]\n"
+             "200      0.000000550      300ns  } f [clipped]\n"
+             "200      0.000000800 -- 5 events lost --\n"
+             "# shown: 4 of 9 calls, stack repairs: 0, unmatched exits: 0, unfinished frames: 0\n"
+             "# gaps: 1 (5 events dropped by the runtime); 1 frames open at a gap were left out\n"
+             "# window: calls clipped at its edges: 6\n"
+             "# times: as measured; this trace records no tracer cost (compiler-rt's, or an older "
+             "sledtrace's), so each call's figures include the tracer's own\n");
+    tr_out_free(&r);
+    tr_remove_trace(p);
+}
+
 /* convert --format chrome --from/--to: the window of account_window_clips, TSC [1150, 1950]
  * (ts 1.25 to 2.05 us: time 0 is 1 us before the base, 900). Calls crossing an edge keep their
  * part inside and say which edges in args.clipped (main both, thread 100's first f and thread
