@@ -603,6 +603,45 @@ Test(views, replay_window_clips)
     tr_remove_trace(p);
 }
 
+/* A window with no record of a thread inside it, TSC [2100, 2900]: thread 100's main (open
+ * from 1000 to 3000; f's exit at 2000 is its last record before) spans it and is shown clipped
+ * at both edges, 800 ns, by every command, entered (replay's '{', the stack's node, Chrome's
+ * start, ts 2.2 us on the step grid) before it closes; thread 200's records all lie before. */
+Test(views, window_inside_one_call)
+{
+    char *p = write_trace();
+    const char *st[] = {tr_bin(), "stack", p, "--format=folded", "--from=1.2us", "--to=2us", NULL};
+    struct tr_out r = tr_run(st);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert_str_eq(r.o, "main 800\n");
+    cr_assert(strstr(r.e, "# window: calls clipped at its edges: 1\n"), "%s", r.e);
+    tr_out_free(&r);
+    const char *rp[] = {tr_bin(), "replay", p, "--from=1.2us", "--to=2us", NULL};
+    r = tr_run(rp);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert(strncmp(r.o,
+                      "100      0.000001200             main { [clipped]\n"
+                      "100      0.000002000      800ns  } main [clipped]\n"
+                      "# shown: 1 of 1 calls,",
+                      strlen("100      0.000001200             main { [clipped]\n"
+                             "100      0.000002000      800ns  } main [clipped]\n"
+                             "# shown: 1 of 1 calls,")) == 0,
+              "%s", r.o);
+    tr_out_free(&r);
+    const char *ch[] = {tr_bin(),       "convert",  p,   "--format=chrome",
+                        "--from=1.2us", "--to=2us", NULL};
+    r = tr_run(ch);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert(
+        strstr(r.o,
+               "{\"ph\":\"X\",\"pid\":100,\"tid\":100,\"ts\":2.199951171875,\"dur\":0.800048828125,"
+               "\"cat\":"
+               "\"function\",\"name\":\"main\",\"args\":{\"id\":1,\"clipped\":\"both\"}}"),
+        "%s", r.o);
+    tr_out_free(&r);
+    tr_remove_trace(p);
+}
+
 /* convert --format chrome --from/--to: the window of account_window_clips, TSC [1150, 1950]
  * (ts 1.25 to 2.05 us: time 0 is 1 us before the base, 900). Calls crossing an edge keep their
  * part inside and say which edges in args.clipped (main both, thread 100's first f and thread
