@@ -372,9 +372,9 @@ static int win_gate(struct callstack *cs, struct cs_thread *t, uint64_t tsc,
     struct win_call w = {ops, ctx};
     if (tsc > cs->win_to) {
         t->win_done = true;
-        if (!t->win_in) { /* nothing of it in the window: its frames vanish */
+        if (!t->win_in) { /* no record in the window: its open frames span it, clipped both */
             t->win_in = true;
-            int rc = each_context(cs, t, win_clip_start, &(struct win_call){NULL, NULL});
+            int rc = each_context(cs, t, win_clip_start, &w);
             if (rc)
                 return rc < 0 ? rc : -rc;
         }

@@ -44,7 +44,9 @@
  * frame closes at the end as an exit marked CS_CLIP_END (each context's), and the thread's
  * remaining records are ignored. Durations, self times and nesting are thus those of the
  * window's part of each call; cs_close.clip says which edges a call crosses, and
- * callstack.clipped counts them. A thread whose records all lie before the window shows
+ * callstack.clipped counts them. A thread with no record inside the window but records on
+ * both sides has its frames then open clipped at both edges (entered, then closed, at each
+ * edge in turn). A thread whose records all lie before the window shows
  * nothing, not even its frames open at the end. The cost is the reading up to the window's
  * end: reconstructing the open frames from a seek (stf_cursor_seek) would need the entries of
  * calls still open, which can lie anywhere before (main's is at the thread's start). */

@@ -21,6 +21,7 @@
  * the deltas that follow stay valid. Records are neither dropped nor altered. */
 #include "convert.h"
 #include "names.h"
+#include "window.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +36,7 @@ static void help(FILE *out)
     fputs("usage: sledtrace convert TRACE --format fdr -o OUT\n"
           "       sledtrace convert TRACE --format chrome|yaml|perfetto [-o OUT]\n"
           "                         [--syms FILE [--force-syms]]\n"
+          "       sledtrace convert TRACE --format chrome [--from TIME] [--to TIME] [-o OUT]\n"
           "\n"
           "  --format fdr     rewrites an FDR trace (version 2 or later) with one block per\n"
           "                   thread: the same records, byte for byte, in the same order per\n"
@@ -45,6 +47,11 @@ static void help(FILE *out)
           "                   complete event per call, times in microseconds from the earliest\n"
           "                   thread start; custom/typed events and loss markers as instant\n"
           "                   events.\n"
+          "  --from TIME, --to TIME\n"
+          "                   chrome: only the time in this window (since the earliest thread\n"
+          "                   start, as replay shows it; 10us, 2.5ms, 1s): a call crossing an\n"
+          "                   edge keeps its part inside, marked args.clipped \"start\", \"end\"\n"
+          "                   or \"both\"; otherData.clipped counts them\n"
           "  --format perfetto\n"
           "                   Perfetto's protobuf trace (ui.perfetto.dev, trace_processor):\n"
           "                   a begin and an end event per call on a track per thread,\n"
@@ -155,6 +162,7 @@ static int convert_fdr(const char *path, const char *out);
 int cmd_convert(int argc, char **argv)
 {
     const char *path = NULL, *out = NULL, *format = NULL, *syms = NULL;
+    struct tool_window win = {0};
     if (tool_wants_help(argc, argv)) {
         help(stdout);
         return EXIT_OK;
@@ -165,6 +173,9 @@ int cmd_convert(int argc, char **argv)
             (m = tool_option(argc, argv, &i, "convert", "--output", &out)) != 0 ||
             (m = tool_option(argc, argv, &i, "convert", "--format", &format)) != 0 ||
             (m = tool_option(argc, argv, &i, "convert", "--syms", &syms)) != 0) {
+            if (m < 0)
+                return EXIT_USAGE;
+        } else if ((m = tool_window_time_option(argc, argv, &i, "convert", &win)) != 0) {
             if (m < 0)
                 return EXIT_USAGE;
         } else if (strcmp(argv[i], "--raw-times") == 0) {
@@ -187,8 +198,12 @@ int cmd_convert(int argc, char **argv)
     int k = tool_choice("convert", "format", format, formats, 4);
     if (k < 0)
         return EXIT_USAGE;
+    if (k != 1 && tool_window_timed(&win)) {
+        tool_err("convert: --from and --to are for --format chrome only");
+        return EXIT_USAGE;
+    }
     if (k == 1)
-        return convert_chrome(path, out, syms);
+        return convert_chrome(path, out, syms, &win);
     if (k == 3)
         return convert_perfetto(path, out, syms);
     if (k == 2) {

@@ -11,6 +11,7 @@
 #include "callstack.h"
 #include "output.h"
 #include "stackpaths.h"
+#include "window.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -28,6 +29,7 @@ enum { SVG_W = 1200, PAD = 10, FRAME_H = 16, TOP = 44 };
 static void help(FILE *out)
 {
     fputs("usage: sledtrace flamegraph TRACE -o OUT.svg [--by time|count] [--tid N]\n"
+          "                            [--from TIME] [--to TIME]\n"
           "                            [--syms FILE [--force-syms]]\n"
           "\n"
           "Write an interactive flame graph of the aggregated call stacks (see 'sledtrace\n"
@@ -37,6 +39,11 @@ static void help(FILE *out)
           "\n"
           "  -o, --output FILE  the SVG file to write (required)\n"
           "  --by time|count    width: inclusive time (default) or number of calls\n"
+          "  --from TIME, --to TIME\n"
+          "                     only the time in this window (since the earliest thread\n"
+          "                     start, as replay shows it; 10us, 2.5ms, 1s): calls crossing\n"
+          "                     an edge count with their part inside it (summary on\n"
+          "                     stderr: how many were clipped)\n"
           "  --tid N            only thread N\n"
           "  --per-thread       a root per thread (its name and tid) above its stacks\n"
           "  --raw-times        times as measured, the tracer's own cost included\n"
@@ -258,6 +265,7 @@ int cmd_flamegraph(int argc, char **argv)
     bool have_tid = false, per_thread = false;
     const char *path = NULL, *syms_path = NULL, *out = NULL, *old_path = NULL;
     bool by_count = false;
+    struct tool_window win = {0};
     if (tool_wants_help(argc, argv)) {
         help(stdout);
         return EXIT_OK;
@@ -279,6 +287,9 @@ int cmd_flamegraph(int argc, char **argv)
             old_path = v;
         } else if (strcmp(argv[i], "--per-thread") == 0) {
             per_thread = true;
+        } else if ((m = tool_window_time_option(argc, argv, &i, "flamegraph", &win)) != 0) {
+            if (m < 0)
+                return EXIT_USAGE;
         } else if ((m = tool_tid_option(argc, argv, &i, "flamegraph", &tid)) != 0) {
             if (m < 0)
                 return EXIT_USAGE;
@@ -291,9 +302,9 @@ int cmd_flamegraph(int argc, char **argv)
         tool_err("flamegraph: -o OUT.svg is required (- for standard output)");
         return EXIT_USAGE;
     }
-    if (old_path && (have_tid || per_thread)) {
-        tool_err("flamegraph: --diff compares whole traces: no --tid or --per-thread (thread ids "
-                 "differ between runs)");
+    if (old_path && (have_tid || per_thread || tool_window_timed(&win))) {
+        tool_err("flamegraph: --diff compares whole traces: no --tid, --per-thread (thread ids "
+                 "differ between runs), --from or --to");
         return EXIT_USAGE;
     }
     if (!tool_default_trace(&path, "flamegraph"))
@@ -307,6 +318,7 @@ int cmd_flamegraph(int argc, char **argv)
     struct stf_syms *syms = NULL;
     uint64_t freq = 0;
     tree.per_thread = per_thread;
+    cs.window = &win;
     int status = cs_tree_load(path, syms_path, have_tid ? &tid : NULL, &tree, &cs, &syms, &freq);
     size_t nn = tree.nn;
     char **names = NULL;
@@ -393,6 +405,8 @@ int cmd_flamegraph(int argc, char **argv)
         }
         if (status == EXIT_OK)
             cs_summary(stderr, &cs, freq);
+        if (status == EXIT_OK && tool_window_timed(&win))
+            fprintf(stderr, "# window: calls clipped at its edges: %" PRIu64 "\n", cs.clipped);
     }
     cs_names_free(names, nn);
     sp_list_free(&old);

@@ -14,8 +14,15 @@
  * to the first (stf_cursor_sync), walks on until the call ends or the threshold is passed, so
  * the extra reading is bounded by the call or by the threshold's worth of records; a call
  * found shorter hides its callees without looking (they are shorter still).
- * Stack rule, repairs and loss markers as in account (callstack.h). */
+ * Stack rule, repairs and loss markers as in account (callstack.h).
+ * --from/--to (window.h; callstack.h, "Windows"): the calls open at the window's start open
+ * there ("NAME { [clipped]", never a leaf), calls crossing its end close there, and a line
+ * closing a clipped call ends with [clipped]; durations and --min-duration are the window's
+ * part. In entry order the lookahead for a clipped frame starts at the record being fed (the
+ * one that reached the window), with the frames above it on its stack, and stops at the
+ * window's end. */
 #include "callstack.h"
+#include "window.h"
 
 #include <fnmatch.h>
 #include <inttypes.h>
@@ -27,6 +34,7 @@ static void help(FILE *out)
 {
     fputs("usage: sledtrace replay TRACE [--order entry|exit] [--tid N] [--depth N]\n"
           "                        [--min-duration TIME] [--filter GLOB]\n"
+          "                        [--from TIME] [--to TIME]\n"
           "                        [--syms FILE [--force-syms]]\n"
           "\n"
           "Per-thread call tree, thread after thread:\n"
@@ -51,6 +59,11 @@ static void help(FILE *out)
           "                     order, callees of shown calls only: a shorter call hides\n"
           "                     its callees too, as they are shorter still)\n"
           "  --filter GLOB      only functions whose name matches GLOB (fnmatch, e.g. 'f*')\n"
+          "  --from TIME, --to TIME\n"
+          "                     only the time in this window (TIME as shown; 10us, 2.5ms,\n"
+          "                     1s): calls open at its start open there, calls open at its\n"
+          "                     end close there, each marked [clipped], with the duration\n"
+          "                     of their part inside\n"
           "  --raw-times        times as measured, the tracer's own cost included\n"
           "                     (default: corrected, when the trace records that cost)\n"
           "  --syms FILE        symbols file (default: TRACE with .fdr replaced by .syms), or\n"
@@ -70,6 +83,7 @@ struct replay {
     uint64_t freq, base;
     uint64_t depth; /* 0: unlimited */
     uint64_t min_ns;
+    uint64_t win_to; /* --to in ticks (UINT64_MAX: none) */
     const char *glob;
     uint64_t shown;
     bool next_exits;   /* entry order: the item being fed is an entry whose exit comes next */
@@ -79,6 +93,7 @@ struct replay {
     struct stf_cursor *look;
     const struct stf_cursor *main;
     const struct vclock *vc;    /* main's corrected clock (vclock.h), where main is */
+    const struct stf_item *cur; /* the item being fed */
     const struct stf_item *nxt; /* the item after the one being fed (main is past it) */
     uint32_t *ids;              /* the lookahead's own stack of function ids */
     size_t cap;
@@ -187,6 +202,14 @@ static const char *arg_text(char *buf, size_t len, const struct cs_frame *f)
     return buf;
 }
 
+/* What ends a closing line: [clipped] for a call crossing the window's edge, [repaired]. */
+static const char *close_mark(const struct cs_close *c)
+{
+    if (c->clip)
+        return c->repaired ? " [clipped] [repaired]" : " [clipped]";
+    return c->repaired ? " [repaired]" : "";
+}
+
 /* Does a frame of this function and depth pass --depth and --filter? (--tid is tool_trace's:
  * other threads' records never arrive.) */
 static bool wanted(const struct replay *rp, uint32_t id, size_t depth, const char **name, char *buf,
@@ -215,7 +238,7 @@ static int on_close(void *ctx, const struct cs_close *c)
     char a[48];
     context_line(rp, c->t, c->t->ctx, c->end);
     line(rp, c->t->tid, c->f->start, d, c->depth, "", name, arg_text(a, sizeof a, c->f),
-         c->repaired ? " [repaired]" : "");
+         close_mark(c));
     rp->shown++;
     return 0;
 }
@@ -240,6 +263,8 @@ static int on_loss(void *ctx, const struct cs_thread *t, uint64_t tsc, uint64_t 
 
 static bool lasts(const struct replay *rp, uint64_t start, uint64_t end)
 {
+    if (end > rp->win_to)
+        end = rp->win_to; /* the window's part */
     return tool_ticks_to_ns(end >= start ? end - start : start - end, rp->freq) >= rp->min_ns;
 }
 
@@ -255,14 +280,27 @@ static bool lasts(const struct replay *rp, uint64_t start, uint64_t end)
 static int long_enough(struct replay *rp, const struct cs_thread *t, const struct cs_frame *f,
                        size_t depth)
 {
-    if (!rp->nxt)
+    bool clipped = f->clip & CS_CLIP_START; /* the walk starts at the record being fed */
+    if (!rp->nxt && !clipped)
         return 0; /* the thread ends: unfinished */
     if (stf_cursor_sync(rp->look, rp->main) != STF_OK) {
         rp->fail = "the trace changed while it was read (--min-duration looks ahead in it)";
         return -1;
     }
     size_t n = 0;
-    struct stf_item it = *rp->nxt;
+    if (clipped) { /* the frames above f, open at the window's start, are on the stack */
+        for (size_t k = depth + 1; k < t->depth; k++) {
+            if (n == rp->cap) {
+                uint32_t *ids = tool_grow(rp->ids, &rp->cap, sizeof *ids, 64);
+                if (!ids)
+                    return -1;
+                rp->ids = ids;
+            }
+            rp->ids[n++] = t->st[k].id;
+        }
+    }
+    int pre = clipped ? 0 : 1; /* items taken: 0 cur, 1 nxt, then the look cursor */
+    struct stf_item it = clipped ? *rp->cur : *rp->nxt;
     struct vclock vc = *rp->vc; /* the look cursor's items get main's correction from here */
     /* f's context (coroutines, callstack.h): records of the others say nothing of f's end, only
      * of the time passing. Unknown before the thread's first switch: that switch's `from`. */
@@ -279,6 +317,8 @@ static int long_enough(struct replay *rp, const struct cs_thread *t, const struc
                 home = from;
             away = to != home;
         }
+        if (it.kind == STF_K_FUNCTION && it.tsc > rp->win_to)
+            return lasts(rp, f->start, rp->win_to); /* closed at the window's end */
         if (it.kind == STF_K_FUNCTION && lasts(rp, f->start, it.tsc))
             return 1;
         if (it.kind == STF_K_FUNCTION && !away) {
@@ -306,6 +346,12 @@ static int long_enough(struct replay *rp, const struct cs_thread *t, const struc
                 }
             }
         }
+        if (pre++ == 0) {
+            if (!rp->nxt)
+                return 0; /* the thread ends: unfinished */
+            it = *rp->nxt;
+            continue;
+        }
         int rc = stf_cursor_next(rp->look, &it);
         if (rc == STF_OK)
             vclock_item(&vc, &it);
@@ -325,14 +371,17 @@ static int tree_enter(void *ctx, const struct cs_thread *t, struct cs_frame *f, 
     const char *name;
     char a[48];
     bool show = wanted(rp, f->id, depth, &name, buf, sizeof buf);
-    f->node = rp->next_exits ? LEAF : 0; /* a leaf: one line, at its exit */
-    f->arg = rp->pend_arg;               /* its CallArguments were read with the lookahead */
-    f->nargs = rp->pend_nargs;
+    bool clipped = f->clip & CS_CLIP_START; /* opened at the window's start: never a leaf */
+    f->node = rp->next_exits && !clipped ? LEAF : 0; /* a leaf: one line, at its exit */
+    if (!clipped) { /* its CallArguments were read with the lookahead (a clipped frame's not) */
+        f->arg = rp->pend_arg;
+        f->nargs = rp->pend_nargs;
+    }
     if (rp->min_ns && depth > 0 && (t->st[depth - 1].node & SHORT)) {
         f->node |= SHORT; /* inside a shorter call */
         show = false;
     } else if (rp->min_ns && show) {
-        int r = rp->next_exits ? lasts(rp, f->start, rp->nxt->tsc) : long_enough(rp, t, f, depth);
+        int r = f->node & LEAF ? lasts(rp, f->start, rp->nxt->tsc) : long_enough(rp, t, f, depth);
         if (r < 0)
             return -1;
         if (!r) {
@@ -344,7 +393,8 @@ static int tree_enter(void *ctx, const struct cs_thread *t, struct cs_frame *f, 
         f->node |= SHOWN;
         if (!(f->node & LEAF)) {
             context_line(rp, t, t->ctx, f->start);
-            line(rp, t->tid, f->start, "", depth, "", name, arg_text(a, sizeof a, f), " {");
+            line(rp, t->tid, f->start, "", depth, "", name, arg_text(a, sizeof a, f),
+                 clipped ? " { [clipped]" : " {");
         }
     }
     return 0;
@@ -377,7 +427,7 @@ static int tree_close(void *ctx, const struct cs_close *c)
     char a[48];
     context_line(rp, c->t, c->t->ctx, leaf ? c->f->start : c->end);
     line(rp, c->t->tid, leaf ? c->f->start : c->end, d, c->depth, leaf ? "" : "} ", name,
-         leaf ? arg_text(a, sizeof a, c->f) : "", c->repaired ? " [repaired]" : "");
+         leaf ? arg_text(a, sizeof a, c->f) : "", close_mark(c));
     rp->shown++;
     return 0;
 }
@@ -406,8 +456,8 @@ static int tree_parked_loss(void *ctx, const struct cs_thread *t, uint64_t tsc, 
 static void tree_thread_end(struct replay *rp, const struct callstack *cs, int32_t pid, int32_t tid)
 {
     const struct cs_thread *t = cs_find(cs, pid, tid);
-    if (!t)
-        return;
+    if (!t || (cs->win && !t->win_in))
+        return; /* none, or all its records before the window: nothing of it shown */
     for (size_t i = t->depth; i-- > 0;)
         close_unknown(rp, t, t->ctx, &t->st[i], i, t->last, " [unfinished]");
     for (size_t k = 0; k < t->nctx; k++)
@@ -471,6 +521,7 @@ static int walk_entry(struct tool_trace *tr, struct callstack *cs, struct replay
         bool more = *rc == STF_OK && same_thread(&cur, &nxt);
         rp->main = tr->c;
         rp->vc = &tr->vc;
+        rp->cur = &cur;
         rp->nxt = more ? &nxt : NULL; /* NULL: cur is its thread's last stack record */
         rp->next_exits = more && cur.kind == STF_K_FUNCTION &&
                          (cur.action == STF_ENTER || cur.action == STF_ENTER_ARGS) &&
@@ -495,6 +546,8 @@ int cmd_replay(int argc, char **argv)
     int32_t tid = 0;
     bool have_tid = false;
     bool have_min = false;
+    struct tool_window win = {0};
+    rp.win_to = UINT64_MAX;
     if (tool_wants_help(argc, argv)) {
         help(stdout);
         return EXIT_OK;
@@ -529,6 +582,9 @@ int cmd_replay(int argc, char **argv)
             if (m < 0)
                 return EXIT_USAGE;
             rp.glob = v;
+        } else if ((m = tool_window_time_option(argc, argv, &i, "replay", &win)) != 0) {
+            if (m < 0)
+                return EXIT_USAGE;
         } else if (tool_trace_arg(argc, argv, &i, "replay", &path, &syms_path) < 0) {
             return EXIT_USAGE;
         }
@@ -558,6 +614,11 @@ int cmd_replay(int argc, char **argv)
     static const struct cs_ops ops = {
         .enter = NULL, .close = on_close, .loss = on_loss, .parked_loss = NULL};
     struct callstack cs = {.signed_dur = tool_trace_corrected(&tr)};
+    if (tool_window_timed(&win)) {
+        uint64_t from;
+        tool_window_ticks(&win, rp.base, tr.freq, &from, &rp.win_to);
+        cs_set_window(&cs, from, rp.win_to);
+    }
     struct stf_item it;
     int rc, status = EXIT_OK;
     if (!exit_order) {
@@ -588,6 +649,8 @@ int cmd_replay(int argc, char **argv)
             printf("# gaps: %" PRIu64 " (%" PRIu64 " events dropped by the runtime); %" PRIu64
                    " frames open at a gap were left out\n",
                    cs.gaps, cs.gap_events, cs.gap_frames);
+        if (cs.win)
+            printf("# window: calls clipped at its edges: %" PRIu64 "\n", cs.clipped);
         struct vtimes vt = tool_trace_times(&tr);
         tool_times_note(stdout, "# ", &vt, 0);
     }

@@ -7,6 +7,7 @@
  * self times under a closed top-level frame add up to exactly its duration. */
 #include "callstack.h"
 #include "stackpaths.h"
+#include "window.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -16,7 +17,8 @@
 static void help(FILE *out)
 {
     fputs("usage: sledtrace stack TRACE [--by time|count] [--format text|folded]\n"
-          "                       [--tid N] [--syms FILE [--force-syms]]\n"
+          "                       [--from TIME] [--to TIME] [--tid N]\n"
+          "                       [--syms FILE [--force-syms]]\n"
           "\n"
           "Aggregated call stacks of closed calls, root first: 'main;parse;lex'. The weight of\n"
           "a stack is the self time (ns) of the calls with exactly that stack (--by time, the\n"
@@ -27,6 +29,11 @@ static void help(FILE *out)
           "  --format text|folded  text table (default, heaviest first) or folded lines\n"
           "                        'a;b;c WEIGHT' sorted by stack (flamegraph.pl, inferno,\n"
           "                        speedscope); the summary then goes to stderr\n"
+          "  --from TIME, --to TIME\n"
+          "                        only the time in this window (since the earliest thread\n"
+          "                        start, as replay shows it; 10us, 2.5ms, 1s): calls\n"
+          "                        crossing an edge count with their part inside it\n"
+          "                        (summary: how many were clipped)\n"
           "  --tid N               only thread N\n"
           "  --per-thread          a root per thread (its name and tid) above its stacks\n"
           "  --raw-times           times as measured, the tracer's own cost included\n"
@@ -135,6 +142,7 @@ int cmd_stack(int argc, char **argv)
     bool have_tid = false, per_thread = false;
     const char *path = NULL, *syms_path = NULL, *old_path = NULL;
     bool by_count = false, folded = false;
+    struct tool_window win = {0};
     if (tool_wants_help(argc, argv)) {
         help(stdout);
         return EXIT_OK;
@@ -157,6 +165,9 @@ int cmd_stack(int argc, char **argv)
             old_path = v;
         } else if (strcmp(argv[i], "--per-thread") == 0) {
             per_thread = true;
+        } else if ((m = tool_window_time_option(argc, argv, &i, "stack", &win)) != 0) {
+            if (m < 0)
+                return EXIT_USAGE;
         } else if ((m = tool_tid_option(argc, argv, &i, "stack", &tid)) != 0) {
             if (m < 0)
                 return EXIT_USAGE;
@@ -165,9 +176,9 @@ int cmd_stack(int argc, char **argv)
             return EXIT_USAGE;
         }
     }
-    if (old_path && (have_tid || per_thread)) {
-        tool_err("stack: --diff compares whole traces: no --tid or --per-thread (thread ids "
-                 "differ between runs)");
+    if (old_path && (have_tid || per_thread || tool_window_timed(&win))) {
+        tool_err("stack: --diff compares whole traces: no --tid, --per-thread (thread ids "
+                 "differ between runs), --from or --to");
         return EXIT_USAGE;
     }
     if (!tool_default_trace(&path, "stack"))
@@ -191,6 +202,7 @@ int cmd_stack(int argc, char **argv)
     struct stf_syms *syms = NULL;
     uint64_t freq = 0;
     tree.per_thread = per_thread;
+    cs.window = &win;
     int status = cs_tree_load(path, syms_path, have_tid ? &tid : NULL, &tree, &cs, &syms, &freq);
     char **names = NULL;
     struct srow *rows = NULL;
@@ -242,6 +254,8 @@ int cmd_stack(int argc, char **argv)
         fprintf(foot, "# stacks: %zu, total weight: %" PRIu64 "%s\n", nrows, total,
                 by_count ? " calls" : "ns");
         cs_summary(foot, &cs, freq);
+        if (tool_window_timed(&win))
+            fprintf(foot, "# window: calls clipped at its edges: %" PRIu64 "\n", cs.clipped);
     }
     for (size_t i = 0; i < nrows; i++)
         free(rows[i].stack);

@@ -14,8 +14,11 @@
 FILE *conv_begin(struct tool_trace *tr, struct tool_out *o, const char *path, const char *out,
                  const char *syms_opt);
 
-/* Formats: convert_chrome.c, convert_yaml.c and convert_perfetto.c. */
-int convert_chrome(const char *path, const char *out, const char *syms_opt);
+struct tool_window;
+/* Formats: convert_chrome.c, convert_yaml.c and convert_perfetto.c. chrome takes a window
+ * (window.h: --from, --to; NULL or none given: the whole trace). */
+int convert_chrome(const char *path, const char *out, const char *syms_opt,
+                   const struct tool_window *win);
 int convert_perfetto(const char *path, const char *out, const char *syms_opt);
 int convert_yaml(const char *path, const char *out, const char *syms_opt);
 

@@ -17,7 +17,12 @@
  * function below them), "gap" (open at a loss marker: closed at the thread's last timestamp
  * before it) or "unfinished" (open at the end: closed at the thread's last timestamp).
  * otherData (the format's free-form metadata) carries the walker's counts: calls, stack
- * repairs, unmatched exits, gaps and the events lost in them. Memory: the walker's stacks, a
+ * repairs, unmatched exits, gaps and the events lost in them.
+ *
+ * Windows (--from, --to; callstack.h, "Windows"): only the calls and instants inside the window
+ * are written, a call crossing an edge with its part inside, marked args.clipped "start",
+ * "end" or "both"; otherData then counts them (clipped). The time grid stays the whole
+ * trace's, so times are those of the unwindowed export. Memory: the walker's stacks, a
  * word per thread and the table of fractions below; nothing grows with the calls.
  *
  * Coroutines. A thread that switches between ucontexts runs one stack per context
@@ -70,6 +75,7 @@
 #include "callstack_walk.h"
 #include "convert.h"
 #include "ticks.h"
+#include "window.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -470,6 +476,10 @@ static int on_close(void *ctx, const struct cs_close *cl)
                                          ",\"closed\":\"unfinished\""};
     if (closed[cl->why])
         p = tool_put_str(p, closed[cl->why]);
+    static const char *const clipped[] = {NULL, ",\"clipped\":\"start\"", ",\"clipped\":\"end\"",
+                                          ",\"clipped\":\"both\""}; /* CS_CLIP_* */
+    if (clipped[cl->clip & 3])
+        p = tool_put_str(p, clipped[cl->clip & 3]);
     p = PUT_LIT(p, "}}");
     c->olen = (size_t)(p - c->ob);
     return 0;
@@ -522,7 +532,9 @@ static void instant(struct chrome *c, const struct stf_item *it)
  * integer digits and about 13 of fraction, a dur of about 14, a function id of 4 and a name of
  * 16 (the sqlite3 trace of the issue, 3.88 GB for 27 million calls, has 143 bytes a call). Over
  * the limit, one warning names the ways out; the file is written anyway (it is valid JSON, for
- * trace_processor, jq or a script), whether or not it goes to a terminal.
+ * trace_processor, jq or a script), whether or not it goes to a terminal. With a window the
+ * count of items is scaled by the window's share of the trace's span (the calls taken as spread
+ * evenly over it): an estimate still, but of the file written.
  * SLEDTRACE_CHROME_LIMIT=BYTES sets the limit, for tests only. */
 enum { CHROME_FIXED = 81 + 14 + 13 + 14 + 4 + 16 };
 static const uint64_t CHROME_JS_LIMIT = 0x1fffffe8;
@@ -559,7 +571,20 @@ static void size_warning(const char *path, uint64_t items, uint64_t span_ns)
              path, e, l);
 }
 
-int convert_chrome(const char *path, const char *out, const char *syms_opt)
+/* The items of the window [from, to] (ticks) out of those of the trace [base, end]. */
+static uint64_t window_items(uint64_t items, uint64_t base, uint64_t end, uint64_t from,
+                             uint64_t to)
+{
+    uint64_t lo = from > base ? from : base, hi = to < end ? to : end;
+    if (end <= base)
+        return items;
+    if (hi < lo)
+        return 0;
+    return (uint64_t)((long double)items * (long double)(hi - lo) / (long double)(end - base));
+}
+
+int convert_chrome(const char *path, const char *out, const char *syms_opt,
+                   const struct tool_window *win)
 {
     struct tool_trace tr;
     struct tool_out o;
@@ -573,7 +598,14 @@ int convert_chrome(const char *path, const char *out, const char *syms_opt)
     uint64_t items, end = tool_trace_extent(&tr, &items);
     c.cs = &cs;
     c.step = pick_step(at_ns(&c, end), 2 * items); /* a start and an end per item at most */
-    size_warning(path, items, at_ns(&c, end));
+    uint64_t shown = items;
+    if (tool_window_timed(win)) {
+        uint64_t from, to;
+        tool_window_ticks(win, c.base, tr.freq, &from, &to);
+        cs_set_window(&cs, from, to);
+        shown = window_items(items, c.base, end, from, to);
+    }
+    size_warning(path, shown, at_ns(&c, end));
     c.frac = frac_table(c.step);
     c.ob = malloc(OUT_BUF);
     c.ocap = c.ob ? OUT_BUF : 0;
@@ -588,7 +620,8 @@ int convert_chrome(const char *path, const char *out, const char *syms_opt)
             status = EXIT_BAD_TRACE;
             break;
         }
-        if (it.kind == STF_M_CUSTOM_EVENT || it.kind == STF_M_TYPED_EVENT)
+        if ((it.kind == STF_M_CUSTOM_EVENT || it.kind == STF_M_TYPED_EVENT) &&
+            (!cs.win || (it.tsc >= cs.win_from && it.tsc <= cs.win_to)))
             instant(&c, &it);
     }
     if (rc == CS_NOMEM) {
@@ -606,12 +639,15 @@ int convert_chrome(const char *path, const char *out, const char *syms_opt)
     fprintf(f,
             "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"calls\":%" PRIu64
             ",\"stack_repairs\":%" PRIu64 ",\"unmatched_exits\":%" PRIu64 ",\"gaps\":%" PRIu64
-            ",\"events_lost\":%" PRIu64 ",\"times\":\"%s\",\"tracer_removed_ns\":%" PRIu64 "}}\n",
+            ",\"events_lost\":%" PRIu64 ",\"times\":\"%s\",\"tracer_removed_ns\":%" PRIu64,
             cs.calls, cs.repairs, cs.unmatched, cs.gaps, cs.gap_events,
             tool_trace_corrected(&tr) ? "corrected"
             : tr.has_calib            ? "raw"
                                       : "as measured",
             tool_ticks_to_ns(tool_trace_removed(&tr), tr.freq));
+    if (cs.win)
+        fprintf(f, ",\"clipped\":%" PRIu64, cs.clipped);
+    fputs("}}\n", f);
     int st = tool_out_close(&o, status == EXIT_OK) ? EXIT_BAD_TRACE : EXIT_OK;
     if (status == EXIT_OK)
         status = st;

@@ -42,7 +42,7 @@ static int time_value(const char *cmd, const char *opt, const char *v, uint64_t 
     return 1;
 }
 
-int tool_window_option(int argc, char **argv, int *i, const char *cmd, struct tool_window *w)
+int tool_window_time_option(int argc, char **argv, int *i, const char *cmd, struct tool_window *w)
 {
     const char *v;
     int m;
@@ -54,6 +54,15 @@ int tool_window_option(int argc, char **argv, int *i, const char *cmd, struct to
         w->has_to = m > 0;
         return m < 0 ? m : time_value(cmd, "--to", v, &w->to_ns);
     }
+    return 0;
+}
+
+int tool_window_option(int argc, char **argv, int *i, const char *cmd, struct tool_window *w)
+{
+    const char *v;
+    int m = tool_window_time_option(argc, argv, i, cmd, w);
+    if (m != 0)
+        return m;
     if ((m = tool_option(argc, argv, i, cmd, "--min-duration", &v)) != 0)
         return m < 0 ? m : time_value(cmd, "--min-duration", v, &w->min_ns);
     if ((m = tool_option(argc, argv, i, cmd, "--max-depth", &v)) != 0) {

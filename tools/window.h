@@ -21,6 +21,8 @@ struct tool_window {
 /* One of the options above at argv[*i]: 1 (taken, *i advanced), 0 (not one of them) or -1 (bad
  * value; error printed, prefixed by cmd). Times take ns, us, ms or s ("1.5ms"; bare: ns). */
 int tool_window_option(int argc, char **argv, int *i, const char *cmd, struct tool_window *w);
+/* Only --from or --to at argv[*i] (the commands that take no call filters): as above. */
+int tool_window_time_option(int argc, char **argv, int *i, const char *cmd, struct tool_window *w);
 /* Does the window limit times (--from or --to)? */
 bool tool_window_timed(const struct tool_window *w);
 /* The window in the trace's ticks, for a trace whose times start at base (tool_trace_base) and

@@ -519,6 +519,221 @@ Test(views, flamegraph_svg)
     tr_remove_trace(p);
 }
 
+/* replay --from/--to: the window of account_window_clips, TSC [1150, 1950] (0.000000250 to
+ * 0.000001050 as replay shows times). Entry order: main and f open at the window's start
+ * ("{ [clipped]", without the argument g logged), the calls open at its end close there; each
+ * line closing a clipped call says [clipped]. Exit order: the same calls and durations. With
+ * --min-duration 300 the durations are the window's part: thread 100's first f (250 ns inside)
+ * hides g, and #9 (250 ns inside, 300 in all) is hidden; the lookahead of a clipped frame
+ * starts at the record that reached the window (thread 200's f: 300 ns, shown). */
+Test(views, replay_window_clips)
+{
+    char *p = write_trace();
+    const char *argv[] = {tr_bin(), "replay", p,    "--from", "250",
+                          "--to",   "1.05us", NULL, NULL,     NULL};
+    struct tr_out r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert_str_eq(
+        r.o, "100      0.000000250             main { [clipped]\n"
+             "100      0.000000250               f { [clipped]\n"
+             "100      0.000000300      100ns      g(42)\n"
+             "100      0.000000500      250ns    } f [clipped]\n"
+             "100      0.000000600               f {\n"
+             "100      0.000000700                 h {\n"
+             "100      0.000000800                   #9 {\n"
+             "100      0.000001050      250ns        } #9 [clipped]\n"
+             "100      0.000001050      350ns      } h [clipped]\n"
+             "100      0.000001050      450ns    } f [clipped]\n"
+             "100      0.000001050      800ns  } main [clipped]\n"
+             "200      0.000000250             f { [clipped]\n"
+             "200      0.000000250      100ns    g\n"
+             "200      0.000000550      300ns  } f [clipped]\n"
+             "200      0.000000700             h {\n"
+             "200      0.000000800          -  } h [gap]\n"
+             "200      0.000000800 -- 5 events lost --\n"
+             "200      0.000000900       50ns  g\n"
+             "# shown: 9 of 9 calls, stack repairs: 0, unmatched exits: 0, unfinished frames: 0\n"
+             "# gaps: 1 (5 events dropped by the runtime); 1 frames open at a gap were left out\n"
+             "# window: calls clipped at its edges: 6\n"
+             "# times: as measured; this trace records no tracer cost (compiler-rt's, or an older "
+             "sledtrace's), so each call's figures include the tracer's own\n");
+    cr_assert_str_eq(r.e, "");
+    tr_out_free(&r);
+    argv[7] = "--order";
+    argv[8] = "exit";
+    r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert_str_eq(
+        r.o, "100      0.000000300      100ns      g(42)\n"
+             "100      0.000000250      250ns    f [clipped]\n"
+             "100      0.000000800      250ns        #9 [clipped]\n"
+             "100      0.000000700      350ns      h [clipped]\n"
+             "100      0.000000600      450ns    f [clipped]\n"
+             "100      0.000000250      800ns  main [clipped]\n"
+             "200      0.000000250      100ns    g\n"
+             "200      0.000000250      300ns  f [clipped]\n"
+             "200      0.000000800 -- 5 events lost --\n"
+             "200      0.000000900       50ns  g\n"
+             "# shown: 9 of 9 calls, stack repairs: 0, unmatched exits: 0, unfinished frames: 0\n"
+             "# gaps: 1 (5 events dropped by the runtime); 1 frames open at a gap were left out\n"
+             "# window: calls clipped at its edges: 6\n"
+             "# times: as measured; this trace records no tracer cost (compiler-rt's, or an older "
+             "sledtrace's), so each call's figures include the tracer's own\n");
+    tr_out_free(&r);
+    argv[7] = "--min-duration";
+    argv[8] = "300";
+    r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert_str_eq(
+        r.o, "100      0.000000250             main { [clipped]\n"
+             "100      0.000000600               f {\n"
+             "100      0.000000700                 h {\n"
+             "100      0.000001050      350ns      } h [clipped]\n"
+             "100      0.000001050      450ns    } f [clipped]\n"
+             "100      0.000001050      800ns  } main [clipped]\n"
+             "200      0.000000250             f { [clipped]\n"
+             "200      0.000000550      300ns  } f [clipped]\n"
+             "200      0.000000800 -- 5 events lost --\n"
+             "# shown: 4 of 9 calls, stack repairs: 0, unmatched exits: 0, unfinished frames: 0\n"
+             "# gaps: 1 (5 events dropped by the runtime); 1 frames open at a gap were left out\n"
+             "# window: calls clipped at its edges: 6\n"
+             "# times: as measured; this trace records no tracer cost (compiler-rt's, or an older "
+             "sledtrace's), so each call's figures include the tracer's own\n");
+    tr_out_free(&r);
+    tr_remove_trace(p);
+}
+
+/* A window with no record of a thread inside it, TSC [2100, 2900]: thread 100's main (open
+ * from 1000 to 3000; f's exit at 2000 is its last record before) spans it and is shown clipped
+ * at both edges, 800 ns, by every command, entered (replay's '{', the stack's node, Chrome's
+ * start, ts 2.2 us on the step grid) before it closes; thread 200's records all lie before. */
+Test(views, window_inside_one_call)
+{
+    char *p = write_trace();
+    const char *st[] = {tr_bin(), "stack", p, "--format=folded", "--from=1.2us", "--to=2us", NULL};
+    struct tr_out r = tr_run(st);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert_str_eq(r.o, "main 800\n");
+    cr_assert(strstr(r.e, "# window: calls clipped at its edges: 1\n"), "%s", r.e);
+    tr_out_free(&r);
+    const char *rp[] = {tr_bin(), "replay", p, "--from=1.2us", "--to=2us", NULL};
+    r = tr_run(rp);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert(strncmp(r.o,
+                      "100      0.000001200             main { [clipped]\n"
+                      "100      0.000002000      800ns  } main [clipped]\n"
+                      "# shown: 1 of 1 calls,",
+                      strlen("100      0.000001200             main { [clipped]\n"
+                             "100      0.000002000      800ns  } main [clipped]\n"
+                             "# shown: 1 of 1 calls,")) == 0,
+              "%s", r.o);
+    tr_out_free(&r);
+    const char *ch[] = {tr_bin(),       "convert",  p,   "--format=chrome",
+                        "--from=1.2us", "--to=2us", NULL};
+    r = tr_run(ch);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert(
+        strstr(r.o,
+               "{\"ph\":\"X\",\"pid\":100,\"tid\":100,\"ts\":2.199951171875,\"dur\":0.800048828125,"
+               "\"cat\":"
+               "\"function\",\"name\":\"main\",\"args\":{\"id\":1,\"clipped\":\"both\"}}"),
+        "%s", r.o);
+    tr_out_free(&r);
+    tr_remove_trace(p);
+}
+
+/* convert --format chrome --from/--to: the window of account_window_clips, TSC [1150, 1950]
+ * (ts 1.25 to 2.05 us: time 0 is 1 us before the base, 900). Calls crossing an edge keep their
+ * part inside and say which edges in args.clipped (main both, thread 100's first f and thread
+ * 200's f start, the second f, h and #9 end); otherData counts them. Thread 200's h still closes
+ * at the gap (1600) and the loss marker at 1700 is inside; nothing before 1150 is written. */
+Test(views, chrome_window_clips)
+{
+    char *p = write_trace();
+    const char *argv[] = {tr_bin(), "convert", p,      "--format", "chrome",
+                          "--from", "250",     "--to", "1.05us",   NULL};
+    struct tr_out r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert_str_eq(
+        r.o, "{\"traceEvents\":[\n"
+             "{\"ph\":\"M\",\"pid\":100,\"tid\":100,\"ts\":1,\"name\":\"process_name\",\"args\":{"
+             "\"name\":\"prog\"}},\n"
+             "{\"ph\":\"M\",\"pid\":100,\"tid\":100,\"ts\":1,\"name\":\"thread_name\",\"args\":{"
+             "\"name\":\"thread 100\"}},\n"
+             "{\"ph\":\"X\",\"pid\":100,\"tid\":100,\"ts\":1.300048828125,\"dur\":0.099853515625,"
+             "\"cat\":\"function\",\"name\":\"g\",\"args\":{\"id\":3,\"arg\":42}},\n"
+             "{\"ph\":\"X\",\"pid\":100,\"tid\":100,\"ts\":1.250244140625,\"dur\":0.249755859375,"
+             "\"cat\":\"function\",\"name\":\"f\",\"args\":{\"id\":2,\"clipped\":\"start\"}},\n"
+             "{\"ph\":\"X\",\"pid\":100,\"tid\":100,\"ts\":1.800048828125,\"dur\":0.25,\"cat\":"
+             "\"function\",\"name\":\"#9\",\"args\":{\"id\":9,\"clipped\":\"end\"}},\n"
+             "{\"ph\":\"X\",\"pid\":100,\"tid\":100,\"ts\":1.699951171875,\"dur\":0.350341796875,"
+             "\"cat\":\"function\",\"name\":\"h\",\"args\":{\"id\":4,\"clipped\":\"end\"}},\n"
+             "{\"ph\":\"X\",\"pid\":100,\"tid\":100,\"ts\":1.60009765625,\"dur\":0.450439453125,"
+             "\"cat\":\"function\",\"name\":\"f\",\"args\":{\"id\":2,\"clipped\":\"end\"}},\n"
+             "{\"ph\":\"X\",\"pid\":100,\"tid\":100,\"ts\":1.25,\"dur\":0.80078125,\"cat\":"
+             "\"function\",\"name\":\"main\",\"args\":{\"id\":1,\"clipped\":\"both\"}},\n"
+             "{\"ph\":\"M\",\"pid\":100,\"tid\":200,\"ts\":1,\"name\":\"thread_name\",\"args\":{"
+             "\"name\":\"thread 200\"}},\n"
+             "{\"ph\":\"X\",\"pid\":100,\"tid\":200,\"ts\":1.250244140625,\"dur\":0.099853515625,"
+             "\"cat\":\"function\",\"name\":\"g\",\"args\":{\"id\":3}},\n"
+             "{\"ph\":\"X\",\"pid\":100,\"tid\":200,\"ts\":1.25,\"dur\":0.300048828125,\"cat\":"
+             "\"function\",\"name\":\"f\",\"args\":{\"id\":2,\"clipped\":\"start\"}},\n"
+             "{\"ph\":\"X\",\"pid\":100,\"tid\":200,\"ts\":1.699951171875,\"dur\":0.000244140625,"
+             "\"cat\":\"function\",\"name\":\"h\",\"args\":{\"id\":4,\"closed\":\"gap\"}},\n"
+             "{\"ph\":\"i\",\"pid\":100,\"tid\":200,\"ts\":1.800048828125,\"s\":\"t\",\"cat\":"
+             "\"loss\",\"name\":\"events lost\",\"args\":{\"count\":5}},\n"
+             "{\"ph\":\"X\",\"pid\":100,\"tid\":200,\"ts\":1.89990234375,\"dur\":0.050048828125,"
+             "\"cat\":\"function\",\"name\":\"g\",\"args\":{\"id\":3}}\n"
+             "],\"displayTimeUnit\":\"ns\",\"otherData\":{\"calls\":10,\"stack_repairs\":0,"
+             "\"unmatched_exits\":0,\"gaps\":1,\"events_lost\":5,\"times\":\"as measured\","
+             "\"tracer_removed_ns\":0,\"clipped\":6}}\n");
+    cr_assert_str_eq(r.e, "");
+    tr_out_free(&r);
+    /* The size warning (exports/chrome_size_warning) estimates the file written: the whole
+     * trace's (about 2.5 KB) scaled by the window's share of its span, 800 of 2100 ns (about
+     * 1 KB). With the limit at 1500 bytes the window says nothing and the whole trace warns. */
+    setenv("SLEDTRACE_CHROME_LIMIT", "1500", 1);
+    r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert_str_eq(r.e, "");
+    tr_out_free(&r);
+    const char *whole[] = {tr_bin(), "convert", p, "--format", "chrome", NULL};
+    r = tr_run(whole);
+    unsetenv("SLEDTRACE_CHROME_LIMIT");
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    char want[1024];
+    snprintf(want, sizeof want,
+             "sledtrace: warning: %s: the Chrome JSON will be about 3 KiB, over the 2 KiB that "
+             "JavaScript viewers load",
+             p);
+    cr_assert(strncmp(r.e, want, strlen(want)) == 0, "stderr: %s", r.e);
+    tr_out_free(&r);
+    tr_remove_trace(p);
+}
+
+/* flamegraph --from/--to: stack_window_clips's stacks as frames, widths the clipped times (all
+ * 1150 ns, main 800 ns, #9 250 ns); the summary on stderr says how many calls were clipped. */
+Test(views, flamegraph_window_clips)
+{
+    char *p = write_trace();
+    const char *argv[] = {tr_bin(), "flamegraph", p,      "-o",     "-",
+                          "--from", "250",        "--to", "1.05us", NULL};
+    struct tr_out r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert_eq(count(r.o, "<g class=\"f\""), 9);
+    cr_assert(strstr(r.o, "<title>all (1.150us, 100.00%)</title>"), "%s", r.o);
+    cr_assert(strstr(r.o, "<title>main (800ns, 69.57%)</title>"), "%s", r.o);
+    cr_assert(strstr(r.o, "<title>#9 (250ns, 21.74%)</title>"), "%s", r.o);
+    cr_assert(strstr(r.e, "# calls: 9, stack repairs: 0, unmatched exits: 0, unfinished "
+                          "frames: 0\n"),
+              "%s", r.e);
+    size_t n = strlen(r.e), k = strlen("# window: calls clipped at its edges: 6\n");
+    cr_assert(n >= k && strcmp(r.e + n - k, "# window: calls clipped at its edges: 6\n") == 0, "%s",
+              r.e);
+    tr_out_free(&r);
+    tr_remove_trace(p);
+}
+
 /* Frame labels (issue 13): they fit their frame at 7.5 px per character (12px monospace fonts
  * advance 7.2 px; at 7 a cut label ran past its frame), and characters are counted, not bytes,
  * as the page's script counts them when it redraws after a zoom. At 1 GHz, of main's 1000 ns:
@@ -842,6 +1057,53 @@ Test(views, account_window_clips)
     cr_assert(strstr(r.e, "# functions: 5, calls: 9, stack repairs: 0, unmatched exits: 0, "
                           "unfinished frames: 0\n# window: calls clipped at its edges: 6\n"),
               "stderr: %s", r.e);
+    tr_out_free(&r);
+    tr_remove_trace(p);
+}
+
+/* stack --from/--to: the window of account_window_clips, TSC [1150, 1950]. Self times of the
+ * clipped calls: main 800 - f 250 - f 450 = 100; thread 100's f 250 - g 100 = 150 and f 450 -
+ * h 350 = 100 (main;f: 250 in 2 calls); h 350 - #9 250 = 100; #9 250; thread 200's f 300 - g 100
+ * = 200. Total 1150 = main's 800 + thread 200's f 300 and g 50. */
+Test(views, stack_window_clips)
+{
+    char *p = write_trace();
+    const char *argv[] = {tr_bin(), "stack", p, "--from", "250", "--to=1.05us", NULL};
+    struct tr_out r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert_str_eq(r.o, "        self      calls       %  stack\n"
+                          "       250ns          2  21.74%  main;f\n"
+                          "       250ns          1  21.74%  main;f;h;#9\n"
+                          "       200ns          1  17.39%  f\n"
+                          "       100ns          1   8.70%  f;g\n"
+                          "       100ns          1   8.70%  main\n"
+                          "       100ns          1   8.70%  main;f;g\n"
+                          "       100ns          1   8.70%  main;f;h\n"
+                          "        50ns          1   4.35%  g\n"
+                          "# stacks: 8, total weight: 1150ns\n"
+                          "# calls: 9, stack repairs: 0, unmatched exits: 0, unfinished frames: 0\n"
+                          "# gaps: 1 (5 events dropped by the runtime); 1 frames open at a gap "
+                          "were left out\n"
+                          "# times: as measured; this trace records no tracer cost (compiler-rt's, "
+                          "or an older sledtrace's), so each call's figures include the tracer's "
+                          "own\n"
+                          "# window: calls clipped at its edges: 6\n");
+    cr_assert_str_eq(r.e, "");
+    tr_out_free(&r);
+    const char *fold[] = {tr_bin(), "stack", p,      "--format", "folded",
+                          "--from", "250",   "--to", "1.05us",   NULL};
+    r = tr_run(fold);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert_str_eq(r.o, "f 200\nf;g 100\ng 50\nmain 100\nmain;f 250\nmain;f;g 100\n"
+                          "main;f;h 100\nmain;f;h;#9 250\n");
+    cr_assert_str_eq(r.e, "# stacks: 8, total weight: 1150ns\n"
+                          "# calls: 9, stack repairs: 0, unmatched exits: 0, unfinished frames: 0\n"
+                          "# gaps: 1 (5 events dropped by the runtime); 1 frames open at a gap "
+                          "were left out\n"
+                          "# times: as measured; this trace records no tracer cost (compiler-rt's, "
+                          "or an older sledtrace's), so each call's figures include the tracer's "
+                          "own\n"
+                          "# window: calls clipped at its edges: 6\n");
     tr_out_free(&r);
     tr_remove_trace(p);
 }
