@@ -566,8 +566,8 @@ static void size_warning(const char *path, uint64_t items, uint64_t span_ns)
     size_text(l, sizeof l, limit);
     tool_err("warning: %s: the Chrome JSON will be about %s, over the %s that JavaScript viewers "
              "load (speedscope, DevTools, chrome://tracing); writing it anyway. Smaller: "
-             "--format perfetto, 'sledtrace slowest FUNC -o OUT.json', or a window or filter "
-             "(--from/--to, --tid, --filter, --max-depth, --min-duration)",
+             "--format perfetto, 'sledtrace slowest FUNC -o OUT.json', or a window "
+             "(--from/--to)",
              path, e, l);
 }
 

@@ -12,6 +12,8 @@
 #             --max-calls) must load in the DevTools trace engine from npm
 #             (tests/viewers/devtools-check.mjs, with tests/viewers' pinned node_modules, which
 #             `meson test viewers-devtools` installs) with every call of the file in its tree
+#   window    `convert --format chrome --from 100ms --to 110ms`: the DevTools engine must put
+#             every call of the file in its tree, at the depth the file's own nesting gives it
 # Each line says exact or NOT EXACT / the ratio. Not part of CI (it fetches and compiles sqlite3
 # once, and writes and reads gigabytes); `scripts/bench.sh` does not call it either.
 # Usage: scripts/bench/realsize.sh [WORKDIR]   (default build/bench/realsize; the sqlite3 builds
@@ -103,3 +105,39 @@ if [[ -d $modules/@paulirish/trace_engine ]] && command -v node >/dev/null; then
 else
     printf '  %-10s skipped: no %s (meson test -C build viewers-devtools installs it)\n' devtools "$modules"
 fi
+t0=$(now)
+"$tool" convert "$trace" --format chrome --from 100ms --to 110ms -o "$tmp/window.json" 2>/dev/null
+t1=$(now)
+wsize=$(stat -c %s "$tmp/window.json")
+if [[ -d $modules/@paulirish/trace_engine ]] && command -v node >/dev/null; then
+    # the depth of every complete event from the file's own nesting, per thread: "calls d0 d1 ..."
+    want=$(python3 - "$tmp/window.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+ev = sorted((e for e in d["traceEvents"] if e.get("ph") == "X"),
+            key=lambda e: (e["pid"], e["tid"], e["ts"], -e["dur"]))
+out = {}
+for e in ev:
+    st = out.setdefault((e["pid"], e["tid"]), ([], []))
+    stack, depths = st
+    while stack and stack[-1] <= e["ts"]:
+        stack.pop()
+    depth = len(stack)
+    while len(depths) <= depth:
+        depths.append(0)
+    depths[depth] += 1
+    stack.append(e["ts"] + e["dur"])
+print(" ".join(f"{sum(dp)}:{','.join(map(str, dp))}" for _, dp in sorted(out.values(), key=lambda v: -sum(v[1]))))
+PY
+)
+    got=$(node tests/viewers/devtools-check.mjs "$modules" "$tmp/window.json" |
+        awk '$1 == "thread" { s = $4 ":"; for (i = 5; i <= NF; i++) s = s (i > 5 ? "," : "") $i; print s }' | sort -t: -k1,1nr | tr '\n' ' ' | sed 's/ $//')
+    if [[ $want == "$got" ]]; then
+        wv="every call at its depth in the DevTools engine ($got)"
+    else
+        wv="NOT AS NESTED: DevTools $got, the file $want"
+    fi
+else
+    wv="DevTools check skipped (no node_modules)"
+fi
+printf '  %-10s %.1f MB, %s s; %s\n' window "$(awk -v s="$wsize" 'BEGIN { print s / 1e6 }')" "$(secs "$t0" "$t1")" "$wv"

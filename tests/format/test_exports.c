@@ -193,7 +193,7 @@ Test(exports, chrome_size_warning)
              "sledtrace: warning: %s: the Chrome JSON will be about 2 KiB, over the 1 KiB that "
              "JavaScript viewers load (speedscope, DevTools, chrome://tracing); writing it "
              "anyway. Smaller: --format perfetto, 'sledtrace slowest FUNC -o OUT.json', or a "
-             "window or filter (--from/--to, --tid, --filter, --max-depth, --min-duration)\n",
+             "window (--from/--to)\n",
              p);
     cr_assert_str_eq(r.e, want);
     tr_out_free(&r);
