@@ -235,20 +235,27 @@ static int ctx_loss(struct callstack *cs, struct cs_thread *t, uint64_t tsc,
     return cs_run_context(cs, t, (size_t)home);
 }
 
-static int feed_item(struct callstack *cs, const struct stf_item *it, const struct cs_ops *ops,
-                     void *ctx)
+/* The records the walker takes (the rest is block framing, which says nothing of the stack). */
+static bool moves_stack(int kind)
 {
-    switch (it->kind) {
+    switch (kind) {
     case STF_K_FUNCTION:
     case STF_M_CUSTOM_EVENT:
     case STF_M_TYPED_EVENT:
     case STF_M_NEW_CPU:
     case STF_M_TSC_WRAP:
     case STF_M_CALL_ARG:
-        break;
+        return true;
     default:
-        return 0; /* block framing: says nothing about the stack */
+        return false;
     }
+}
+
+static int feed_item(struct callstack *cs, const struct stf_item *it, const struct cs_ops *ops,
+                     void *ctx)
+{
+    if (!moves_stack(it->kind))
+        return 0; /* block framing: says nothing about the stack */
     struct cs_thread *t = cs_thread_get(cs, it->pid, it->tid, it->tsc, ops, ctx);
     if (!t)
         return -1;
@@ -446,17 +453,8 @@ int cs_feed(struct callstack *cs, const struct stf_item *it, const struct cs_ops
 {
     if (!cs->win)
         return feed_item(cs, it, ops, ctx);
-    switch (it->kind) {
-    case STF_K_FUNCTION:
-    case STF_M_CUSTOM_EVENT:
-    case STF_M_TYPED_EVENT:
-    case STF_M_NEW_CPU:
-    case STF_M_TSC_WRAP:
-    case STF_M_CALL_ARG:
-        break;
-    default:
+    if (!moves_stack(it->kind))
         return 0;
-    }
     struct cs_thread *t = cs_thread_get(cs, it->pid, it->tid, it->tsc, ops, ctx);
     if (!t)
         return -1;

@@ -540,6 +540,48 @@ static int walk(struct tool_trace *tr, struct timeline *tl)
     return status;
 }
 
+static void timeline_free(struct timeline *tl)
+{
+    for (size_t i = 0; i < tl->nth; i++)
+        free(tl->th[i].w);
+    free(tl->th);
+    free(tl->last);
+    free(tl->named);
+    free(tl->pids);
+}
+
+/* --max-calls: the counting walk, on a second opening of the trace, then tl->min_steps, the
+ * smallest power of two of steps that keeps at most max_calls calls (0 when all fit). */
+static int budget(struct timeline *tl, const char *path, const char *syms_opt, uint64_t freq,
+                  uint64_t max_calls)
+{
+    struct tool_trace tc;
+    if (tool_trace_open(&tc, path, syms_opt, "counting", false) != EXIT_OK)
+        return EXIT_BAD_TRACE;
+    struct timeline cnt = {
+        .syms = tc.syms, .g = tl->g, .slow = tl->slow, .nslow = tl->nslow, .counting = true};
+    int status = EXIT_OK;
+    if (make_windows(&cnt, freq) != 0) {
+        tool_err("out of memory");
+        status = EXIT_BAD_TRACE;
+    }
+    if (status == EXIT_OK)
+        status = walk(&tc, &cnt);
+    uint64_t above = 0;
+    for (int b = 64; b >= 0 && status == EXIT_OK; b--) {
+        if (above + cnt.hist[b] > max_calls) {
+            tl->min_steps = b >= 64 ? UINT64_MAX : (uint64_t)1 << b;
+            break;
+        }
+        above += cnt.hist[b];
+    }
+    timeline_free(&cnt);
+    for (size_t i = 0; i < tl->nslow; i++)
+        tl->slow[i].mark = 0; /* found again by the writing walk */
+    tool_trace_close(&tc);
+    return status;
+}
+
 static int write_timeline(const char *path, const char *out, const char *syms_opt,
                           struct slow *slow, size_t nslow, const char *glob, uint64_t calls,
                           uint64_t end_tsc, uint64_t frames, uint64_t max_calls)
@@ -558,40 +600,8 @@ static int write_timeline(const char *path, const char *out, const char *syms_op
     }
     /* every frame's start and end, in each window at most once, may move a step */
     chrome_grid_init(&tl.g, base, tr.freq, end_tsc, 2 * (frames + 1) * (nslow + 1));
-    if (status == EXIT_OK && max_calls) {
-        /* The counting walk, on a second opening of the trace. */
-        struct tool_trace tc;
-        if (tool_trace_open(&tc, path, syms_opt, "counting", false) != EXIT_OK) {
-            status = EXIT_BAD_TRACE;
-        } else {
-            struct timeline cnt = {.syms = tc.syms, .slow = slow, .nslow = nslow, .counting = true};
-            cnt.g = tl.g;
-            if (make_windows(&cnt, tr.freq) != 0) {
-                tool_err("out of memory");
-                status = EXIT_BAD_TRACE;
-            }
-            if (status == EXIT_OK)
-                status = walk(&tc, &cnt);
-            /* The shortest power of two of steps that keeps the calls within the budget. */
-            uint64_t above = 0;
-            for (int b = 64; b >= 0 && status == EXIT_OK; b--) {
-                if (above + cnt.hist[b] > max_calls) {
-                    tl.min_steps = b >= 64 ? UINT64_MAX : (uint64_t)1 << b;
-                    break;
-                }
-                above += cnt.hist[b];
-            }
-            for (size_t i = 0; i < cnt.nth; i++)
-                free(cnt.th[i].w);
-            free(cnt.th);
-            free(cnt.last);
-            free(cnt.named);
-            free(cnt.pids);
-            for (size_t i = 0; i < nslow; i++)
-                slow[i].mark = 0; /* found again by the writing walk */
-            tool_trace_close(&tc);
-        }
-    }
+    if (status == EXIT_OK && max_calls)
+        status = budget(&tl, path, syms_opt, tr.freq, max_calls);
     fputs("{\"traceEvents\":[", f);
     if (status == EXIT_OK)
         status = walk(&tr, &tl);
@@ -631,12 +641,7 @@ static int write_timeline(const char *path, const char *out, const char *syms_op
                 "sledtrace: slowest: %" PRIu64 " calls shorter than the shortest kept left out "
                 "of %s (--max-calls %" PRIu64 "; otherData says which)\n",
                 tl.left_out, out, max_calls);
-    for (size_t i = 0; i < tl.nth; i++)
-        free(tl.th[i].w);
-    free(tl.th);
-    free(tl.last);
-    free(tl.named);
-    free(tl.pids);
+    timeline_free(&tl);
     tool_trace_close(&tr);
     return status;
 }

@@ -234,17 +234,10 @@ struct perfetto {
     bool nomem;
 };
 
-/* tool_ticks_to_ns, mostly without its long double arithmetic (ticks.h). */
-static uint64_t ticks_ns(uint64_t ticks, uint64_t freq)
-{
-    uint64_t ns;
-    return tool_ticks_to_ns_int(ticks, freq, &ns) ? ns : tool_ticks_to_ns(ticks, freq);
-}
-
 /* Nanoseconds from 1 us before the base (convert_chrome.c's at_ns). */
 static uint64_t at_ns(const struct perfetto *c, uint64_t tsc)
 {
-    uint64_t ns = tsc > c->base ? ticks_ns(tsc - c->base, c->freq) : 0;
+    uint64_t ns = tsc > c->base ? tool_ticks_ns(tsc - c->base, c->freq) : 0;
     return ns > UINT64_MAX - OFFSET_NS ? UINT64_MAX : ns + OFFSET_NS;
 }
 

@@ -48,4 +48,12 @@ static inline bool tool_ticks_to_ns_int(uint64_t ticks, uint64_t freq, uint64_t 
     return true;
 }
 
+/* tool_ticks_to_ns's value, mostly without its long double arithmetic (common.h declares it). */
+uint64_t tool_ticks_to_ns(uint64_t ticks, uint64_t freq);
+static inline uint64_t tool_ticks_ns(uint64_t ticks, uint64_t freq)
+{
+    uint64_t ns;
+    return tool_ticks_to_ns_int(ticks, freq, &ns) ? ns : tool_ticks_to_ns(ticks, freq);
+}
+
 #endif
