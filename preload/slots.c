@@ -256,7 +256,7 @@ static void unmap_free_regions(void)
     }
 }
 
-static size_t cool(unsigned keep)
+static void cool(unsigned keep)
 {
     size_t n = 0;
     pthread_mutex_lock(&cool_lock);
@@ -298,7 +298,6 @@ static size_t cool(unsigned keep)
     unmap_free_regions();
     pthread_mutex_unlock(&slots_lock);
     pthread_mutex_unlock(&cool_lock);
-    return n;
 }
 
 void str_slot_give(void *slot)
