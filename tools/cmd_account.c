@@ -25,6 +25,7 @@
  * a relative error of at most 1/256 (under 0.4%), in ticks; the conversion to nanoseconds
  * rounds to the nearest, which can add half a nanosecond. */
 #include "callstack_walk.h"
+#include "seek.h"
 #include "window.h"
 #include "suggest.h"
 
@@ -816,6 +817,7 @@ int cmd_account(int argc, char **argv)
     if (tool_window_timed(&win)) {
         g_win = true;
         tool_window_ticks(&win, tool_trace_base(&tr), tr.freq, &g_win_from, &g_win_to);
+        tool_trace_window(&tr, g_win_from, g_win_to);
     }
     struct acct a = {0};
     a.per_thread = per_thread;

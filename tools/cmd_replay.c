@@ -22,6 +22,7 @@
  * one that reached the window), with the frames above it on its stack, and stops at the
  * window's end. */
 #include "callstack.h"
+#include "seek.h"
 #include "window.h"
 
 #include <fnmatch.h>
@@ -618,6 +619,7 @@ int cmd_replay(int argc, char **argv)
         uint64_t from;
         tool_window_ticks(&win, rp.base, tr.freq, &from, &rp.win_to);
         cs_set_window(&cs, from, rp.win_to);
+        tool_trace_window(&tr, from, rp.win_to);
     }
     struct stf_item it;
     int rc, status = EXIT_OK;
