@@ -4,7 +4,7 @@
  * those a walk from the thread's start would have there. */
 #include "seek_int.h"
 
-#include "callstack.h"
+#include "callstack_walk.h"
 #include "vclock.h"
 
 #include <stdlib.h>
@@ -86,7 +86,8 @@ static int build_thread(struct tool_seek *s, struct stf_cursor *c, const struct 
             for (size_t i = 0; i < n; i++)
                 if (fn[i].tsc > key_cor)
                     key_cor = fn[i].tsc;
-            if (cs_feed_funcs(&cs, pid, tid, fn, n, NULL, NULL) != 0) {
+            static const struct cs_ops none = {0}; /* the stack moves, nothing is called */
+            if (cs_walk_funcs(&cs, pid, tid, fn, n, &none, NULL) != 0) {
                 rc = STF_ERR_NOMEM;
                 break;
             }
