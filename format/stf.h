@@ -345,6 +345,58 @@ static inline int stf_decode_context(uint16_t type, const uint8_t *payload, size
     return 1;
 }
 
+/* Arguments and return values (SLEDTRACE_ARGS: preload/args.c). A function chosen to record its
+ * arguments is entered with a Function record of action STF_ENTER_ARGS followed by one
+ * CallArgument record per integer argument register it records, in register order (rdi rsi
+ * rdx rcx r8 r9: the first n of them, n 1..6), as XRay's own log-args entries are (llvm-xray
+ * reads them). For each argument recorded as a string, a v5 TypedEventMarker of type
+ * STF_TYPED_ARGSTR follows, at the entry's time, whose payload is
+ *   u8  the argument's number (1..6);
+ *   u8  STF_ARGSTR_* flags;
+ *   u16 zero;
+ *   the string's bytes up to its terminating NUL (not included) or a bound (SLEDTRACE_ARGS_STRLEN,
+ *   default 64), whichever comes first: payload length - 4 of them.
+ * A function chosen to record its return value has, just before its exit record (not a tail
+ * exit's: the callee returns for it), a TypedEventMarker of type STF_TYPED_RETVAL at the exit's
+ * time whose payload (STF_RETVAL_PAYLOAD bytes, little-endian) is the return registers as the
+ * function left them: u64 rax, u64 rdx, u64 xmm0 (low 8 bytes), u64 xmm1 (low 8 bytes). Which of
+ * them hold the value is the function's type's business (the tools read it from DWARF). */
+enum { STF_TYPED_ARGSTR = 0x5e1f, STF_TYPED_RETVAL = 0x5e20, STF_RETVAL_PAYLOAD = 32 };
+enum {
+    STF_ARGSTR_TRUNCATED = 1, /* the bound was reached before a NUL */
+    STF_ARGSTR_FAULT = 2,     /* the memory could not be read from the first byte (or a later
+                                 one: then the bytes before it are given, without a NUL) */
+    STF_ARGSTR_NULL = 4,      /* the pointer was NULL */
+    STF_ARGSTR_SKIPPED = 8,   /* not read: a seccomp filter is installed (the copy is a system
+                                 call that the filter may forbid), or in a signal handler nested
+                                 in the tracer */
+};
+enum { STF_ARGSTR_HEAD = 4 };
+
+/* If a typed event is an argument's string: its argument number, flags, bytes and length. */
+static inline int stf_decode_argstr(uint16_t type, const uint8_t *payload, size_t len,
+                                    unsigned *argno, unsigned *flags, const uint8_t **bytes,
+                                    size_t *n)
+{
+    if (type != STF_TYPED_ARGSTR || len < STF_ARGSTR_HEAD || payload[0] < 1 || payload[0] > 6)
+        return 0;
+    *argno = payload[0];
+    *flags = payload[1];
+    *bytes = payload + STF_ARGSTR_HEAD;
+    *n = len - STF_ARGSTR_HEAD;
+    return 1;
+}
+
+/* If a typed event is a return value: the four registers (rax, rdx, xmm0, xmm1). */
+static inline int stf_decode_retval(uint16_t type, const uint8_t *payload, size_t len,
+                                    uint64_t regs[4])
+{
+    if (type != STF_TYPED_RETVAL || len < STF_RETVAL_PAYLOAD)
+        return 0;
+    memcpy(regs, payload, 32);
+    return 1;
+}
+
 /* If payload[0..len) is a loss marker's, stores the count and returns 1. */
 static inline int stf_decode_loss(const uint8_t *payload, size_t len, uint64_t *lost)
 {

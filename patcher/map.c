@@ -594,6 +594,16 @@ void stp_object_leave_out(struct stp_object *obj, size_t i)
             obj->sleds[f->first_sled + k].status = STP_FILTERED;
 }
 
+void stp_object_record_args(struct stp_object *obj, size_t i, int entry, int ret)
+{
+    const struct stp_func *f = &obj->funcs[i];
+    for (uint32_t k = 0; k < f->nsleds; k++) {
+        struct stp_sled *s = &obj->sleds[f->first_sled + k];
+        s->args = (entry && (s->kind == STP_ENTRY || s->kind == STP_LOG_ARGS_ENTER)) ||
+                  (ret && s->kind == STP_EXIT);
+    }
+}
+
 void stp_object_counts(const struct stp_object *obj, size_t n[STP_NSTATUS])
 {
     memset(n, 0, STP_NSTATUS * sizeof *n);

@@ -486,9 +486,19 @@ static int sled_cmp(const void *a, const void *b)
     return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-static uint64_t stub_for(const struct stp_object *obj, unsigned kind)
+/* A sled's stub slot: one per kind, then the two of the functions that record arguments
+ * (stp_object_record_args): their entries (and log-args entries), their exits. */
+enum { SLOT_ARGS_ENTRY = STP_NKINDS, SLOT_ARGS_EXIT, NSLOTS };
+static unsigned slot_of(const struct stp_sled *s)
 {
-    return (uint64_t)(uintptr_t)obj->stub_page + STUB_SLOT * kind;
+    if (!s->args)
+        return s->kind;
+    return s->kind == STP_EXIT ? SLOT_ARGS_EXIT : SLOT_ARGS_ENTRY;
+}
+
+static uint64_t stub_for(const struct stp_object *obj, const struct stp_sled *s)
+{
+    return (uint64_t)(uintptr_t)obj->stub_page + STUB_SLOT * slot_of(s);
 }
 
 /* Sleds of func (-1: all) that no longer hold what `ok` expects become STP_CHANGED, with the
@@ -504,7 +514,7 @@ static size_t mark_changed(struct stp_object *obj, long func,
         int marked = 0;
         for (uint32_t k = 0; k < fn->nsleds; k++) {
             struct stp_sled *s = &obj->sleds[fn->first_sled + k];
-            if (s->status == STP_OK && !ok(s, obj->id_base, stub_for(obj, s->kind))) {
+            if (s->status == STP_OK && !ok(s, obj->id_base, stub_for(obj, s))) {
                 s->status = STP_CHANGED;
                 marked = 1;
             }
@@ -555,10 +565,14 @@ int stp_object_patch(struct stp_object *obj, const struct stp_targets *t)
         free(todo);
         return STP_E_STUB;
     }
-    for (int k = 0; k < STP_NKINDS; k++) {
+    for (int k = 0; k < NSLOTS; k++) {
         uint8_t *slot = stubs + STUB_SLOT * k;
         static const uint8_t jmp_rip[6] = {0xff, 0x25, 0, 0, 0, 0}; /* jmp *0(%rip) */
-        uint64_t target = (uint64_t)(uintptr_t)t->fn[k];
+        void (*fn)(void) = k < STP_NKINDS ? t->fn[k]
+                           : k == SLOT_ARGS_ENTRY
+                               ? (t->args_entry ? t->args_entry : t->fn[STP_ENTRY])
+                               : (t->args_exit ? t->args_exit : t->fn[STP_EXIT]);
+        uint64_t target = (uint64_t)(uintptr_t)fn;
         memcpy(slot, jmp_rip, sizeof jmp_rip);
         memcpy(slot + 6, &target, 8);
     }
@@ -603,7 +617,7 @@ int stp_object_patch(struct stp_object *obj, const struct stp_targets *t)
             continue;
         }
         for (size_t k = i; k < j; k++) {
-            uint64_t target = (uint64_t)(uintptr_t)stubs + STUB_SLOT * todo[k]->kind;
+            uint64_t target = (uint64_t)(uintptr_t)stubs + STUB_SLOT * slot_of(todo[k]);
             if (todo[k]->kind == STP_CUSTOM_EVENT || todo[k]->kind == STP_TYPED_EVENT) {
                 write_event_sled(todo[k], target);
                 continue;
@@ -629,7 +643,7 @@ int stp_object_intact(const struct stp_object *obj)
     for (size_t i = 0; i < obj->nsleds; i++) {
         const struct stp_sled *s = &obj->sleds[i];
         if (s->status == STP_OK)
-            return as_patched(s, obj->id_base, stub_for(obj, s->kind));
+            return as_patched(s, obj->id_base, stub_for(obj, s));
     }
     return 1;
 }

@@ -71,6 +71,10 @@ struct stp_object;
  * alone). */
 struct stp_targets {
     void (*fn[STP_NKINDS])(void);
+    /* For the functions marked by stp_object_record_args: their entry and log-args sleds go
+     * to args_entry, their exits to args_exit (NULL: as the others' exits). */
+    void (*args_entry)(void);
+    void (*args_exit)(void);
 };
 
 const char *stp_strerror(int err);
@@ -112,6 +116,10 @@ void stp_object_set_id_base(struct stp_object *obj, uint32_t base);
 
 /* Leaves function i (0-based, as stp_object_func) unpatched: its proven sleds get STP_FILTERED. */
 void stp_object_leave_out(struct stp_object *obj, size_t i);
+/* Function i's entry sleds (with entry) and exit sleds (with ret) go to the targets' args_entry
+ * and args_exit (stp_object_patch): it records its arguments, its return value. Before
+ * stp_object_patch. */
+void stp_object_record_args(struct stp_object *obj, size_t i, int entry, int ret);
 
 /* Proves every sled of the object in the live image (bytes, kind, instruction boundary) whose
  * function still has one to patch (one left out by a filter is not proven and stays left out). Sets
@@ -227,6 +235,8 @@ void stp_tramp_tail(void);
 void stp_tramp_exit_min(void);
 void stp_tramp_tail_min(void);
 void stp_tramp_log_args(void);
+void stp_tramp_entry_args(void);
+void stp_tramp_exit_args(void);
 void stp_tramp_custom(void);
 void stp_tramp_typed(void);
 /* Calls fn(arg) with the whole extended FPU/vector state saved and restored around it (XSAVE,
@@ -248,6 +258,11 @@ void stp_event(uint32_t id, uint32_t action);
 /* An exit (action 1) or tail exit (2) under a minimum duration (stp_tramp_exit_min). */
 void stp_event_min(uint32_t id, uint32_t action);
 void stp_event_arg(uint32_t id, uint64_t arg);
+/* The functions that record their arguments and return value (stp_tramp_entry_args,
+ * stp_tramp_exit_args): saved points at the registers the trampoline pushed, in the order its
+ * comment gives. */
+void stp_event_args(uint32_t id, const uint64_t *saved);
+void stp_event_ret(uint32_t id, const uint64_t *saved);
 /* Custom and typed event sleds (__xray_customevent, __xray_typedevent): their payload. */
 void stp_event_custom(const void *data, uint64_t len);
 void stp_event_typed(uint64_t type, const void *data, uint64_t len);

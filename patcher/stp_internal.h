@@ -28,6 +28,7 @@ struct stp_sled {
     uint8_t kind;    /* enum stp_kind */
     uint8_t version; /* map entry version */
     uint8_t status;  /* enum stp_status */
+    uint8_t args;    /* its function records arguments (stp_object_record_args) */
 };
 
 struct stp_func {

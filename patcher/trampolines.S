@@ -78,7 +78,11 @@
     .ifc \handler, stp_event_arg
     mov %rdi, %rsi                      /* the first argument is the one XRay logs */
     .else
+    .ifc \handler, stp_event_args
+    mov %rsp, %rsi                      /* the saved registers: stp_event_args reads them */
+    .else
     mov $\action, %esi
+    .endif
     .endif
     mov %r10d, %edi
     call \handler
@@ -105,6 +109,9 @@
     ENTRY_TRAMPOLINE stp_tramp_log_args, 3, stp_event_arg
     /* with a minimum duration (the runtime patches exits to these then): stp_event_min */
     ENTRY_TRAMPOLINE stp_tramp_tail_min, 2, stp_event_min
+    /* functions that record their arguments (SLEDTRACE_ARGS): stp_event_args(id, saved), saved
+     * pointing at r10 r9 r8 rsi rdi r11 rcx rdx (flags) rax, the pushes above from the last */
+    ENTRY_TRAMPOLINE stp_tramp_entry_args, 0, stp_event_args
 
 /* Exit trampoline: entered by jmp in place of ret (rsp = 8 mod 16). Keeps rax and rdx (the
  * integer return registers); 2 pushes and 8 bytes make the call aligned. */
@@ -137,6 +144,38 @@
 
     EXIT_TRAMPOLINE stp_tramp_exit, stp_event
     EXIT_TRAMPOLINE stp_tramp_exit_min, stp_event_min
+
+/* Exit trampoline of the functions that record their return value (SLEDTRACE_ARGS):
+ * stp_event_ret(id, saved), saved pointing at xmm0 xmm1 (their low 8 bytes: a double, or two
+ * floats), a pad, rdx, rax. Keeps rax, rdx, xmm0 and xmm1 (the handler, built with
+ * -mgeneral-regs-only, touches no SSE register; movq only reads them). Entered by jmp in place
+ * of ret (rsp = 8 mod 16): 2 pushes and 24 bytes make the call aligned. */
+    .globl stp_tramp_exit_args
+    .hidden stp_tramp_exit_args
+    .type stp_tramp_exit_args, @function
+    .p2align 4
+stp_tramp_exit_args:
+    .cfi_startproc
+    push %rax
+    .cfi_adjust_cfa_offset 8
+    push %rdx
+    .cfi_adjust_cfa_offset 8
+    sub $24, %rsp
+    .cfi_adjust_cfa_offset 24
+    movq %xmm0, 0(%rsp)
+    movq %xmm1, 8(%rsp)
+    mov %r10d, %edi
+    mov %rsp, %rsi
+    call stp_event_ret
+    add $24, %rsp
+    .cfi_adjust_cfa_offset -24
+    pop %rdx
+    .cfi_adjust_cfa_offset -8
+    pop %rax
+    .cfi_adjust_cfa_offset -8
+    ret
+    .cfi_endproc
+    .size stp_tramp_exit_args, . - stp_tramp_exit_args
 
 /* Event trampolines, reached by the call inside an enabled custom/typed event sled, whose own
  * pushes leave the stack at any alignment. They keep every caller-saved general register and

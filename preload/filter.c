@@ -247,6 +247,21 @@ static void names_free(struct names *nm)
     free(nm->bare);
 }
 
+size_t str_filter_names(const char *name, char *out[3])
+{
+    struct names nm;
+    names_of(name, &nm);
+    for (size_t i = 0; i < 3; i++) /* out[1..n): demangled, bare (allocated) */
+        out[i] = i < nm.n ? (char *)nm.v[i] : NULL;
+    return nm.n;
+}
+
+void str_filter_names_free(char *names[3], size_t n)
+{
+    for (size_t i = 1; i < n; i++)
+        free(names[i]);
+}
+
 /* Whether pattern pt's LIB part admits object lib (marking it seen if so). */
 static int lib_ok(struct pattern *pt, const char *lib)
 {

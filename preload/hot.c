@@ -5,7 +5,9 @@
  *    Thread state is initial-exec TLS (str_cursor and str_tls). Timestamps come from rdtsc.
  *    The one exception: without an invariant TSC (clock.c) they come from the vDSO's
  *    CLOCK_MONOTONIC, which makes a syscall only if the vDSO has no clock_gettime or the
- *    machine's clocksource cannot be read from user space.
+ *    machine's clocksource cannot be read from user space. And one the user asks for: an
+ *    argument recorded as a string (SLEDTRACE_ARGS argN/s, below: "arguments") is copied with
+ *    one process_vm_readv, which cannot fault on a bad pointer where a load would.
  *    stp_event's fast path keeps almost nothing alive across a call (it saves one callee-saved
  *    register, for the monotonic clock's call): everything unusual (nesting, a pending side
  *    ring, a full chunk, a TSCWrap) leaves it by a tail call to event_slow, which restores
@@ -668,4 +670,213 @@ void stp_event_arg(uint32_t id, uint64_t arg)
     struct str_cursor *c = &str_cursor;
     uint64_t n = enter(c);
     event_slow(c, n, (id << 4) | (3u << 1), 0, arg);
+}
+
+/* ---- arguments and return values (SLEDTRACE_ARGS: args.c; format/stf.h, "Arguments") ---------
+ * Only the functions args.c marked reach these, through their own trampolines: the others'
+ * path above is untouched. An outermost level records the entry with its CallArguments and
+ * strings, or the return value before the exit; a nested level, a held fork child, a strict
+ * thread take event_slow's path with the plain record (no arguments: the side ring holds fixed
+ * entries). A string is copied with one process_vm_readv system call on the process's own
+ * memory, which reports an unreadable address (EFAULT) instead of faulting: the one system
+ * call of an event, made only for the arguments a user asked to see as strings (argN/s), and
+ * never under a seccomp filter (the filter may forbid it), where the string is marked skipped.
+ * errno is untouched (a raw system call). */
+
+/* The spec of function id (args.c's table), 0 if it has none. */
+static uint16_t args_spec(uint32_t id)
+{
+    /* Acquire: pairs with args.c's release stores of the table and of each slot's id. */
+    const struct str_args_table *t = atomic_load_explicit(&str_args_table, memory_order_acquire);
+    if (!t)
+        return 0;
+    for (uint32_t h = (id * 0x9e3779b1u) & t->mask;; h = (h + 1) & t->mask) {
+        uint32_t have = atomic_load_explicit(&t->slot[h].id, memory_order_acquire);
+        if (have == id)
+            return t->slot[h].spec;
+        if (have == 0)
+            return 0;
+    }
+}
+
+/* process_vm_readv(pid, {dst, n}, 1, {src, n}, 1, 0): bytes read (fewer up to an unreadable
+ * page), or a negative errno. */
+static long read_own(int32_t pid, void *dst, const void *src, size_t n)
+{
+    struct {
+        const void *base;
+        size_t len;
+    } local = {dst, n}, remote = {src, n};
+    register long r10 __asm__("r10") = (long)&remote;
+    register long r8 __asm__("r8") = 1;
+    register long r9 __asm__("r9") = 0;
+    long ret;
+    __asm__ volatile("syscall"
+                     : "=a"(ret)
+                     : "a"((long)SYS_process_vm_readv), "D"((long)pid), "S"(&local), "d"(1L),
+                       "r"(r10), "r"(r8), "r"(r9)
+                     : "rcx", "r11", "memory");
+    return ret;
+}
+
+/* Argument k's string (pointer ptr) as a typed event at p, time delta 0: returns its end. */
+static uintptr_t put_string(const struct str_cursor *c, uintptr_t p, unsigned k, uint64_t ptr)
+{
+    uint8_t *pay = (uint8_t *)p + 16;
+    unsigned max = str_args_strlen, flags = 0;
+    long got = 0;
+    if (ptr == 0) {
+        flags = STF_ARGSTR_NULL;
+    } else if (atomic_load_explicit(&str_seccomp_filter, memory_order_relaxed)) {
+        flags = STF_ARGSTR_SKIPPED;
+    } else {
+        struct str_thread *th = owner_of(c);
+        got = th ? read_own(th->pid, pay + STF_ARGSTR_HEAD, (const void *)(uintptr_t)ptr, max + 1)
+                 : -1;
+        if (got < 0) {
+            got = 0;
+            flags = STF_ARGSTR_FAULT;
+        } else {
+            long i = 0;
+            while (i < got && pay[STF_ARGSTR_HEAD + i] != 0)
+                i++;
+            if (i < got)
+                got = i; /* its NUL */
+            else if (got > (long)max)
+                got = max, flags = STF_ARGSTR_TRUNCATED;
+            else
+                flags = STF_ARGSTR_FAULT; /* unreadable before a NUL: what was read, unended */
+        }
+    }
+    uint32_t size = STF_ARGSTR_HEAD + (uint32_t)got;
+    uint16_t type = STF_TYPED_ARGSTR;
+    uint8_t m[16] = {(uint8_t)((STF_M_TYPED_EVENT << 1) | 1u)};
+    memcpy(m + 1, &size, 4); /* TSC delta 0: the entry's time */
+    memcpy(m + 9, &type, 2);
+    memcpy((void *)p, m, 8);
+    memcpy((void *)(p + 8), m + 8, 8);
+    pay[0] = (uint8_t)k;
+    pay[1] = (uint8_t)flags;
+    pay[2] = pay[3] = 0;
+    return p + 16 + size;
+}
+
+/* The entry of a function recording its arguments: saved as stp_tramp_entry_args pushed them. */
+static void emit_args(struct str_cursor *c, uint32_t word, uint64_t tsc, const uint64_t *saved,
+                      unsigned spec)
+{
+    static const unsigned at[6] = {4, 3, 7, 6, 2, 1}; /* rdi rsi rdx rcx r8 r9 in saved[] */
+    unsigned nargs = spec & STR_ARGS_N, strs = (spec >> STR_ARGS_STR_SHIFT) & 63;
+    size_t need = 16 + 8 + 16 * (size_t)nargs;
+    for (unsigned k = 0; k < nargs; k++)
+        if (strs >> k & 1)
+            need += 16 + STF_ARGSTR_HEAD + str_args_strlen + 1;
+    uint32_t oh = 0;
+    uint64_t t1 = tsc;
+    uintptr_t p = room(c, need, tsc, &oh, &t1);
+    if (__builtin_expect(p == 0, 0)) {
+        if (inherited(c))
+            return;
+        struct str_thread *th = owner_of(c);
+        if (th && th->dropping)
+            th->gap++;
+        else
+            drop_one();
+        return;
+    }
+    if (__builtin_expect(oh != 0, 0)) {
+        p = put_function(c, p, oh << 4, tsc);
+        p = put_function(c, p, (oh << 4) | (1u << 1), t1);
+        tsc = t1;
+    }
+    p = put_function(c, p, word, tsc);
+    for (unsigned k = 0; k < nargs; k++) {
+        uint64_t v = saved[at[k]];
+        ((uint64_t *)p)[0] = 0x0du | (v << 8); /* CallArgument: kind 6 */
+        ((uint64_t *)p)[1] = v >> 56;
+        p += 16;
+    }
+    for (unsigned k = 0; k < nargs; k++)
+        if (strs >> k & 1)
+            p = put_string(c, p, k + 1, saved[at[k]]);
+    atomic_store_explicit(&c->pos, p, memory_order_release);
+}
+
+/* The exit of a function recording its return value: saved as stp_tramp_exit_args left them
+ * (xmm0 xmm1 pad rdx rax). The value goes before the exit record, at the exit's time. */
+static void emit_ret(struct str_cursor *c, uint32_t word, uint64_t tsc, const uint64_t *saved)
+{
+    uint32_t oh = 0;
+    uint64_t t1 = tsc;
+    uintptr_t p = room(c, 16 + 16 + STF_RETVAL_PAYLOAD + 8, tsc, &oh, &t1);
+    if (__builtin_expect(p == 0, 0)) {
+        if (inherited(c))
+            return;
+        struct str_thread *th = owner_of(c);
+        if (th && th->dropping)
+            th->gap++;
+        else
+            drop_one();
+        return;
+    }
+    uint64_t delta = tsc - c->last_tsc;
+    if (delta > INT32_MAX) { /* TSCWrap first: the marker's delta is 32 bits */
+        ((uint64_t *)p)[0] = 0x07u | (tsc << 8);
+        ((uint64_t *)p)[1] = tsc >> 56;
+        p += 16;
+        delta = 0;
+    }
+    uint32_t size = STF_RETVAL_PAYLOAD, d = (uint32_t)delta;
+    uint16_t type = STF_TYPED_RETVAL;
+    uint8_t m[16] = {(uint8_t)((STF_M_TYPED_EVENT << 1) | 1u)};
+    memcpy(m + 1, &size, 4);
+    memcpy(m + 5, &d, 4);
+    memcpy(m + 9, &type, 2);
+    memcpy((void *)p, m, 8);
+    memcpy((void *)(p + 8), m + 8, 8);
+    const uint64_t regs[4] = {saved[4], saved[3], saved[0], saved[1]}; /* rax rdx xmm0 xmm1 */
+    memcpy((void *)(p + 16), regs, sizeof regs);
+    p += 16 + STF_RETVAL_PAYLOAD;
+    c->last_tsc = tsc;
+    p = put_function(c, p, word, tsc);
+    if (__builtin_expect(oh != 0, 0)) {
+        p = put_function(c, p, oh << 4, tsc);
+        p = put_function(c, p, (oh << 4) | (1u << 1), t1);
+    }
+    atomic_store_explicit(&c->pos, p, memory_order_release);
+}
+
+void stp_event_args(uint32_t id, const uint64_t *saved)
+{
+    struct str_cursor *c = &str_cursor;
+    uint64_t n = enter(c);
+    unsigned spec = args_spec(id);
+    if (__builtin_expect(n != 0 || str_tls.held || !(spec & STR_ARGS_N), 0))
+        EXIT_VIA(event_slow(c, n, id << 4, 0, 0)); /* a plain entry */
+    uint64_t tsc = rdtsc();
+    if (side_pending(c))
+        str_drain_side(c);
+    emit_args(c, (id << 4) | (3u << 1), tsc, saved, spec);
+    atomic_signal_fence(memory_order_seq_cst);
+    if (side_pending(c))
+        EXIT_VIA(finish_slow(c, n));
+    atomic_signal_fence(memory_order_seq_cst);
+    c->nest = n;
+}
+
+void stp_event_ret(uint32_t id, const uint64_t *saved)
+{
+    struct str_cursor *c = &str_cursor;
+    uint64_t n = enter(c);
+    if (__builtin_expect(n != 0 || str_tls.held, 0))
+        EXIT_VIA(event_slow(c, n, (id << 4) | (1u << 1), 0, 0)); /* a plain exit */
+    uint64_t tsc = rdtsc();
+    if (side_pending(c))
+        str_drain_side(c);
+    emit_ret(c, (id << 4) | (1u << 1), tsc, saved);
+    atomic_signal_fence(memory_order_seq_cst);
+    if (side_pending(c))
+        EXIT_VIA(finish_slow(c, n));
+    atomic_signal_fence(memory_order_seq_cst);
+    c->nest = n;
 }

@@ -375,6 +375,9 @@ void str_config_load(void)
     v = getenv("SLEDTRACE_EXCLUDE");
     if (v && *v)
         str_cfg.exclude = keep("SLEDTRACE_EXCLUDE", v);
+    v = getenv("SLEDTRACE_ARGS");
+    if (v && *v)
+        str_cfg.args = keep("SLEDTRACE_ARGS", v);
     v = getenv("SLEDTRACE_RUN_PID");
     if (v && *v && strtol(v, NULL, 10) != (long)getpid())
         str_cfg.descendant = 1;

@@ -630,10 +630,15 @@ static void maps_query_setting(void)
     stp_maps_query(!atomic_load_explicit(&str_seccomp_filter, memory_order_relaxed));
 }
 
-static int patch(struct stp_object *obj, const char *name)
+static int patch(struct stp_object *obj, const char *name, uint32_t id_base)
 {
     maps_query_setting();
-    struct stp_targets t = {{0}};
+    struct stp_targets t;
+    memset(&t, 0, sizeof t);
+    if (str_args_mark(obj, base_name(name), id_base)) { /* SLEDTRACE_ARGS (args.c) */
+        t.args_entry = stp_tramp_entry_args;
+        t.args_exit = stp_tramp_exit_args;
+    }
     t.fn[STP_ENTRY] = stp_tramp_entry;
     /* with SLEDTRACE_MIN_DURATION the exits go to stp_event_min (hot.c); else stp_event */
     t.fn[STP_EXIT] = str_cfg.min_duration_ns ? stp_tramp_exit_min : stp_tramp_exit;
@@ -755,7 +760,7 @@ static int add_object(const char *path, uintptr_t bias, const struct stat *st)
         obj, stp_object_path(obj), 1, st ? st->st_dev : 0, st ? st->st_ino : 0, base, scan_gen};
     if (!reused)
         nobjs++;
-    patch(obj, path);
+    patch(obj, path, base);
     if (!patched_now) /* tracing is switched off (sledtrace_unpatch, the toggle signal) */
         stp_object_toggle(obj, -1, 0, NULL);
     if (!reused)
@@ -1145,8 +1150,9 @@ static void start(void)
         return;
     double t_files = ms_since(&t0);
     if (main_obj)
-        patch(main_obj, exe);
+        patch(main_obj, exe, 0);
     scan_objects();
+    str_args_report(); /* SLEDTRACE_ARGS patterns that matched no function at start-up */
     atomic_store_explicit(&tracing, 1, memory_order_release); /* pairs: see its declaration */
     double t_patch = ms_since(&t0);
     str_log(STR_INFO,

@@ -44,6 +44,7 @@ struct str_config {
     int max_size_set;         /* SLEDTRACE_MAX_SIZE given: */
     uint64_t max_size;        /* bytes, 0 = no cap; else half the free space at start-up */
     uint64_t min_duration_ns; /* SLEDTRACE_MIN_DURATION: shorter calls are counted, not recorded */
+    const char *args;         /* SLEDTRACE_ARGS: functions recording their arguments (args.c) */
     const char *cache_dir;    /* SLEDTRACE_CACHE, else the XDG cache directory; NULL = off */
     const char *run_id; /* SLEDTRACE_RUN_ID (set by `sledtrace run`): written in the sidecar */
     int descendant;     /* SLEDTRACE_RUN_PID (set by `sledtrace run`) names another process */
@@ -392,6 +393,30 @@ STR_HIDDEN extern _Atomic int str_seccomp_filter;
  * warns once about each pattern that has matched no function so far. Under the runtime's
  * objs_lock. */
 STR_HIDDEN int str_filter_active(void);
+/* The names a function is tested under (filter.c, at its top): names[0] = name, then its
+ * demangled form and that form without parameters when it is a C++ symbol; how many. The others
+ * are allocated: str_filter_names_free. */
+STR_HIDDEN size_t str_filter_names(const char *name, char *names[3]);
+STR_HIDDEN void str_filter_names_free(char *names[3], size_t n);
+/* args.c: SLEDTRACE_ARGS. A function's spec: the integer argument registers it records (1..n,
+ * n = spec & STR_ARGS_N), which of them as strings (bit STR_ARGS_STR_SHIFT + k - 1 for argument
+ * k), and STR_ARGS_RET for its return value. str_args_mark marks the matching functions of an
+ * object about to be patched (their ids: id_base + function id) and returns how many;
+ * str_args_spec (hot.c) looks a function's spec up. */
+enum { STR_ARGS_N = 7, STR_ARGS_STR_SHIFT = 3, STR_ARGS_RET = 1 << 9, STR_ARGS_STRLEN_MAX = 256 };
+struct str_args_table {
+    uint32_t mask;
+    struct {
+        _Atomic uint32_t id; /* 0: empty */
+        uint16_t spec;
+    } slot[];
+};
+STR_HIDDEN extern _Atomic(struct str_args_table *) str_args_table;
+STR_HIDDEN extern unsigned str_args_strlen; /* SLEDTRACE_ARGS_STRLEN, set before patching */
+struct stp_object;
+STR_HIDDEN int str_args_active(void);
+STR_HIDDEN size_t str_args_mark(struct stp_object *obj, const char *lib, uint32_t id_base);
+STR_HIDDEN void str_args_report(void);
 STR_HIDDEN int str_filter_keep(const char *lib, const char *name);
 STR_HIDDEN void str_filter_report(void);
 /* altstack.c: the runtime's alternate signal stack for a traced thread that has none (set up

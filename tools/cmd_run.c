@@ -82,6 +82,9 @@ static void help(FILE *out, bool live)
         "  --min-duration TIME   calls shorter than TIME (10us, 2.5ms) leave no records but\n"
         "                        are counted: account's count and total include them\n"
         "                        (SLEDTRACE_MIN_DURATION)\n"
+        "  --args PATTERNS       record the arguments and return values of the functions\n"
+        "                        PATTERNS names: PATTERN[@argN,argN/s,args,retval],...\n"
+        "                        (SLEDTRACE_ARGS)\n"
         "%s"
         "  --preload LIB         runtime library to preload (default: found next to sledtrace)\n",
         live ? "live" : "run",
@@ -465,6 +468,7 @@ static int run_or_live(int argc, char **argv, bool live)
         {"--max-size", "SLEDTRACE_MAX_SIZE", {NULL}, 0, 0, 1, NULL, 0},
         {"--log", "SLEDTRACE_LOG", {"error", "warn", "info", "debug", NULL}, 0, 0, 0, NULL, 0},
         {"--min-duration", "SLEDTRACE_MIN_DURATION", {NULL}, 0, 0, 0, NULL, 1},
+        {"--args", "SLEDTRACE_ARGS", {NULL}, 0, 0, 0, NULL, 0},
     };
     enum { NSET = sizeof set / sizeof set[0] };
     const char *out = NULL, *preload = NULL, *exclude_file = NULL;

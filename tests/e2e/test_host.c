@@ -293,13 +293,17 @@ Test(host, unwind_from_every_trampoline_instruction, .timeout = 120)
     const char *bin = BIN("unwind-pie-nort");
     char out[PATH_MAX];
     struct e2e_run t;
-    run_hostile(bin, NULL, NULL, &t, out, sizeof out);
+    /* leaf records its argument (as a string: a system call under the trap flag) and its
+     * return value: the trampolines of SLEDTRACE_ARGS are stepped on too */
+    static const char *const env[] = {"SLEDTRACE_ARGS=leaf@arg1/s,retval", NULL};
+    run_hostile(bin, NULL, env, &t, out, sizeof out);
     cr_assert(strstr(t.out, " BAD\n") == NULL, "unwinding failed at:\n%s", t.out);
     cr_assert(strstr(t.out, "(pc table full)") == NULL);
     check_parent_trace(bin, out, &t, "unwind");
     static const char *const syms[] = {
-        "stp_tramp_entry",  "stp_tramp_exit",  "stp_tramp_tail",         "stp_tramp_log_args",
-        "stp_tramp_custom", "stp_tramp_typed", "stp_call_preserving_fpu"};
+        "stp_tramp_entry",         "stp_tramp_exit",       "stp_tramp_tail",
+        "stp_tramp_log_args",      "stp_tramp_custom",     "stp_tramp_typed",
+        "stp_call_preserving_fpu", "stp_tramp_entry_args", "stp_tramp_exit_args"};
     char work[PATH_MAX];
     e2e_workdir(work, sizeof work);
     for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
