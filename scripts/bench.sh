@@ -3,6 +3,8 @@
 # call of fib(30) (2*F(31)-1 = 2692537 calls):
 #   plain       fib built with plain clang -O2 (no sleds)
 #   sledtrace   fib built with sleds and no XRay runtime, under LD_PRELOAD=libsledtrace.so
+#   sledtrace-args  the same with SLEDTRACE_ARGS=fib@arg1,retval: every call records its
+#               argument and return value (issue 26: at most twice a plain traced call)
 #   xray-fdr    fib built with compiler-rt's XRay runtime, FDR mode on (scripts/bench/fdr_helper.c)
 #   floor       two rdtsc + two 8-byte stores per call, no function calls (scripts/bench/floor.c)
 #   mt-plain    2 threads each computing fib(30) at once, plain clang -O2 (scripts/bench/fib_mt.c)
@@ -87,11 +89,12 @@ log "building into build/bench/ ($CLANG, sled flag $nodeps)"
 "$CLANG" -O2 -pthread "$src/fib_mt.c" -o "$bench_dir/fib-mt-plain"
 "$CLANG" -O2 -pthread "${XRAY_CFLAGS[@]}" "$nodeps" "$src/fib_mt.c" -o "$bench_dir/fib-mt-sleds"
 
-variants=(plain sledtrace sledtrace-min xray-fdr floor mt-plain mt-sledtrace)
+variants=(plain sledtrace sledtrace-min sledtrace-args xray-fdr floor mt-plain mt-sledtrace)
 declare -A label=(
     [plain]="fib, uninstrumented"
     [sledtrace]="fib, sledtrace"
     [sledtrace-min]="fib, sledtrace, 1us threshold"
+    [sledtrace-args]="fib, sledtrace, arg1 + retval"
     [xray-fdr]="fib, compiler-rt FDR"
     [floor]="floor (2x rdtsc+store)"
     [mt-plain]="2 thr, uninstrumented"
@@ -102,6 +105,7 @@ if [[ ! -e "$preload" ]]; then
     skip[sledtrace]="build/preload/libsledtrace.so not built"
     skip[mt-sledtrace]=${skip[sledtrace]}
     skip[sledtrace-min]=${skip[sledtrace]}
+    skip[sledtrace-args]=${skip[sledtrace]}
     log "warning: ${skip[sledtrace]}; skipping the sledtrace variants"
 fi
 
@@ -134,6 +138,10 @@ run_variant() {
         # SLEDTRACE_MIN_DURATION: most fib calls are taken back at their exit, counted
         out=$(env "${sledtrace_env[@]}" SLEDTRACE_MIN_DURATION=1us LD_PRELOAD="$preload" \
             SLEDTRACE_OUTPUT="$tmp/sledtrace-min" "$bench_dir/fib-sleds" "$N") || rc=$?
+        ;;
+    sledtrace-args)
+        out=$(env "${sledtrace_env[@]}" SLEDTRACE_ARGS='fib@arg1,retval' LD_PRELOAD="$preload" \
+            SLEDTRACE_OUTPUT="$tmp/sledtrace-args" "$bench_dir/fib-sleds" "$N") || rc=$?
         ;;
     floor) out=$("$bench_dir/floor" "$N") || rc=$? ;;
     esac
@@ -209,7 +217,7 @@ run_mt() {
 }
 
 clean_traces() {
-    rm -f "$tmp/sledtrace"/* "$tmp/xray-fdr"/*
+    rm -rf "$tmp/sledtrace"/* "$tmp/xray-fdr"/* "$tmp/sledtrace-min" "$tmp/sledtrace-args"
 }
 
 # Print the count of function "fib" from a CSV account (a header line naming a
@@ -466,6 +474,8 @@ target_line() { # name value limit
 target_line "sledtrace / floor" "$(ratio "${median[sledtrace]:-}" "${median[floor]:-}")" "$TARGET_FLOOR"
 target_line "sledtrace / compiler-rt FDR" \
     "$(ratio "${median[sledtrace]:-}" "${median[xray-fdr]:-}")" "$TARGET_FDR"
+target_line "sledtrace, arguments / sledtrace" \
+    "$(ratio "${median[sledtrace-args]:-}" "${median[sledtrace]:-}")" 2
 target_line "2 thr sledtrace (per thread) / floor" \
     "$(ratio "${median[mt-sledtrace]:-}" "${median[floor]:-}")" "$TARGET_MT_FLOOR"
 if [[ -n "$rss_beyond" ]]; then
