@@ -250,6 +250,96 @@ static bool moves_stack(int kind)
     }
 }
 
+/* ---- arguments (callstack.h: cs_arg, cs_strings) ---------------------------------------- */
+
+/* A CallArgument of the topmost frame (the call that logs them). 0, or -1 out of memory. */
+static int add_arg(struct cs_thread *t, uint64_t v)
+{
+    size_t i = t->depth - 1;
+    struct cs_frame *f = &t->st[i];
+    if (f->nargs == 0)
+        f->arg = v;
+    else if (f->nargs < CS_MAX_ARGS) {
+        if (i >= t->capx) {
+            size_t cap = t->capx ? t->capx : 8;
+            while (cap <= i)
+                cap *= 2;
+            void *g = realloc(t->xargs, cap * sizeof *t->xargs);
+            if (!g)
+                return -1;
+            t->xargs = g;
+            t->capx = cap;
+        }
+        t->xargs[i][f->nargs] = v;
+    }
+    f->nargs++;
+    return 0;
+}
+
+/* A string record: u32 frame index, u8 argno, u8 flags, u16 length, the bytes (padded to 8). */
+enum { STR_HEAD = 8 };
+
+static int add_string(struct cs_thread *t, unsigned argno, unsigned flags, const uint8_t *b,
+                      size_t n)
+{
+    if (n > 0xffff)
+        n = 0xffff;
+    size_t need = STR_HEAD + ((n + 7) & ~(size_t)7);
+    if (t->nstrs + need > t->capstrs) {
+        size_t cap = t->capstrs ? t->capstrs : 256;
+        while (cap < t->nstrs + need)
+            cap *= 2;
+        void *g = realloc(t->strs, cap);
+        if (!g)
+            return -1;
+        t->strs = g;
+        t->capstrs = cap;
+    }
+    uint8_t *r = t->strs + t->nstrs;
+    uint32_t fi = (uint32_t)(t->depth - 1);
+    uint16_t len = (uint16_t)n;
+    memcpy(r, &fi, 4);
+    r[4] = (uint8_t)argno;
+    r[5] = (uint8_t)flags;
+    memcpy(r + 6, &len, 2);
+    memcpy(r + STR_HEAD, b, n);
+    t->nstrs += need;
+    return 0;
+}
+
+/* The records, oldest first, are of frames at non-decreasing indices (a frame's come after
+ * its callers', and a closed frame's are trimmed before a new one pushes): so the records of
+ * frames at index >= i are a suffix. Walking from the start finds it. */
+void cs_strings_trim(struct cs_thread *t, size_t i)
+{
+    size_t at = 0;
+    while (at < t->nstrs) {
+        uint32_t fi;
+        uint16_t len;
+        memcpy(&fi, t->strs + at, 4);
+        if (fi >= i)
+            break;
+        memcpy(&len, t->strs + at + 6, 2);
+        at += STR_HEAD + (((size_t)len + 7) & ~(size_t)7);
+    }
+    t->nstrs = at;
+}
+
+void cs_strings(const struct cs_thread *t, size_t i,
+                void (*fn)(void *arg, unsigned argno, unsigned flags, const uint8_t *b, size_t n),
+                void *arg)
+{
+    for (size_t at = 0; at < t->nstrs;) {
+        uint32_t fi;
+        uint16_t len;
+        memcpy(&fi, t->strs + at, 4);
+        memcpy(&len, t->strs + at + 6, 2);
+        if (fi == i)
+            fn(arg, t->strs[at + 4], t->strs[at + 5], t->strs + at + STR_HEAD, len);
+        at += STR_HEAD + (((size_t)len + 7) & ~(size_t)7);
+    }
+}
+
 static int feed_item(struct callstack *cs, const struct stf_item *it, const struct cs_ops *ops,
                      void *ctx)
 {
@@ -288,11 +378,17 @@ static int feed_item(struct callstack *cs, const struct stf_item *it, const stru
             return ctx_switch(cs, t, to, from, it->tsc, ops, ctx);
         if (it->kind == STF_M_CUSTOM_EVENT || it->kind == STF_M_TYPED_EVENT)
             t->last = it->tsc;
-        if (it->kind == STF_M_CALL_ARG && t->args_open && t->depth) {
-            struct cs_frame *f = &t->st[t->depth - 1]; /* the call that logs them */
-            if (f->nargs++ == 0)
-                f->arg = it->value;
-        }
+        if (it->kind == STF_M_CALL_ARG && t->args_open && t->depth)
+            return add_arg(t, it->value);
+        unsigned argno, flags;
+        const uint8_t *b;
+        size_t n;
+        if (it->kind == STF_M_TYPED_EVENT && t->args_open && t->depth && !t->switched &&
+            stf_decode_argstr(it->event_type, it->payload, it->payload_len, &argno, &flags, &b, &n))
+            return add_string(t, argno, flags, b, n);
+        if (it->kind == STF_M_TYPED_EVENT &&
+            stf_decode_retval(it->event_type, it->payload, it->payload_len, t->ret))
+            t->has_ret = true;
         return 0;
     }
     cs_last_func(t, it->tsc, it->action);
@@ -641,6 +737,8 @@ void cs_free(struct callstack *cs)
             free(cs->t[i].ctxs[k].st);
         free(cs->t[i].ctxs);
         u64map_free(&cs->t[i].ctxmap);
+        free(cs->t[i].xargs);
+        free(cs->t[i].strs);
     }
     free(cs->t);
     u64map_free(&cs->tmap);

@@ -65,7 +65,7 @@ struct cs_frame {
     uint32_t node; /* free for the caller (stack tree node) */
     uint64_t start, child;
     uint64_t arg;   /* first logged argument (CallArgument after an enter-with-args) */
-    uint32_t nargs; /* arguments logged for this call */
+    uint32_t nargs; /* arguments logged for this call (all of them: cs_arg, cs_strings) */
     /* With callstack.nesting (else 0): the frame's nearest open frame below it of the same
      * function (same_below) and, with callstack.edges too, of the same caller -> callee pair
      * (edge_below), as index + 1 in
@@ -122,7 +122,30 @@ struct cs_thread {
     size_t nctx, capctx;
     struct u64map ctxmap;
     bool win_in, win_done; /* with a window: its start reached; its end passed (rest ignored) */
+    /* Arguments (SLEDTRACE_ARGS, format/stf.h "Arguments"), for the running context's frames:
+     * xargs[i] the first CS_MAX_ARGS arguments of frame i (read with cs_arg; written only for
+     * frames that log them, so valid for k < nargs); strs the strings of the open frames, a
+     * stack of records (cs_strings), the top ones the topmost frame's; ret the return registers
+     * of the call the next exit closes (has_ret). */
+    uint64_t (*xargs)[6];
+    size_t capx;
+    uint8_t *strs;
+    size_t nstrs, capstrs;
+    uint64_t ret[4];
+    bool has_ret;
 };
+
+enum { CS_MAX_ARGS = 6 };
+/* Argument k (0-based, k < f->nargs and < CS_MAX_ARGS) of frame i of t. */
+static inline uint64_t cs_arg(const struct cs_thread *t, size_t i, unsigned k)
+{
+    return k == 0 ? t->st[i].arg : t->xargs[i][k];
+}
+/* The strings frame i of t (an open frame) logged: calls fn(arg, argno, flags, bytes, n) for
+ * each, in the order logged. Only the running context's frames keep them. */
+void cs_strings(const struct cs_thread *t, size_t i,
+                void (*fn)(void *arg, unsigned argno, unsigned flags, const uint8_t *b, size_t n),
+                void *arg);
 
 /* Why a frame closed: its own exit, an exit of a function below it (a repair), a loss marker or
  * the end of the trace (the last two only with close_open). */
@@ -136,8 +159,9 @@ struct cs_close {
     size_t depth;
     uint64_t end, dur, self;
     enum cs_why why;
-    bool repaired; /* why == CS_REPAIR */
-    uint8_t clip;  /* CS_CLIP_START | CS_CLIP_END: the call crosses the window's edge(s) */
+    bool repaired;       /* why == CS_REPAIR */
+    uint8_t clip;        /* CS_CLIP_START | CS_CLIP_END: the call crosses the window's edge(s) */
+    const uint64_t *ret; /* its return registers (rax rdx xmm0 xmm1), if it logged them */
 };
 
 enum { CS_CLIP_START = 1, CS_CLIP_END = 2 };

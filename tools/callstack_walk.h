@@ -111,12 +111,24 @@ CS_INLINE void cs_nest_pop(struct cs_thread *t, const struct cs_frame *fr)
         t->nest.edge_top[fr->ex] = fr->edge_below;
 }
 
+/* The string records of frames at index >= i (closed, or dropped at a gap) are forgotten. */
+void cs_strings_trim(struct cs_thread *t, size_t i);
+
 CS_INLINE int cs_close_top(struct callstack *cs, struct cs_thread *t, uint64_t tsc, enum cs_why why,
                            const struct cs_ops *ops, void *ctx)
 {
     /* the popped slot stays as it is until the next push: no copy (the callbacks never push) */
     const struct cs_frame *fr = &t->st[--t->depth];
+    const uint64_t *ret = NULL;
+    if (__builtin_expect(t->has_ret, 0) && why == CS_EXIT) {
+        ret = t->ret; /* the exit's: the typed event right before it */
+        t->has_ret = false;
+    }
     uint64_t dur, self;
+    if (!ops || !ops->close) { /* the strings go now: no callback reads them */
+        if (__builtin_expect(t->nstrs != 0, 0))
+            cs_strings_trim(t, t->depth);
+    }
     if (cs->signed_dur) { /* corrected times: modulo 2^64, so that sums stay exact */
         dur = tsc - fr->start;
         self = dur - fr->child;
@@ -149,8 +161,12 @@ CS_INLINE int cs_close_top(struct callstack *cs, struct cs_thread *t, uint64_t t
                          .self = self,
                          .why = why,
                          .repaired = why == CS_REPAIR,
-                         .clip = clip};
-    return ops->close(ctx, &c);
+                         .clip = clip,
+                         .ret = ret};
+    int rc = ops->close(ctx, &c);
+    if (__builtin_expect(t->nstrs != 0, 0))
+        cs_strings_trim(t, t->depth);
+    return rc;
 }
 
 /* t's last function record was at tsc with action: its last timestamp, and whether
@@ -173,6 +189,9 @@ CS_INLINE int cs_feed_func(struct callstack *cs, struct cs_thread *t, uint32_t i
                 return -1;
             t->st = n;
         }
+        if (__builtin_expect(t->nstrs != 0, 0))
+            cs_strings_trim(t, t->depth); /* a dropped frame's, at this depth */
+        t->has_ret = false;
         struct cs_frame *f = &t->st[t->depth++];
         *f = (struct cs_frame){.id = id, .start = tsc};
         if (cs->nesting && cs_nest_push(cs, t) != 0)
