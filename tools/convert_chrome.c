@@ -112,8 +112,10 @@ struct chrome {
     size_t nlast;
     bool *named_track; /* per track: its thread_name written */
     size_t nnamed_track;
-    uint32_t head_track; /* the track of head_t whose complete events' head is in head */
-    struct frac *frac;   /* see frac_table */
+    uint32_t head_track;            /* the track of head_t whose complete events' head is in head */
+    struct frac *frac;              /* see frac_table */
+    const struct tool_window *filt; /* call filters (window.h), NULL: none */
+    uint64_t shown;                 /* calls written */
 };
 
 /* Nanoseconds from 1 us before the base (none before the base: a counter stepped back below it
@@ -400,6 +402,11 @@ static int on_close(void *ctx, const struct cs_close *cl)
     uint64_t s = fr->mark, e = when(c, cl->t, cl->end, true);
     if (c->nomem)
         return -1;
+    /* a call hidden is not written (its times stay on the grid, so what is written nests
+     * exactly as before: a shown call's parent is its nearest shown ancestor) */
+    if (c->filt && tool_window_close(c->filt, c->syms, cl, c->freq) != TW_SHOW)
+        return 0;
+    c->shown++;
     if (!c->tail || c->tail_id != fr->id) {
         const char *tail = tool_names_get(&c->names, fr->id, event_tail, c);
         size_t len = tail ? strlen(tail) : 0;
@@ -577,19 +584,22 @@ static uint64_t window_items(uint64_t items, uint64_t base, uint64_t end, uint64
 }
 
 int convert_chrome(const char *path, const char *out, const char *syms_opt,
-                   const struct tool_window *win)
+                   const struct tool_window *win, const int32_t *tid)
 {
     struct tool_trace tr;
     struct tool_out o;
     FILE *f = conv_begin(&tr, &o, path, out, syms_opt);
     if (!f)
         return EXIT_BAD_TRACE;
+    tr.one = tid != NULL;
+    tr.tid = tid ? *tid : 0;
     static const struct cs_ops ops = {.thread = on_thread, .enter = on_enter, .close = on_close};
     struct callstack cs = {.close_open = true, .signed_dur = tool_trace_corrected(&tr)};
     struct chrome c = {
         .f = f, .syms = tr.syms, .freq = tr.freq, .first = true, .base = tool_trace_base(&tr)};
     uint64_t items, end = tool_trace_extent(&tr, &items);
     c.cs = &cs;
+    c.filt = tool_window_filtered(win) ? win : NULL;
     c.step = pick_step(at_ns(&c, end), 2 * items); /* a start and an end per item at most */
     uint64_t shown = items;
     if (tool_window_timed(win)) {
@@ -640,6 +650,8 @@ int convert_chrome(const char *path, const char *out, const char *syms_opt,
             tool_ticks_to_ns(tool_trace_removed(&tr), tr.freq));
     if (cs.win)
         fprintf(f, ",\"clipped\":%" PRIu64, cs.clipped);
+    if (c.filt)
+        fprintf(f, ",\"shown\":%" PRIu64, c.shown);
     fputs("}}\n", f);
     int st = tool_out_close(&o, status == EXIT_OK) ? EXIT_BAD_TRACE : EXIT_OK;
     if (status == EXIT_OK)
