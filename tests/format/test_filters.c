@@ -480,3 +480,25 @@ Test(filters, top_counts_the_shown_calls)
     tr_out_free(&r);
     tr_remove_trace(p);
 }
+
+/* slowest --from/--to: the calls' parts inside the window compete (get's first call, 200 ns,
+ * has 150 inside [400, 850]; its second, 100 ns, 50). */
+Test(filters, slowest_takes_a_window)
+{
+    char *p = filter_trace();
+    const char *w1[] = {"ns::*", "--from", "400ns", "--to", "850ns", "--raw-times", NULL};
+    struct tr_out r = run("slowest", p, w1, 0);
+    cr_assert(strstr(r.o,
+                     "   1        150ns      0.000000400      100  main > parse > ns::Box::get\n"
+                     "   2         50ns      0.000000800      100  main > ns::Box::get\n"
+                     "# 2 slowest of 2 calls of ns::*\n"
+                     "# window: calls clipped at its edges: 4\n"),
+              "%s", r.o);
+    tr_out_free(&r);
+    const char *w2[] = {"ns::*", "--to", "1 ms", NULL};
+    r = run("slowest", p, w2, 2);
+    cr_assert_str_eq(
+        r.e, "sledtrace: slowest: --to: bad time '1 ms' (e.g. 10us, 2.5ms, 1s; bare: ns)\n");
+    tr_out_free(&r);
+    tr_remove_trace(p);
+}
