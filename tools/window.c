@@ -44,6 +44,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Patterns given in this process, numbering the windows that hold them (tool_window.serial);
+ * options are parsed on one thread. */
+static uint64_t g_serial;
+
 static int add_list(const char *cmd, const char *opt, const char **list, size_t *n, const char *v)
 {
     if (*n == 16) {
@@ -95,10 +99,14 @@ int tool_window_option(int argc, char **argv, int *i, const char *cmd, struct to
         }
         return 1;
     }
-    if ((m = tool_option(argc, argv, i, cmd, "--filter", &v)) != 0)
+    if ((m = tool_option(argc, argv, i, cmd, "--filter", &v)) != 0) {
+        w->serial = ++g_serial;
         return m < 0 ? m : add_list(cmd, "--filter", w->filter, &w->nfilter, v);
-    if ((m = tool_option(argc, argv, i, cmd, "--exclude", &v)) != 0)
+    }
+    if ((m = tool_option(argc, argv, i, cmd, "--exclude", &v)) != 0) {
+        w->serial = ++g_serial;
         return m < 0 ? m : add_list(cmd, "--exclude", w->exclude, &w->nexclude, v);
+    }
     return 0;
 }
 
@@ -197,6 +205,45 @@ bool tool_window_filtered(const struct tool_window *w)
     return w && (w->max_depth || w->min_ns || w->nfilter || w->nexclude);
 }
 
+/* What --filter and --exclude say of function id's own name: a bit each. Names are tested
+ * once per function per thread: a small direct-mapped cache, thread-local (account walks
+ * threads in parallel), valid for one window and one symbol table (key: their addresses and the
+ * window's serial, so a window parsed again at the same address is not mistaken for the old). */
+enum { M_FILTER = 1, M_EXCLUDE = 2, M_CACHE = 1024 };
+static _Thread_local struct {
+    const struct tool_window *w;
+    const struct stf_syms *syms;
+    uint64_t serial;
+    uint32_t key[M_CACHE]; /* id + 1 (0: empty) */
+    uint8_t val[M_CACHE];
+} g_names;
+
+static unsigned name_match(const struct tool_window *w, const struct stf_syms *syms, uint32_t id)
+{
+    if (g_names.w != w || g_names.syms != syms || g_names.serial != w->serial) {
+        memset(g_names.key, 0, sizeof g_names.key);
+        g_names.w = w;
+        g_names.syms = syms;
+        g_names.serial = w->serial;
+    }
+    size_t slot = (size_t)((id * 0x9e3779b1u) >> 22) & (M_CACHE - 1);
+    if (g_names.key[slot] == id + 1u)
+        return g_names.val[slot];
+    char buf[24];
+    const char *name = stf_syms_name(syms, id, buf, sizeof buf);
+    uint32_t obj, fid;
+    stf_syms_split(syms, id, &obj, &fid);
+    const char *path = stf_syms_object(syms, obj);
+    unsigned m = 0;
+    if (w->nfilter && list_matches(w->filter, w->nfilter, name, path))
+        m |= M_FILTER;
+    if (w->nexclude && list_matches(w->exclude, w->nexclude, name, path))
+        m |= M_EXCLUDE;
+    g_names.key[slot] = id + 1u;
+    g_names.val[slot] = (uint8_t)m;
+    return m;
+}
+
 /* The state of a frame of function id whose parent's state is parent (0: top level). */
 static uint8_t vis_of(const struct tool_window *w, const struct stf_syms *syms, uint32_t id,
                       uint8_t parent)
@@ -207,15 +254,10 @@ static uint8_t vis_of(const struct tool_window *w, const struct stf_syms *syms, 
     bool inherit = !w->filter_only && parent;
     if (inherit && (parent & TW_EXCLUDED))
         return v | TW_EXCLUDED | (parent & TW_INSIDE);
-    char buf[24];
-    const char *name = stf_syms_name(syms, id, buf, sizeof buf);
-    uint32_t obj, fid;
-    stf_syms_split(syms, id, &obj, &fid);
-    const char *path = stf_syms_object(syms, obj);
-    if (!w->nfilter || (inherit && (parent & TW_INSIDE)) ||
-        list_matches(w->filter, w->nfilter, name, path))
+    unsigned m = name_match(w, syms, id);
+    if (!w->nfilter || (inherit && (parent & TW_INSIDE)) || (m & M_FILTER))
         v |= TW_INSIDE;
-    if (w->nexclude && list_matches(w->exclude, w->nexclude, name, path))
+    if (m & M_EXCLUDE)
         v |= TW_EXCLUDED;
     return v;
 }

@@ -19,6 +19,7 @@ struct tool_window {
     const char *filter[16], *exclude[16]; /* comma-separated [LIB:]GLOB lists */
     size_t nfilter, nexclude;
     bool filter_only; /* replay --filter-only: each call tested on its own name, no subtrees */
+    uint64_t serial;  /* set when patterns are added (window.c's cache of name tests) */
 };
 
 /* One of the options above at argv[*i]: 1 (taken, *i advanced), 0 (not one of them) or -1 (bad

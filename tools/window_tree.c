@@ -152,6 +152,7 @@ int tool_window_tree_load(const char *path, const char *syms_opt, const int32_t 
     }
     struct wt_ctx x = {.tr = tree, .w = cs->window, .syms = tr.syms, .freq = tr.freq};
     static const struct cs_ops ops = {.enter = wt_enter, .close = wt_close};
+    tool_trace_prefetch(&tr);
     int rc = wt_root(tree) == 0 ? STF_OK : CS_NOMEM;
     struct stf_item it;
     while (rc == STF_OK && (rc = cs_next_item(cs, &tr, &ops, &x, &it)) == STF_OK)
