@@ -23,7 +23,9 @@
  * two, reported at the bucket midpoint and clamped to [min, max]): a bucket [lo, lo + w) has
  * w <= lo / 128, so the midpoint is within w / 2 <= lo / 256 <= v / 256 of any value v in it,
  * a relative error of at most 1/256 (under 0.4%), in ticks; the conversion to nanoseconds
- * rounds to the nearest, which can add half a nanosecond. */
+ * rounds to the nearest, which can add half a nanosecond.
+ * Call filters (window.h: --filter, --exclude, --max-depth, --min-duration): only the calls
+ * shown count, each with its own figures (on_close asks tool_window_close). */
 #include "callstack_walk.h"
 #include "window.h"
 #include "suggest.h"

@@ -15,7 +15,9 @@
  * when every outermost call of the callee is made by that caller. Frames are closed by the
  * stack rule of
  * callstack.h with close_open: frames open at a loss marker or at the end are closed at their
- * thread's last timestamp and counted. Nodes and edges are listed in order of first appearance. */
+ * thread's last timestamp and counted. Nodes and edges are listed in order of first appearance.
+ * --from/--to and the call filters (window.h): only the calls shown count; a shown call's edge
+ * comes from its parent when that is shown too (see on_close). */
 #include "callstack.h"
 #include "convert.h"
 #include "window.h"

@@ -20,7 +20,10 @@
  * closing a clipped call ends with [clipped]; durations and --min-duration are the window's
  * part. In entry order the lookahead for a clipped frame starts at the record being fed (the
  * one that reached the window), with the frames above it on its stack, and stops at the
- * window's end. */
+ * window's end.
+ * --filter, --exclude, --max-depth (window.h): decided at a call's entry (tool_window_enter) in
+ * entry order, at its close in exit order; --filter shows a match's subtree, --filter-only
+ * each call on its own name (replay's rule before the shared filters). */
 #include "callstack.h"
 #include "window.h"
 

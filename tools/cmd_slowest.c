@@ -1,9 +1,11 @@
-/* sledtrace slowest [TRACE] FUNC [-n N] [--tid T] [-o OUT.json]: the N slowest calls of a
- * function, and the timeline around them (issue 25.2: "show me the slow one").
+/* sledtrace slowest [TRACE] FUNC [-n N] [--tid T] [--from T] [--to T] [-o OUT.json]: the N
+ * slowest calls of a function, and the timeline around them (issue 25.2: "show me the slow
+ * one"). --from/--to: the walker's window (callstack.h), in pass 1; a clipped call competes
+ * with its part inside.
  *
- * FUNC is matched as replay's --filter matches: an fnmatch glob against the name as the other
- * commands show it (--names: demangled, short by default; "#ID" for a function without a name),
- * so 'parse*' or 'ns::Box::*' pick several functions and their calls compete together.
+ * FUNC is an fnmatch glob matched against the name as the other commands show it (--names:
+ * demangled, short by default; "#ID" for a function without a name), so 'parse*' or
+ * 'ns::Box::*' pick several functions and their calls compete together.
  *
  * Pass 1 walks the trace with callstack.h's rule as account does (close_open false: a call cut by
  * a loss marker or open at the end has no duration, and counts as unfinished), sequentially,

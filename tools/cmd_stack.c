@@ -4,7 +4,9 @@
  * loss markers); memory grows with the number of distinct stacks, never with the trace length.
  * --diff OLD: both traces as stacks by name (stackpaths.h), merged.
  * Self time of a closed frame = its duration minus its directly closed callees' durations, so the
- * self times under a closed top-level frame add up to exactly its duration. */
+ * self times under a closed top-level frame add up to exactly its duration.
+ * Call filters (window.h): the tree comes from tool_window_tree_load (window_tree.c), which
+ * folds a hidden call's time into its caller shown, so that sum still holds for shown calls. */
 #include "callstack.h"
 #include "stackpaths.h"
 #include "window.h"

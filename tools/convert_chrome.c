@@ -24,6 +24,9 @@
  * "end" or "both"; otherData then counts them (clipped). The time grid stays the whole
  * trace's, so times are those of the unwindowed export. Memory: the walker's stacks, a
  * word per thread and the table of fractions below; nothing grows with the calls.
+ * Call filters (window.h): a call hidden is not written, but its start and end still take
+ * their places on the grid, so what is written nests exactly as in the whole export (a call's
+ * parent in the file is its nearest shown ancestor); otherData.shown counts the calls written.
  *
  * Coroutines. A thread that switches between ucontexts runs one stack per context
  * (callstack.h, "Contexts"), whose calls overlap in time: a coroutine's call stays open while

@@ -50,7 +50,11 @@
  *
  * Memory: the walker's, a few words per track, a bit per (track, name) interned and the names
  * (each once); packets are put together in a buffer flushed at 64 KiB. Nothing grows with the
- * calls: the trace is streamed, thread after thread, in one reading pass. */
+ * calls: the trace is streamed, thread after thread, in one reading pass.
+ *
+ * --from/--to and the call filters (window.h) but --min-duration: a call's begin and end are
+ * written or not as a pair, decided at its entry (cs_frame.mark), and its duration is not known
+ * there. */
 #include "callstack_walk.h"
 #include "convert.h"
 #include "ticks.h"
