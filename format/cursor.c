@@ -740,3 +740,31 @@ uint64_t stf_cursor_seek(struct stf_cursor *c, uint64_t tsc)
     c->bpos = i;
     return t->b[lo].first + i;
 }
+
+size_t stf_cursor_where(const struct stf_cursor *c, uint64_t *pos)
+{
+    if (pos)
+        *pos = c->bpos;
+    return c->blk;
+}
+
+int stf_cursor_goto(struct stf_cursor *c, size_t block)
+{
+    if (c->nt == 0 || block >= c->t[c->sel].nb)
+        return STF_ERR_ARG;
+    c->blk = block;
+    c->bpos = 0;
+    c->live = false;
+    return STF_OK;
+}
+
+size_t stf_cursor_blocks(const struct stf_cursor *c, uint64_t *bytes)
+{
+    uint64_t n = 0;
+    const struct cthread *t = c->nt ? &c->t[c->sel] : NULL;
+    for (size_t i = 0; t && i < t->nb; i++)
+        n += t->b[i].end - t->b[i].off;
+    if (bytes)
+        *bytes = n;
+    return t ? t->nb : 0;
+}

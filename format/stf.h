@@ -551,6 +551,15 @@ int stf_cursor_sync(struct stf_cursor *dst, const struct stf_cursor *src);
  * its thread up to and including it (non-decreasing, so records without a TSC sort with the
  * record before them). Returns the new position (0 = before the first item). */
 uint64_t stf_cursor_seek(struct stf_cursor *c, uint64_t tsc);
+/* The position by block, for an index of the tools' own (a walk's state at a block's start):
+ * stf_cursor_where gives the selected thread's block the position is in (0-based, among the
+ * thread's blocks) and the items of that block before the position (*pos); stf_cursor_goto
+ * moves before the first item of the selected thread's block `block` (STF_ERR_ARG past its
+ * last block). */
+size_t stf_cursor_where(const struct stf_cursor *c, uint64_t *pos);
+int stf_cursor_goto(struct stf_cursor *c, size_t block);
+/* The selected thread's blocks, and their bytes in the file. */
+size_t stf_cursor_blocks(const struct stf_cursor *c, uint64_t *bytes);
 /* The function records after the position, in bulk (stf_reader_funcs): up to max of them into
  * out, moving over them; returns how many. The same records, in the same order, as as many
  * stf_cursor_next calls would give (warnings and statistics alike); it stops before any other

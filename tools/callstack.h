@@ -47,9 +47,10 @@
  * callstack.clipped counts them. A thread with no record inside the window but records on
  * both sides has its frames then open clipped at both edges (entered, then closed, at each
  * edge in turn). A thread whose records all lie before the window shows
- * nothing, not even its frames open at the end. The cost is the reading up to the window's
- * end: reconstructing the open frames from a seek (stf_cursor_seek) would need the entries of
- * calls still open, which can lie anywhere before (main's is at the thread's start). */
+ * nothing, not even its frames open at the end. The walk of each thread may start at a
+ * checkpoint instead of its start, with the frames open there fed first (seek.h, trace.c:
+ * tool_trace_window), and ends after its first function record past the window: what it feeds
+ * the walker is then exactly what the walker would have taken from a whole walk. */
 #ifndef SLEDTRACE_TOOLS_CALLSTACK_H
 #define SLEDTRACE_TOOLS_CALLSTACK_H
 

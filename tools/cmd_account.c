@@ -27,6 +27,7 @@
  * Call filters (window.h: --filter, --exclude, --max-depth, --min-duration): only the calls
  * shown count, each with its own figures (on_close asks tool_window_close). */
 #include "callstack_walk.h"
+#include "seek.h"
 #include "window.h"
 #include "suggest.h"
 
@@ -859,6 +860,7 @@ int cmd_account(int argc, char **argv)
     if (tool_window_timed(&win)) {
         g_win = true;
         tool_window_ticks(&win, tool_trace_base(&tr), tr.freq, &g_win_from, &g_win_to);
+        tool_trace_window(&tr, g_win_from, g_win_to);
     }
     g_filt = tool_window_filtered(&win) ? &win : NULL;
     g_syms = syms;

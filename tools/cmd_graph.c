@@ -20,6 +20,7 @@
  * comes from its parent when that is shown too (see on_close). */
 #include "callstack.h"
 #include "convert.h"
+#include "seek.h"
 #include "window.h"
 
 #include <inttypes.h>
@@ -243,6 +244,7 @@ int cmd_graph(int argc, char **argv)
         uint64_t from, to;
         tool_window_ticks(&win, tool_trace_base(&tr), tr.freq, &from, &to);
         cs_set_window(&cs, from, to);
+        tool_trace_window(&tr, from, to); /* seek.h: each thread from near the window */
     }
     struct stf_item it;
     int rc, status = EXIT_OK;

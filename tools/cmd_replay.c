@@ -25,6 +25,7 @@
  * entry order, at its close in exit order; --filter shows a match's subtree, --filter-only
  * each call on its own name (replay's rule before the shared filters). */
 #include "callstack.h"
+#include "seek.h"
 #include "window.h"
 
 #include <inttypes.h>
@@ -608,6 +609,7 @@ int cmd_replay(int argc, char **argv)
         uint64_t from;
         tool_window_ticks(&win, rp.base, tr.freq, &from, &rp.win_to);
         cs_set_window(&cs, from, rp.win_to);
+        tool_trace_window(&tr, from, rp.win_to);
     }
     struct stf_item it;
     int rc, status = EXIT_OK;

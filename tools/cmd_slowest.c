@@ -29,6 +29,7 @@
  * a window are fed; the others are read and skipped. */
 #include "callstack.h"
 #include "convert.h"
+#include "seek.h"
 #include "window.h"
 
 #include <fnmatch.h>
@@ -727,6 +728,7 @@ int cmd_slowest(int argc, char **argv)
         uint64_t from, to;
         tool_window_ticks(&win, base, tr.freq, &from, &to);
         cs_set_window(&cs, from, to);
+        tool_trace_window(&tr, from, to); /* seek.h: each thread from near the window */
     }
     int status = EXIT_OK, rc = STF_END;
     if (!s.heap) {

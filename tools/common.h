@@ -98,6 +98,8 @@ const char *tool_seekable(const char *path, char *buf, size_t len, int *fd);
  * order; memory does not grow with the
  * trace. Opened leniently (warnings printed as tool_open_trace does) with its names (syms_opt,
  * else the sidecar beside it; syms may be NULL when there is none). */
+struct tool_seek;
+struct tool_seek_frame;
 struct tool_trace {
     const char *path;
     struct stf_cursor *c;
@@ -130,6 +132,22 @@ struct tool_trace {
     uint64_t calib_block; /* the calibration's block in file order, skipped (UINT64_MAX: none) */
     struct vclock vc;
     uint64_t removed; /* 1/256 tick: the correction of the threads walked to their end */
+    /* A window (tool_trace_window), in the ticks handed out: each thread's walk starts at its
+     * last checkpoint before win_from (seek.h; seek NULL: at its start) with the frames then
+     * open handed out first as entries at the checkpoint's time (sf[0..nsf), sf_step: the
+     * next item of sf[isf]: its entry, then its arguments), and ends after its first function
+     * record past win_to (over). The index belongs to the trace, not to a parallel part. */
+    bool win, over;
+    uint64_t win_from, win_to;
+    /* the thread's correction (vclock.acc) where its walk reached the window (win_in) and at
+     * its last record inside it: what a window's walk adds to removed */
+    bool win_in;
+    uint64_t acc_from, acc_to;
+    struct tool_seek *seek;
+    const struct tool_seek_frame *sf;
+    size_t nsf, isf;
+    uint32_t sf_step;
+    uint64_t sf_tsc;
 };
 /* True when the times handed out are corrected (the trace has a calibration, no --raw-times). */
 static inline bool tool_trace_corrected(const struct tool_trace *t)

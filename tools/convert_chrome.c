@@ -78,6 +78,7 @@
 #include "callstack_walk.h"
 #include "convert.h"
 #include "ticks.h"
+#include "seek.h"
 #include "window.h"
 
 #include <inttypes.h>
@@ -600,17 +601,17 @@ int convert_chrome(const char *path, const char *out, const char *syms_opt,
     struct callstack cs = {.close_open = true, .signed_dur = tool_trace_corrected(&tr)};
     struct chrome c = {
         .f = f, .syms = tr.syms, .freq = tr.freq, .first = true, .base = tool_trace_base(&tr)};
+    uint64_t from = 0, to = UINT64_MAX;
+    if (tool_window_timed(win)) {
+        tool_window_ticks(win, c.base, tr.freq, &from, &to);
+        cs_set_window(&cs, from, to);
+        tool_trace_window(&tr, from, to); /* before the extent: the index knows it */
+    }
     uint64_t items, end = tool_trace_extent(&tr, &items);
     c.cs = &cs;
     c.filt = tool_window_filtered(win) ? win : NULL;
     c.step = pick_step(at_ns(&c, end), 2 * items); /* a start and an end per item at most */
-    uint64_t shown = items;
-    if (tool_window_timed(win)) {
-        uint64_t from, to;
-        tool_window_ticks(win, c.base, tr.freq, &from, &to);
-        cs_set_window(&cs, from, to);
-        shown = window_items(items, c.base, end, from, to);
-    }
+    uint64_t shown = cs.win ? window_items(items, c.base, end, from, to) : items;
     size_warning(path, shown, at_ns(&c, end));
     c.frac = frac_table(c.step);
     c.ob = malloc(OUT_BUF);

@@ -58,6 +58,7 @@
 #include "callstack_walk.h"
 #include "convert.h"
 #include "ticks.h"
+#include "seek.h"
 #include "window.h"
 
 #include <inttypes.h>
@@ -619,6 +620,7 @@ int convert_perfetto(const char *path, const char *out, const char *syms_opt,
         uint64_t from, to;
         tool_window_ticks(win, c.base, tr.freq, &from, &to);
         cs_set_window(&cs, from, to);
+        tool_trace_window(&tr, from, to); /* seek.h: each thread from near the window */
     }
     tool_trace_prefetch(&tr);
 

@@ -19,6 +19,8 @@
  * units' results are read after pthread_join, which orders every worker's writes before. */
 #include "common.h"
 
+#include "seek.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -237,6 +239,70 @@ static int pf_next(struct tool_trace *t, struct stf_item *it);
 static size_t pf_funcs(struct tool_trace *t, struct stf_func *out, size_t max,
                        const struct stf_func **run);
 
+/* A record at tsc (as handed out) of a window's walk, the correction before it acc: the
+ * window's share of the correction, and the walk's end after the first function record past the
+ * window (the walker ignores the rest of the thread: callstack.h, "Windows"). */
+static void win_note(struct tool_trace *t, uint64_t tsc, uint64_t acc, bool func)
+{
+    if (tsc > t->win_to) {
+        t->over = t->over || func;
+        return;
+    }
+    if (!t->win_in && tsc >= t->win_from) {
+        t->win_in = true;
+        t->acc_from = acc;
+    }
+    if (t->win_in)
+        t->acc_to = t->vc.acc;
+}
+
+/* A window's walk of the thread just selected starts at its checkpoint (seek.h), if it has one:
+ * the cursor moved to the checkpoint's block, the clock set as it was there, and the frames then
+ * open to hand out first (synth_item). */
+static void seek_thread(struct tool_trace *t)
+{
+    t->over = t->win_in = false;
+    t->nsf = t->isf = 0;
+    size_t block;
+    uint64_t acc;
+    uint8_t prev;
+    const struct tool_seek_frame *f;
+    size_t nf;
+    if (!t->seek || !tool_seek_find(t->seek, t->cur_pid, t->cur_tid, t->win_from, t->vc.on, &block,
+                                    &acc, &prev, &f, &nf))
+        return;
+    if (stf_cursor_goto(t->c, block) != STF_OK)
+        return;
+    if (t->vc.on) {
+        t->vc.acc = acc;
+        t->vc.prev = prev;
+    }
+    t->sf = f;
+    t->nsf = nf;
+    t->sf_step = 0;
+    /* before the window: the walker moves its stack unseen (callstack.h, "Windows") */
+    t->sf_tsc = t->win_from - 1;
+}
+
+/* The next of the open frames at the checkpoint: an entry, then its arguments. */
+static void synth_item(struct tool_trace *t, struct stf_item *it)
+{
+    const struct tool_seek_frame *f = &t->sf[t->isf];
+    *it = (struct stf_item){.pid = t->cur_pid, .tid = t->cur_tid, .tsc = t->sf_tsc};
+    if (t->sf_step == 0) {
+        it->kind = STF_K_FUNCTION;
+        it->func_id = f->id;
+        it->action = f->nargs ? STF_ENTER_ARGS : STF_ENTER;
+    } else {
+        it->kind = STF_M_CALL_ARG;
+        it->value = t->sf_step == 1 ? f->arg : 0;
+    }
+    if (++t->sf_step > f->nargs) {
+        t->sf_step = 0;
+        t->isf++;
+    }
+}
+
 /* The walk itself (tool_trace_next and tool_trace_funcs without prefetching). */
 static int walk_next(struct tool_trace *t, struct stf_item *it)
 {
@@ -263,19 +329,29 @@ static int walk_next(struct tool_trace *t, struct stf_item *it)
             }
             t->started = true;
             vclock_thread(&t->vc);
+            if (t->win)
+                seek_thread(t);
         }
-        int rc = stf_cursor_next(t->c, it);
+        if (t->isf < t->nsf) {
+            synth_item(t, it);
+            return STF_OK;
+        }
+        int rc = t->over ? STF_END : stf_cursor_next(t->c, it);
         if (rc == STF_OK && it->block == t->calib_block)
             continue; /* the runtime's, before the program ran (vclock_find) */
         if (rc == STF_OK) {
+            uint64_t acc = t->vc.acc;
             vclock_item(&t->vc, it);
+            if (t->win)
+                win_note(t, it->tsc, acc, it->kind == STF_K_FUNCTION);
             if (++t->n % PROGRESS_EVERY == 0)
                 progress(t);
             return STF_OK;
         }
         if (rc != STF_END)
             return rc;
-        t->removed += t->vc.acc;
+        t->over = false;
+        t->removed += !t->win ? t->vc.acc : t->win_in ? t->acc_to - t->acc_from : 0;
         t->started = false;
         t->thread++;
     }
@@ -283,10 +359,19 @@ static int walk_next(struct tool_trace *t, struct stf_item *it)
 
 static size_t walk_funcs(struct tool_trace *t, struct stf_func *out, size_t max)
 {
-    if (!t->started)
+    if (!t->started || t->over || t->isf < t->nsf)
         return 0;
     size_t n = stf_cursor_funcs(t->c, out, max);
-    vclock_funcs(&t->vc, out, n);
+    if (!t->win) {
+        vclock_funcs(&t->vc, out, n);
+    } else {
+        for (size_t i = 0; i < n; i++) { /* vclock_funcs, one at a time: the window's edges */
+            uint64_t acc = t->vc.acc;
+            if (t->vc.on)
+                out[i].tsc = vclock_func(&t->vc, out[i].tsc, out[i].id, out[i].action);
+            win_note(t, out[i].tsc, acc, true);
+        }
+    }
     if ((t->n + n) / PROGRESS_EVERY != t->n / PROGRESS_EVERY)
         progress(t);
     t->n += n;
@@ -341,6 +426,13 @@ uint64_t tool_trace_base(struct tool_trace *t)
 uint64_t tool_trace_extent(struct tool_trace *t, uint64_t *items)
 {
     uint64_t last = 0, n = 0;
+    if (t->seek) { /* counted when the index was made */
+        tool_seek_extent(t->seek, &n, &last);
+        t->items = n;
+        t->prog.total = n;
+        *items = n;
+        return last;
+    }
     for (size_t i = 0; i < stf_cursor_threads(t->c); i++) {
         if (stf_cursor_select(t->c, i, NULL, NULL, NULL) != STF_OK)
             break;
@@ -413,6 +505,8 @@ void tool_trace_close(struct tool_trace *t)
     }
     free(t->order);
     t->order = NULL;
+    tool_seek_free(t->seek);
+    t->seek = NULL;
     stf_cursor_close(t->c);
     stf_syms_free(t->syms);
     if (t->spool >= 0)
@@ -458,7 +552,11 @@ static void *work(void *arg)
                              .calib = p->t->calib,
                              .has_calib = p->t->has_calib,
                              .calib_block = p->t->calib_block,
-                             .vc = p->t->vc};
+                             .vc = p->t->vc,
+                             .win = p->t->win,
+                             .win_from = p->t->win_from,
+                             .win_to = p->t->win_to,
+                             .seek = p->t->seek};
     struct stf_reader_stats st;
     stf_cursor_stats(w->c, &st);
     sub.par_bytes = st.bytes;

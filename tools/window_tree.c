@@ -17,6 +17,7 @@
  * cs_tree_load's. Nodes are numbered exactly as callstack.c numbers them, so cs_tree_names,
  * cs_tree_merge and stackpaths work on the result. */
 #include "callstack.h"
+#include "seek.h"
 #include "window.h"
 
 #include <stdlib.h>
@@ -149,6 +150,7 @@ int tool_window_tree_load(const char *path, const char *syms_opt, const int32_t 
         uint64_t from, to;
         tool_window_ticks(cs->window, tool_trace_base(&tr), tr.freq, &from, &to);
         cs_set_window(cs, from, to);
+        tool_trace_window(&tr, from, to); /* seek.h: each thread from near the window */
     }
     struct wt_ctx x = {.tr = tree, .w = cs->window, .syms = tr.syms, .freq = tr.freq};
     static const struct cs_ops ops = {.enter = wt_enter, .close = wt_close};

@@ -15,6 +15,9 @@
 #             `meson test viewers-devtools` installs) with every call of the file in its tree
 #   window    `convert --format chrome --from 100ms --to 110ms`: the DevTools engine must put
 #             every call of the file in its tree, at the depth the file's own nesting gives it
+#   seek      `account --from 300ms --to 300.5ms`: its time the first time (making the seek
+#             index, tools/seek.h), the second time, and without the index (SLEDTRACE_CACHE=off,
+#             reading each thread from its start up to the window); the outputs must be equal
 # Each line says exact or NOT EXACT / the ratio. Not part of CI (it fetches and compiles sqlite3
 # once, and writes and reads gigabytes); `scripts/bench.sh` does not call it either.
 # Usage: scripts/bench/realsize.sh [WORKDIR]   (default build/bench/realsize; the sqlite3 builds
@@ -41,6 +44,7 @@ if ! CLANG=$clang XRAY_NOLINK=$nolink tests/profile/debsrc.sh sqlite3 "$work" >/
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+export SLEDTRACE_CACHE=$tmp/cache # the seek index of the trace (tools/seek.h) goes with it
 sed -e "s/@ROWS@/${ROWS:-120000}/" -e "s/@LOOKUPS@/${LOOKUPS:-50000}/" tests/profile/workload.sql >"$tmp/w.sql"
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b - a) / 1e9 }'; }
 now() { date +%s%N; }
@@ -142,3 +146,19 @@ else
     wv="DevTools check skipped (no node_modules)"
 fi
 printf '  %-10s %.1f MB, %s s; %s\n' window "$(awk -v s="$wsize" 'BEGIN { print s / 1e6 }')" "$(secs "$t0" "$t1")" "$wv"
+w=(--from 300ms --to 300.5ms)
+t0=$(now)
+SLEDTRACE_CACHE=off "$tool" account "$trace" "${w[@]}" >"$tmp/seek0.txt" 2>&1
+rm -rf "$SLEDTRACE_CACHE" # made by the window above: made again here, timed
+t1=$(now)
+"$tool" account "$trace" "${w[@]}" >"$tmp/seek1.txt" 2>&1
+t2=$(now)
+"$tool" account "$trace" "${w[@]}" >"$tmp/seek2.txt" 2>&1
+t3=$(now)
+if cmp -s "$tmp/seek0.txt" "$tmp/seek1.txt" && cmp -s "$tmp/seek0.txt" "$tmp/seek2.txt"; then
+    sv="the same output each way"
+else
+    sv="NOT THE SAME output with the index"
+fi
+printf '  %-10s account %s: %s s from the threads\x27 starts, %s s making the index, %s s with it; %s\n' \
+    seek "${w[*]}" "$(secs "$t0" "$t1")" "$(secs "$t1" "$t2")" "$(secs "$t2" "$t3")" "$sv"

@@ -291,6 +291,29 @@ def test_calls_in_a_window(data):
         assert list(t.calls(start=main.start + main.duration + 1)) == []
 
 
+def test_calls_in_a_window_seek(tmp_path, monkeypatch):
+    """calls(start=, end=) starts each thread at its checkpoint (tools/seek.h) when the trace has
+    an index: the same calls, clipped the same, as reading every thread from its start. The
+    trace is the seek tests' (tests/format/seekgen.c: two threads, ~6 MiB each, main and long
+    open across checkpoints), raw, and corrected (an iteration then lasts 55 ns, not 100)."""
+    for calib, lo in ((False, 5_000_000), (True, 2_800_000)):
+        trace = tmp_path / ("seek-%d.fdr" % calib)
+        subprocess.run([os.environ["SEEK_TRACE"], str(trace)] + (["calib"] if calib else []),
+                       check=True)
+        monkeypatch.setenv("SLEDTRACE_SEEK_MIN", "0")
+        got = {}
+        for cache in ("off", str(tmp_path / "cache")):
+            monkeypatch.setenv("SLEDTRACE_CACHE", cache)
+            with sledtrace.open(trace) as t:
+                got[cache] = [(c.tid, c.name, c.depth, c.start, c.duration, c.clipped)
+                              for c in t.calls(start=lo, end=lo + 30_000)]
+        assert got["off"] == got[str(tmp_path / "cache")]
+        assert len(list((tmp_path / "cache").glob("*.seek"))) == 1 + calib
+        names = [c[1] for c in got["off"]]
+        assert [c[5] for c in got["off"] if c[1] == "main"] == ["both", "both"]
+        assert names.count("leaf") > 500, names.count("leaf")
+
+
 def test_calls_stats(data):
     with sledtrace.open(data / "real-lossy.fdr") as t:
         it = t.calls()

@@ -32,6 +32,7 @@
 #include <Python.h>
 
 #include "callstack.h"
+#include "seek.h"
 #include "window.h"
 #include "names.h"
 
@@ -722,6 +723,12 @@ typedef struct {
     int32_t tid;
     struct closed *q; /* closed calls not yet handed out: q[head..n) */
     size_t head, n, cap;
+    /* A window (calls(start=, end=)): each thread from its checkpoint (tools/seek.h; seek NULL:
+     * from its start) and up to its first function record past win_to (over), as trace.c's
+     * walk for the commands. */
+    bool win, over;
+    uint64_t win_from, win_to;
+    struct tool_seek *seek;
 } CallsObject;
 
 static int on_close(void *ctx, const struct cs_close *c)
@@ -778,6 +785,8 @@ static CallsObject *calls_new(TraceObject *t, PyObject *tid)
     k->tid = (int32_t)v;
     k->q = NULL;
     k->head = k->n = k->cap = 0;
+    k->win = k->over = false;
+    k->seek = NULL;
     k->c = open_cursor(t);
     if (!k->c) {
         Py_DECREF(k);
@@ -790,10 +799,47 @@ static void Calls_dealloc(CallsObject *self)
 {
     if (self->c)
         stf_cursor_close(self->c);
+    tool_seek_free(self->seek);
     cs_free(&self->cs);
     free(self->q);
     Py_XDECREF(self->t);
     PyObject_Free(self);
+}
+
+/* A window's walk of thread (pid, tid), just selected, starts at its checkpoint if it has one:
+ * the frames open there are fed first, just before the window (trace.c's seek_thread). 0, or
+ * -1 with an exception set. */
+static int seek_thread(CallsObject *k, int32_t pid, int32_t tid)
+{
+    size_t block, nf;
+    uint64_t acc;
+    uint8_t prev;
+    const struct tool_seek_frame *f;
+    if (!tool_seek_find(k->seek, pid, tid, k->win_from, k->t->corrected, &block, &acc, &prev, &f,
+                        &nf) ||
+        stf_cursor_goto(k->c, block) != STF_OK)
+        return 0;
+    if (k->t->corrected) {
+        k->vc.acc = acc;
+        k->vc.prev = prev;
+    }
+    for (size_t i = 0; i < nf; i++)
+        for (uint32_t a = 0; a <= f[i].nargs; a++) {
+            struct stf_item it = {.pid = pid, .tid = tid, .tsc = k->win_from - 1};
+            if (a == 0) {
+                it.kind = STF_K_FUNCTION;
+                it.func_id = f[i].id;
+                it.action = f[i].nargs ? STF_ENTER_ARGS : STF_ENTER;
+            } else {
+                it.kind = STF_M_CALL_ARG;
+                it.value = a == 1 ? f[i].arg : 0;
+            }
+            if (cs_feed(&k->cs, &it, &calls_ops, k) != 0) {
+                PyErr_NoMemory();
+                return -1;
+            }
+        }
+    return 0;
 }
 
 /* The next closed call: 1 (in *out), 0 at the end, -1 with an exception set. */
@@ -817,13 +863,18 @@ static int calls_next(CallsObject *k, struct closed *out)
             }
             k->started = true;
             vclock_thread(&k->vc);
+            k->over = false;
+            if (k->seek && seek_thread(k, pid, tid) != 0)
+                return -1;
         }
         struct stf_item it;
-        int rc = stf_cursor_next(k->c, &it);
+        int rc = k->over ? STF_END : stf_cursor_next(k->c, &it);
         if (rc == STF_OK && it.block == k->t->calib_block)
             continue; /* the runtime's calibration, before the program ran */
         if (rc == STF_OK)
             vclock_item(&k->vc, &it);
+        if (rc == STF_OK && k->win && it.kind == STF_K_FUNCTION && it.tsc > k->win_to)
+            k->over = true; /* the walker ignores the rest of the thread */
         if (rc == STF_END) {
             k->started = false;
             k->pos++;
@@ -930,6 +981,18 @@ static PyObject *Trace_calls(TraceObject *self, PyObject *args, PyObject *kw)
         uint64_t from, to;
         tool_window_ticks(&w, self->base, self->freq, &from, &to);
         cs_set_window(&k->cs, from, to);
+        k->win = true;
+        k->win_from = from;
+        k->win_to = to;
+        if (from > 0) { /* what tool_seek_open reads of a trace */
+            struct tool_trace tr = {.path = self->cpath,
+                                    .c = k->c,
+                                    .spool = -1,
+                                    .calib = self->calib,
+                                    .has_calib = self->has_calib,
+                                    .calib_block = self->calib_block};
+            k->seek = tool_seek_open(&tr);
+        }
     }
     return (PyObject *)k;
 }
