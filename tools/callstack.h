@@ -80,6 +80,7 @@ struct cs_frame {
      * callee pair (ex: UINT32_MAX for a top-level frame), see the top of this file. */
     uint32_t fx, ex;
     uint8_t clip; /* CS_CLIP_START: entered before the window (start is the window's start) */
+    uint8_t vis;  /* free for window.c: the call filters' state (tool_window_vis; 0: unknown) */
 };
 
 /* Open frames by function (and by caller -> callee pair): for dense number fx (ex), index + 1 of

@@ -23,7 +23,9 @@
  * two, reported at the bucket midpoint and clamped to [min, max]): a bucket [lo, lo + w) has
  * w <= lo / 128, so the midpoint is within w / 2 <= lo / 256 <= v / 256 of any value v in it,
  * a relative error of at most 1/256 (under 0.4%), in ticks; the conversion to nanoseconds
- * rounds to the nearest, which can add half a nanosecond. */
+ * rounds to the nearest, which can add half a nanosecond.
+ * Call filters (window.h: --filter, --exclude, --max-depth, --min-duration): only the calls
+ * shown count, each with its own figures (on_close asks tool_window_close). */
 #include "callstack_walk.h"
 #include "seek.h"
 #include "window.h"
@@ -42,6 +44,8 @@ static void help(FILE *out)
 {
     fputs("usage: sledtrace account TRACE [--format text|csv|json] [--sort KEY] [--top N]\n"
           "                         [--per-thread] [--raw-times] [--syms FILE]\n"
+          "                         [--from TIME] [--to TIME] [--filter P] [--exclude P]\n"
+          "                         [--max-depth N] [--min-duration TIME] [--tid N]\n"
           "\n"
           "Per-function call statistics: count, total, self, min, median, p90, p99, max.\n"
           "total is the time the function was on the stack (at least one of its calls\n"
@@ -71,8 +75,9 @@ static void help(FILE *out)
           "correction's error or the clock's step (csv, json: the approx column).\n"
           "--raw-times shows the times as measured; a trace that records no such cost\n"
           "(compiler-rt's, or an older sledtrace's) is shown as measured, and says so.\n"
-          "\n"
-          "  --format F         text (default); csv with raw nanoseconds and share_pct\n"
+          "\n",
+          out);
+    fputs("  --format F         text (default); csv with raw nanoseconds and share_pct\n"
           "                     (summary on stderr); json: one object with the trace,\n"
           "                     the rows in nanoseconds and a summary of the counters\n"
           "                     and the wall time (wall_ns)\n"
@@ -80,6 +85,18 @@ static void help(FILE *out)
           "                     only the time in this window (since the earliest thread\n"
           "                     start, as replay shows it; 10us, 2.5ms, 1s): calls crossing\n"
           "                     an edge count with their part inside it (footer: clipped)\n"
+          "  --filter P         only the calls of functions matching P and their callees\n"
+          "                     (subtree); P: comma-separated [LIB:]GLOB, on names as\n"
+          "                     shown (repeatable)\n"
+          "  --exclude P        not the calls of functions matching P nor their subtree\n"
+          "                     (wins over --filter)\n"
+          "  --max-depth N      only calls at depth < N (top-level calls are depth 0)\n"
+          "  --min-duration TIME  only calls lasting at least TIME\n"
+          "                     With these four, rows and totals count the calls shown\n"
+          "                     only, each with its own figures (a shown call's self time\n"
+          "                     still leaves out its hidden callees); elided calls are\n"
+          "                     left out; the footer says what was filtered\n"
+          "  --tid N            only thread N\n"
           "  --sort KEY         total (default), self, count, max (descending), name, id\n"
           "  --top N            only the first N rows (per thread with --per-thread)\n"
           "  --per-thread       statistics per (pid, tid) thread, threads in pid/tid order:\n"
@@ -121,6 +138,7 @@ struct acct {
     size_t nf, capf;
     bool per_thread; /* statistics keyed by (thread, function) */
     bool elided;     /* an elided-calls event was read */
+    uint64_t shown;  /* closed calls the filters show (all without filters) */
     /* Lookup cache (indices, not pointers: the array moves when it grows); function ids are
      * few and small. */
     uint64_t fcache_key[1024]; /* (thread index << 32) | function id */
@@ -128,6 +146,12 @@ struct acct {
     uint64_t last_key;         /* the last lookup's key and index + 1 (0: none) */
     uint32_t last_ix;
 };
+
+/* Call filters (window.h): NULL or none given: every call; else only the calls they show count
+ * (window.c's top), each with its own figures. Read-only during the walks. */
+static const struct tool_window *g_filt;
+static const struct stf_syms *g_syms;
+static uint64_t g_freq;
 
 /* Histogram row of f, allocated (zeroed) the first time; NULL on allocation failure. */
 static __attribute__((noinline)) uint64_t *hist_row(struct fstat *f, unsigned row)
@@ -289,6 +313,10 @@ static inline struct fstat *fget(struct acct *a, uint32_t tix, uint32_t id)
 static inline int on_close(void *ctx, const struct cs_close *c)
 {
     struct acct *a = ctx;
+    if (__builtin_expect(g_filt != NULL, 0) &&
+        tool_window_close(g_filt, g_syms, c, g_freq) != TW_SHOW)
+        return 0;
+    a->shown++;
     struct fstat *f = fget(a, (uint32_t)(c->t - a->cs.t), c->f->id);
     if (!f)
         return -1;
@@ -313,8 +341,15 @@ static inline int on_close(void *ctx, const struct cs_close *c)
  * call. The finished calls of its function nested in it are in no outermost finished frame:
  * their union is its rec (the union of the maximal ones, whose nearest enclosing frame of the
  * function is open, hence unfinished too), so each unfinished frame adds its rec to the total. */
-static int unfinished(struct acct *a, size_t tix, const struct cs_frame *fr)
+static int unfinished(struct acct *a, size_t tix, struct cs_frame *st, size_t depth)
 {
+    const struct cs_frame *fr = &st[depth];
+    if (g_filt) { /* no duration: it passes --min-duration, the other filters apply */
+        uint8_t v = tool_window_vis(g_filt, g_syms, st, depth, fr);
+        if (!(v & TW_INSIDE) || (v & TW_EXCLUDED) ||
+            (g_filt->max_depth && depth >= g_filt->max_depth))
+            return 0;
+    }
     struct fstat *f = fget(a, (uint32_t)tix, fr->id);
     if (!f)
         return -1;
@@ -330,7 +365,7 @@ static int on_loss(void *ctx, const struct cs_thread *t, uint64_t tsc, uint64_t 
     struct acct *a = ctx;
     (void)tsc, (void)lost;
     for (size_t k = 0; k < dropped; k++)
-        if (unfinished(a, (size_t)(t - a->cs.t), &t->st[k]) != 0)
+        if (unfinished(a, (size_t)(t - a->cs.t), t->st, k) != 0)
             return -1;
     return 0;
 }
@@ -398,11 +433,11 @@ static int count_open(struct acct *a)
     for (size_t i = 0; i < a->cs.nt; i++) {
         const struct cs_thread *t = &a->cs.t[i];
         for (size_t k = 0; k < t->depth; k++)
-            if (unfinished(a, i, &t->st[k]) != 0)
+            if (unfinished(a, i, t->st, k) != 0)
                 return -1;
         for (size_t c = 0; c < t->nctx; c++)
             for (size_t k = 0; k < t->ctxs[c].depth; k++)
-                if (unfinished(a, i, &t->ctxs[c].st[k]) != 0)
+                if (unfinished(a, i, t->ctxs[c].st, k) != 0)
                     return -1;
     }
     return 0;
@@ -457,7 +492,7 @@ static int acct_walk(void *arg, size_t k, struct tool_trace *sub)
          * with none of them are not counted. */
         uint64_t lost;
         if (it.kind == STF_M_TYPED_EVENT && it.event_type == STF_TYPED_ELIDED) {
-            if (add_elided(a, &it) != 0)
+            if (!g_filt && add_elided(a, &it) != 0) /* no stack known: not with filters */
                 return CS_NOMEM;
             continue;
         }
@@ -530,6 +565,7 @@ static int acct_merge(void *arg, size_t k)
             rc = CS_NOMEM;
     }
     d->elided |= s->elided;
+    d->shown += s->shown;
     acct_free(s);
     free(s);
     return rc;
@@ -756,7 +792,8 @@ int cmd_account(int argc, char **argv)
     const char *path = NULL, *syms_path = NULL;
     struct tool_window win = {0};
     enum format fmt = F_TEXT;
-    bool per_thread = false;
+    bool per_thread = false, have_tid = false;
+    int32_t tid = 0;
     uint64_t top = 0;
     g_sort = S_TOTAL;
     g_threads = NULL;
@@ -793,9 +830,13 @@ int cmd_account(int argc, char **argv)
                 tool_err("account: --top needs a positive integer, not '%s'", v);
                 return EXIT_USAGE;
             }
-        } else if (strncmp(o, "--from", 6) == 0 || strncmp(o, "--to", 4) == 0) {
-            if (tool_window_option(argc, argv, &i, "account", &win) < 0)
+        } else if ((m = tool_window_option(argc, argv, &i, "account", &win)) != 0) {
+            if (m < 0)
                 return EXIT_USAGE;
+        } else if ((m = tool_tid_option(argc, argv, &i, "account", &tid)) != 0) {
+            if (m < 0)
+                return EXIT_USAGE;
+            have_tid = true;
         } else if (tool_trace_arg(argc, argv, &i, "account", &path, &syms_path) < 0) {
             return EXIT_USAGE;
         }
@@ -808,6 +849,8 @@ int cmd_account(int argc, char **argv)
         return EXIT_BAD_TRACE;
     struct stf_syms *syms = tr.syms;
     uint64_t freq = tr.freq;
+    tr.one = have_tid;
+    tr.tid = tid;
     g_corrected = tool_trace_corrected(&tr);
     if (g_corrected) {
         g_spread = vclock_leaf_spread(&tr.calib);
@@ -819,6 +862,9 @@ int cmd_account(int argc, char **argv)
         tool_window_ticks(&win, tool_trace_base(&tr), tr.freq, &g_win_from, &g_win_to);
         tool_trace_window(&tr, g_win_from, g_win_to);
     }
+    g_filt = tool_window_filtered(&win) ? &win : NULL;
+    g_syms = syms;
+    g_freq = freq;
     struct acct a = {0};
     a.per_thread = per_thread;
     a.cs.nesting = true;
@@ -951,6 +997,7 @@ int cmd_account(int argc, char **argv)
                     nfuncs, a.cs.calls, a.cs.repairs, a.cs.unmatched, open);
             if (g_win)
                 fprintf(foot, "# window: calls clipped at its edges: %" PRIu64 "\n", a.cs.clipped);
+            tool_window_note(foot, "# ", &win, a.shown, a.cs.calls);
             tool_fmt_ns(wall_b, sizeof wall_b, tool_ticks_to_ns(wall_sum, freq));
             if (per_thread)
                 fputs("# share: of each thread's wall time (from its first to its last record)\n",

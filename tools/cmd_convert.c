@@ -36,7 +36,9 @@ static void help(FILE *out)
     fputs("usage: sledtrace convert TRACE --format fdr -o OUT\n"
           "       sledtrace convert TRACE --format chrome|yaml|perfetto [-o OUT]\n"
           "                         [--syms FILE [--force-syms]]\n"
-          "       sledtrace convert TRACE --format chrome [--from TIME] [--to TIME] [-o OUT]\n"
+          "       sledtrace convert TRACE --format chrome|perfetto [--from TIME] [--to TIME]\n"
+          "                         [--tid N] [--filter P] [--exclude P] [--max-depth N]\n"
+          "                         [--min-duration TIME (chrome)] [-o OUT]\n"
           "\n"
           "  --format fdr     rewrites an FDR trace (version 2 or later) with one block per\n"
           "                   thread: the same records, byte for byte, in the same order per\n"
@@ -48,10 +50,23 @@ static void help(FILE *out)
           "                   thread start; custom/typed events and loss markers as instant\n"
           "                   events.\n"
           "  --from TIME, --to TIME\n"
-          "                   chrome: only the time in this window (since the earliest thread\n"
-          "                   start, as replay shows it; 10us, 2.5ms, 1s): a call crossing an\n"
-          "                   edge keeps its part inside, marked args.clipped \"start\", \"end\"\n"
-          "                   or \"both\"; otherData.clipped counts them\n"
+          "                   chrome, perfetto: only the time in this window (since the\n"
+          "                   earliest thread start, as replay shows it; 10us, 2.5ms, 1s): a\n"
+          "                   call crossing an edge keeps its part inside (chrome: marked\n"
+          "                   args.clipped \"start\", \"end\" or \"both\"; otherData.clipped\n"
+          "                   counts them)\n"
+          "  --tid N          chrome, perfetto: only thread N\n"
+          "  --filter P       chrome, perfetto: only the calls of functions matching P and\n"
+          "                   their callees (subtree); P: comma-separated [LIB:]GLOB, on\n"
+          "                   names as shown (repeatable)\n"
+          "  --exclude P      chrome, perfetto: not the calls of functions matching P nor\n"
+          "                   their subtree (wins over --filter)\n"
+          "  --max-depth N    chrome, perfetto: only calls at depth < N (top level: 0)\n"
+          "  --min-duration TIME\n"
+          "                   chrome: only calls lasting at least TIME. Calls hidden are not\n"
+          "                   written; a call's parent in the file is its nearest shown\n"
+          "                   ancestor (chrome: otherData.shown counts the calls written).\n"
+          "                   yaml and fdr take none of these: they copy records\n"
           "  --format perfetto\n"
           "                   Perfetto's protobuf trace (ui.perfetto.dev, trace_processor):\n"
           "                   a begin and an end event per call on a track per thread,\n"
@@ -163,6 +178,8 @@ int cmd_convert(int argc, char **argv)
 {
     const char *path = NULL, *out = NULL, *format = NULL, *syms = NULL;
     struct tool_window win = {0};
+    int32_t tid = 0;
+    bool have_tid = false;
     if (tool_wants_help(argc, argv)) {
         help(stdout);
         return EXIT_OK;
@@ -175,9 +192,13 @@ int cmd_convert(int argc, char **argv)
             (m = tool_option(argc, argv, &i, "convert", "--syms", &syms)) != 0) {
             if (m < 0)
                 return EXIT_USAGE;
-        } else if ((m = tool_window_time_option(argc, argv, &i, "convert", &win)) != 0) {
+        } else if ((m = tool_window_option(argc, argv, &i, "convert", &win)) != 0) {
             if (m < 0)
                 return EXIT_USAGE;
+        } else if ((m = tool_tid_option(argc, argv, &i, "convert", &tid)) != 0) {
+            if (m < 0)
+                return EXIT_USAGE;
+            have_tid = true;
         } else if (strcmp(argv[i], "--raw-times") == 0) {
             tool_raw_times = true;
         } else if ((argv[i][0] != '-' || !argv[i][1]) && !path) { /* "-": standard input */
@@ -198,14 +219,20 @@ int cmd_convert(int argc, char **argv)
     int k = tool_choice("convert", "format", format, formats, 4);
     if (k < 0)
         return EXIT_USAGE;
-    if (k != 1 && tool_window_timed(&win)) {
-        tool_err("convert: --from and --to are for --format chrome only");
+    if ((k == 0 || k == 2) && (tool_window_timed(&win) || tool_window_filtered(&win) || have_tid)) {
+        tool_err("convert: --from, --to, --tid and the call filters are for --format chrome and "
+                 "perfetto only");
+        return EXIT_USAGE;
+    }
+    if (k == 3 && win.min_ns) {
+        tool_err("convert: --min-duration is for --format chrome only (perfetto writes a call's "
+                 "begin at its entry)");
         return EXIT_USAGE;
     }
     if (k == 1)
-        return convert_chrome(path, out, syms, &win);
+        return convert_chrome(path, out, syms, &win, have_tid ? &tid : NULL);
     if (k == 3)
-        return convert_perfetto(path, out, syms);
+        return convert_perfetto(path, out, syms, &win, have_tid ? &tid : NULL);
     if (k == 2) {
         tool_names_default(TOOL_NAMES_FULL); /* llvm-xray's YAML names functions in full */
         return convert_yaml(path, out, syms);

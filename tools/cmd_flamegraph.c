@@ -29,7 +29,8 @@ enum { SVG_W = 1200, PAD = 10, FRAME_H = 16, TOP = 44 };
 static void help(FILE *out)
 {
     fputs("usage: sledtrace flamegraph TRACE -o OUT.svg [--by time|count] [--tid N]\n"
-          "                            [--from TIME] [--to TIME]\n"
+          "                            [--from TIME] [--to TIME] [--filter P]\n"
+          "                            [--exclude P] [--max-depth N] [--min-duration TIME]\n"
           "                            [--syms FILE [--force-syms]]\n"
           "\n"
           "Write an interactive flame graph of the aggregated call stacks (see 'sledtrace\n"
@@ -44,6 +45,16 @@ static void help(FILE *out)
           "                     start, as replay shows it; 10us, 2.5ms, 1s): calls crossing\n"
           "                     an edge count with their part inside it (summary on\n"
           "                     stderr: how many were clipped)\n"
+          "  --filter P         only the calls of functions matching P and their callees\n"
+          "                     (subtree); callers above a match stay as the frames below\n"
+          "                     it, as wide as the matches. P: comma-separated\n"
+          "                     [LIB:]GLOB, on names as shown (repeatable)\n"
+          "  --exclude P        not the calls of functions matching P nor their subtree:\n"
+          "                     their time is dropped (wins over --filter)\n"
+          "  --max-depth N      at most N frames high: a deeper call's time counts in\n"
+          "                     its ancestor at depth N-1 (top level: 0)\n"
+          "  --min-duration TIME  not the calls shorter than TIME: their time counts in\n"
+          "                     the caller shown (summary on stderr: calls shown)\n"
           "  --tid N            only thread N\n"
           "  --per-thread       a root per thread (its name and tid) above its stacks\n"
           "  --raw-times        times as measured, the tracer's own cost included\n"
@@ -287,7 +298,7 @@ int cmd_flamegraph(int argc, char **argv)
             old_path = v;
         } else if (strcmp(argv[i], "--per-thread") == 0) {
             per_thread = true;
-        } else if ((m = tool_window_time_option(argc, argv, &i, "flamegraph", &win)) != 0) {
+        } else if ((m = tool_window_option(argc, argv, &i, "flamegraph", &win)) != 0) {
             if (m < 0)
                 return EXIT_USAGE;
         } else if ((m = tool_tid_option(argc, argv, &i, "flamegraph", &tid)) != 0) {
@@ -302,9 +313,10 @@ int cmd_flamegraph(int argc, char **argv)
         tool_err("flamegraph: -o OUT.svg is required (- for standard output)");
         return EXIT_USAGE;
     }
-    if (old_path && (have_tid || per_thread || tool_window_timed(&win))) {
+    if (old_path &&
+        (have_tid || per_thread || tool_window_timed(&win) || tool_window_filtered(&win))) {
         tool_err("flamegraph: --diff compares whole traces: no --tid, --per-thread (thread ids "
-                 "differ between runs), --from or --to");
+                 "differ between runs), --from, --to or call filters");
         return EXIT_USAGE;
     }
     if (!tool_default_trace(&path, "flamegraph"))
@@ -319,7 +331,9 @@ int cmd_flamegraph(int argc, char **argv)
     uint64_t freq = 0;
     tree.per_thread = per_thread;
     cs.window = &win;
-    int status = cs_tree_load(path, syms_path, have_tid ? &tid : NULL, &tree, &cs, &syms, &freq);
+    uint64_t shown = 0;
+    int status = tool_window_tree_load(path, syms_path, have_tid ? &tid : NULL, &tree, &cs, &syms,
+                                       &freq, &shown);
     size_t nn = tree.nn;
     char **names = NULL;
     uint64_t *tot = NULL;
@@ -407,6 +421,8 @@ int cmd_flamegraph(int argc, char **argv)
             cs_summary(stderr, &cs, freq);
         if (status == EXIT_OK && tool_window_timed(&win))
             fprintf(stderr, "# window: calls clipped at its edges: %" PRIu64 "\n", cs.clipped);
+        if (status == EXIT_OK)
+            tool_window_note(stderr, "# ", &win, shown, cs.calls);
     }
     cs_names_free(names, nn);
     sp_list_free(&old);

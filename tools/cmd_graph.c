@@ -15,9 +15,13 @@
  * when every outermost call of the callee is made by that caller. Frames are closed by the
  * stack rule of
  * callstack.h with close_open: frames open at a loss marker or at the end are closed at their
- * thread's last timestamp and counted. Nodes and edges are listed in order of first appearance. */
+ * thread's last timestamp and counted. Nodes and edges are listed in order of first appearance.
+ * --from/--to and the call filters (window.h): only the calls shown count; a shown call's edge
+ * comes from its parent when that is shown too (see on_close). */
 #include "callstack.h"
 #include "convert.h"
+#include "seek.h"
+#include "window.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -25,7 +29,9 @@
 
 static void help(FILE *out)
 {
-    fputs("usage: sledtrace graph TRACE [-o OUT] [--tid N] [--syms FILE]\n"
+    fputs("usage: sledtrace graph TRACE [-o OUT] [--tid N] [--syms FILE] [--from TIME]\n"
+          "                       [--to TIME] [--filter P] [--exclude P] [--max-depth N]\n"
+          "                       [--min-duration TIME]\n"
           "\n"
           "Writes the call graph as Graphviz DOT (render with 'dot -Tsvg'): one node per\n"
           "function (name, calls, total time), one edge per caller -> callee pair (calls and\n"
@@ -39,6 +45,19 @@ static void help(FILE *out)
           "\n"
           "  -o OUT        output file (default: stdout)\n"
           "  --tid N       only thread N\n"
+          "  --from TIME, --to TIME\n"
+          "                only the time in this window (since the earliest thread start,\n"
+          "                as replay shows it; 10us, 2.5ms, 1s): calls crossing an edge\n"
+          "                count with their part inside it\n"
+          "  --filter P    only the calls of functions matching P and their callees\n"
+          "                (subtree); P: comma-separated [LIB:]GLOB, on names as shown\n"
+          "                (repeatable). A match's callers are not drawn\n"
+          "  --exclude P   not the calls of functions matching P nor their subtree\n"
+          "                (wins over --filter)\n"
+          "  --max-depth N only calls at depth < N (top-level calls are depth 0)\n"
+          "  --min-duration TIME\n"
+          "                only calls lasting at least TIME. Nodes and edges count the\n"
+          "                calls shown only (closing comment: how many)\n"
           "  --raw-times   times as measured, the tracer's own cost included\n"
           "                (default: corrected, when the trace records that cost)\n"
           "  --syms FILE   symbols file (default: TRACE with .fdr replaced by .syms)\n"
@@ -57,6 +76,9 @@ struct gedge {
 };
 
 struct graph {
+    const struct tool_window *w; /* call filters (window.h): NULL for none */
+    const struct stf_syms *syms;
+    uint64_t freq, shown;
     struct u64map nmap, emap;
     struct gnode *n;
     size_t nn, capn;
@@ -100,18 +122,33 @@ static struct gedge *edge(struct graph *g, uint32_t from, uint32_t to)
     return &g->e[i];
 }
 
-/* Every entered function gets a node, even one whose frames never close. */
+/* Every entered function gets a node, even one whose frames never close. With call filters,
+ * only functions with a call shown do (at its close). */
 static int on_enter(void *ctx, const struct cs_thread *t, struct cs_frame *f, size_t depth)
 {
     (void)t;
     (void)depth;
+    struct graph *g = ctx;
+    if (g->w)
+        return 0;
     return node(ctx, f->id) ? 0 : -1;
 }
 
+/* A call shown adds to its node, and to the edge from its parent when the parent can be shown:
+ * a call shown lies inside its callers, so they pass --min-duration and --max-depth when it
+ * does, and the parent is shown exactly when it is inside the --filter subtree too (else the
+ * call is a match with no shown caller: a root of the graph). */
 static int on_close(void *ctx, const struct cs_close *c)
 {
     struct graph *g = ctx;
     const struct cs_frame *fr = c->f;
+    bool parent = c->depth > 0;
+    if (g->w) {
+        if (tool_window_close(g->w, g->syms, c, g->freq) != TW_SHOW)
+            return 0;
+        parent = parent && (c->t->st[c->depth - 1].vis & TW_INSIDE);
+    }
+    g->shown++;
     struct gnode *n = node(g, fr->id);
     if (!n)
         return -1;
@@ -120,7 +157,7 @@ static int on_close(void *ctx, const struct cs_close *c)
     n->calls++;
     if (!fr->same_below)
         n->total += c->dur;
-    if (c->depth) {
+    if (parent) {
         struct gedge *e = edge(g, c->t->st[c->depth - 1].id, fr->id);
         if (!e)
             return -1;
@@ -162,9 +199,13 @@ int cmd_graph(int argc, char **argv)
     }
     int32_t tid = 0;
     bool have_tid = false;
+    struct tool_window win = {0};
     for (int i = 1; i < argc; i++) {
         int m;
-        if ((m = tool_tid_option(argc, argv, &i, "graph", &tid)) != 0) {
+        if ((m = tool_window_option(argc, argv, &i, "graph", &win)) != 0) {
+            if (m < 0)
+                return EXIT_USAGE;
+        } else if ((m = tool_tid_option(argc, argv, &i, "graph", &tid)) != 0) {
             if (m < 0)
                 return EXIT_USAGE;
             have_tid = true;
@@ -193,12 +234,18 @@ int cmd_graph(int argc, char **argv)
     uint64_t freq = tr.freq;
     tr.one = have_tid;
     tr.tid = tid;
-    struct graph g = {0};
+    struct graph g = {.w = tool_window_filtered(&win) ? &win : NULL, .syms = syms, .freq = freq};
     static const struct cs_ops ops = {.enter = on_enter, .close = on_close};
     struct callstack cs = {.close_open = true,
                            .nesting = true,
                            .edges = true,
                            .signed_dur = tool_trace_corrected(&tr)};
+    if (tool_window_timed(&win)) {
+        uint64_t from, to;
+        tool_window_ticks(&win, tool_trace_base(&tr), tr.freq, &from, &to);
+        cs_set_window(&cs, from, to);
+        tool_trace_window(&tr, from, to); /* seek.h: each thread from near the window */
+    }
     struct stf_item it;
     int rc, status = EXIT_OK;
     while ((rc = tool_trace_next(&tr, &it)) == STF_OK) {
@@ -239,6 +286,9 @@ int cmd_graph(int argc, char **argv)
                 "  // calls: %" PRIu64 ", stack repairs: %" PRIu64 ", unmatched exits: %" PRIu64
                 ", gaps: %" PRIu64 "\n",
                 cs.calls, cs.repairs, cs.unmatched, cs.gaps);
+        if (cs.win)
+            fprintf(f, "  // window: calls clipped at its edges: %" PRIu64 "\n", cs.clipped);
+        tool_window_note(f, "  // ", &win, g.shown, cs.calls);
         struct vtimes vt = tool_trace_times(&tr);
         tool_times_note(f, "  // ", &vt, 0);
         fputs("}\n", f);

@@ -20,12 +20,14 @@
  * closing a clipped call ends with [clipped]; durations and --min-duration are the window's
  * part. In entry order the lookahead for a clipped frame starts at the record being fed (the
  * one that reached the window), with the frames above it on its stack, and stops at the
- * window's end. */
+ * window's end.
+ * --filter, --exclude, --max-depth (window.h): decided at a call's entry (tool_window_enter) in
+ * entry order, at its close in exit order; --filter shows a match's subtree, --filter-only
+ * each call on its own name (replay's rule before the shared filters). */
 #include "callstack.h"
 #include "seek.h"
 #include "window.h"
 
-#include <fnmatch.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,9 +35,9 @@
 
 static void help(FILE *out)
 {
-    fputs("usage: sledtrace replay TRACE [--order entry|exit] [--tid N] [--depth N]\n"
-          "                        [--min-duration TIME] [--filter GLOB]\n"
-          "                        [--from TIME] [--to TIME]\n"
+    fputs("usage: sledtrace replay TRACE [--order entry|exit] [--tid N] [--max-depth N]\n"
+          "                        [--min-duration TIME] [--filter P [--filter-only]]\n"
+          "                        [--exclude P] [--from TIME] [--to TIME]\n"
           "                        [--syms FILE [--force-syms]]\n"
           "\n"
           "Per-thread call tree, thread after thread:\n"
@@ -54,12 +56,20 @@ static void help(FILE *out)
           "\n"
           "  --order O          entry (default) or exit\n"
           "  --tid N            only thread N\n"
-          "  --depth N          only calls at depth < N (top-level calls are depth 0)\n"
+          "  --max-depth N      only calls at depth < N (top-level calls are depth 0);\n"
+          "                     --depth N is the same\n"
           "  --min-duration TIME  only calls lasting at least TIME (10us, 2.5ms, 1s; a bare\n"
           "                     number is nanoseconds) (and, in entry\n"
           "                     order, callees of shown calls only: a shorter call hides\n"
           "                     its callees too, as they are shorter still)\n"
-          "  --filter GLOB      only functions whose name matches GLOB (fnmatch, e.g. 'f*')\n"
+          "  --filter P         only the calls of functions matching P and everything they\n"
+          "                     call (their subtree), as uftrace -F; P: comma-separated\n"
+          "                     [LIB:]GLOB (fnmatch, e.g. 'f*', 'libz.so*:inflate*'), on\n"
+          "                     names as shown (repeatable)\n"
+          "  --exclude P        not the calls of functions matching P, nor their subtree\n"
+          "                     (as uftrace -N; wins over --filter)\n"
+          "  --filter-only      --filter and --exclude test each call on its own name:\n"
+          "                     a match's callees are not shown unless they match too\n"
           "  --from TIME, --to TIME\n"
           "                     only the time in this window (TIME as shown; 10us, 2.5ms,\n"
           "                     1s): calls open at its start open there, calls open at its\n"
@@ -82,10 +92,9 @@ enum { SHOWN = 1, LEAF = 2, SHORT = 4 };
 struct replay {
     const struct stf_syms *syms;
     uint64_t freq, base;
-    uint64_t depth; /* 0: unlimited */
-    uint64_t min_ns;
-    uint64_t win_to; /* --to in ticks (UINT64_MAX: none) */
-    const char *glob;
+    const struct tool_window *w; /* --filter, --exclude, --max-depth (window.h) */
+    uint64_t min_ns;             /* --min-duration (w's), tested here with a look ahead */
+    uint64_t win_to;             /* --to in ticks (UINT64_MAX: none) */
     uint64_t shown;
     bool next_exits;   /* entry order: the item being fed is an entry whose exit comes next */
     uint64_t pend_arg; /* entry order: the arguments logged after the entry being fed */
@@ -211,29 +220,18 @@ static const char *close_mark(const struct cs_close *c)
     return c->repaired ? " [repaired]" : "";
 }
 
-/* Does a frame of this function and depth pass --depth and --filter? (--tid is tool_trace's:
- * other threads' records never arrive.) */
-static bool wanted(const struct replay *rp, uint32_t id, size_t depth, const char **name, char *buf,
-                   size_t len)
-{
-    if (rp->depth && depth >= rp->depth)
-        return false;
-    *name = stf_syms_name(rp->syms, id, buf, len);
-    return !rp->glob || fnmatch(rp->glob, *name, 0) == 0;
-}
-
 /* ---- exit order ------------------------------------------------------------------------- */
 
+/* A call is shown as window.c's rules say (--tid is tool_trace's: other threads' records never
+ * arrive). */
 static int on_close(void *ctx, const struct cs_close *c)
 {
     struct replay *rp = ctx;
+    if (tool_window_close(rp->w, rp->syms, c, rp->freq) != TW_SHOW)
+        return 0;
     char buf[24];
-    const char *name;
-    if (!wanted(rp, c->f->id, c->depth, &name, buf, sizeof buf))
-        return 0;
+    const char *name = stf_syms_name(rp->syms, c->f->id, buf, sizeof buf);
     uint64_t ns = tool_ticks_to_ns(cs_ticks(c->dur), rp->freq);
-    if (ns < rp->min_ns)
-        return 0;
     char d[32];
     tool_fmt_ns(d, sizeof d, ns);
     char a[48];
@@ -369,9 +367,9 @@ static int tree_enter(void *ctx, const struct cs_thread *t, struct cs_frame *f, 
 {
     struct replay *rp = ctx;
     char buf[24];
-    const char *name;
+    const char *name = stf_syms_name(rp->syms, f->id, buf, sizeof buf);
     char a[48];
-    bool show = wanted(rp, f->id, depth, &name, buf, sizeof buf);
+    bool show = tool_window_enter(rp->w, rp->syms, t, f, depth);
     bool clipped = f->clip & CS_CLIP_START; /* opened at the window's start: never a leaf */
     f->node = rp->next_exits && !clipped ? LEAF : 0; /* a leaf: one line, at its exit */
     if (!clipped) { /* its CallArguments were read with the lookahead (a clipped frame's not) */
@@ -546,7 +544,6 @@ int cmd_replay(int argc, char **argv)
     int order = -1; /* 0 entry, 1 exit; -1: not given */
     int32_t tid = 0;
     bool have_tid = false;
-    bool have_min = false;
     struct tool_window win = {0};
     rp.win_to = UINT64_MAX;
     if (tool_wants_help(argc, argv)) {
@@ -565,25 +562,15 @@ int cmd_replay(int argc, char **argv)
                 return EXIT_USAGE;
             have_tid = true;
         } else if ((m = tool_option(argc, argv, &i, "replay", "--depth", &v)) != 0) {
-            if (m < 0 || !tool_parse_u64(v, &rp.depth) || rp.depth == 0) {
+            /* --max-depth's former name, still taken */
+            if (m < 0 || !tool_parse_u64(v, &win.max_depth) || win.max_depth == 0) {
                 if (m > 0)
-                    tool_err("replay: --depth needs a positive integer, not '%s'", v);
+                    tool_err("replay: --depth: expected a positive integer, got '%s'", v);
                 return EXIT_USAGE;
             }
-        } else if ((m = tool_option(argc, argv, &i, "replay", "--min-duration", &v)) != 0) {
-            if (m < 0 || !tool_parse_duration(v, &rp.min_ns)) {
-                if (m > 0)
-                    tool_err("replay: --min-duration needs a duration (10us, 2.5ms, 1s; a bare "
-                             "number is ns), not '%s'",
-                             v);
-                return EXIT_USAGE;
-            }
-            have_min = true;
-        } else if ((m = tool_option(argc, argv, &i, "replay", "--filter", &v)) != 0) {
-            if (m < 0)
-                return EXIT_USAGE;
-            rp.glob = v;
-        } else if ((m = tool_window_time_option(argc, argv, &i, "replay", &win)) != 0) {
+        } else if (strcmp(argv[i], "--filter-only") == 0) {
+            win.filter_only = true;
+        } else if ((m = tool_window_option(argc, argv, &i, "replay", &win)) != 0) {
             if (m < 0)
                 return EXIT_USAGE;
         } else if (tool_trace_arg(argc, argv, &i, "replay", &path, &syms_path) < 0) {
@@ -593,6 +580,9 @@ int cmd_replay(int argc, char **argv)
     if (!tool_default_trace(&path, "replay"))
         return EXIT_USAGE;
     bool exit_order = order == 1;
+    bool have_min = win.min_ns != 0;
+    rp.w = &win;
+    rp.min_ns = win.min_ns;
 
     struct tool_trace tr;
     if (tool_trace_open(&tr, path, syms_path, "reading", true) != EXIT_OK)
@@ -653,6 +643,7 @@ int cmd_replay(int argc, char **argv)
                    cs.gaps, cs.gap_events, cs.gap_frames);
         if (cs.win)
             printf("# window: calls clipped at its edges: %" PRIu64 "\n", cs.clipped);
+        tool_window_note(stdout, "# ", &win, rp.shown, cs.calls);
         struct vtimes vt = tool_trace_times(&tr);
         tool_times_note(stdout, "# ", &vt, 0);
     }

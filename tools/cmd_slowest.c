@@ -1,9 +1,11 @@
-/* sledtrace slowest [TRACE] FUNC [-n N] [--tid T] [-o OUT.json]: the N slowest calls of a
- * function, and the timeline around them (issue 25.2: "show me the slow one").
+/* sledtrace slowest [TRACE] FUNC [-n N] [--tid T] [--from T] [--to T] [-o OUT.json]: the N
+ * slowest calls of a function, and the timeline around them (issue 25.2: "show me the slow
+ * one"). --from/--to: the walker's window (callstack.h), in pass 1; a clipped call competes
+ * with its part inside.
  *
- * FUNC is matched as replay's --filter matches: an fnmatch glob against the name as the other
- * commands show it (--names: demangled, short by default; "#ID" for a function without a name),
- * so 'parse*' or 'ns::Box::*' pick several functions and their calls compete together.
+ * FUNC is an fnmatch glob matched against the name as the other commands show it (--names:
+ * demangled, short by default; "#ID" for a function without a name), so 'parse*' or
+ * 'ns::Box::*' pick several functions and their calls compete together.
  *
  * Pass 1 walks the trace with callstack.h's rule as account does (close_open false: a call cut by
  * a loss marker or open at the end has no duration, and counts as unfinished), sequentially,
@@ -27,6 +29,8 @@
  * a window are fed; the others are read and skipped. */
 #include "callstack.h"
 #include "convert.h"
+#include "seek.h"
+#include "window.h"
 
 #include <fnmatch.h>
 #include <inttypes.h>
@@ -37,7 +41,8 @@
 static void help(FILE *out)
 {
     fputs("usage: sledtrace slowest [TRACE] FUNC [-n N] [--tid T] [-o OUT.json [--max-calls M]]\n"
-          "                         [--raw-times] [--syms FILE [--force-syms]] [--names MODE]\n"
+          "                         [--from TIME] [--to TIME] [--raw-times]\n"
+          "                         [--syms FILE [--force-syms]] [--names MODE]\n"
           "\n"
           "The N slowest calls of FUNC, slowest first, one line each: rank, duration, start\n"
           "(seconds since the earliest thread start, as replay shows it), thread, and the\n"
@@ -49,6 +54,11 @@ static void help(FILE *out)
           "\n"
           "  -n N            how many calls (default 10)\n"
           "  --tid T         only thread T\n"
+          "  --from TIME, --to TIME\n"
+          "                  only the calls in this window (since the earliest thread start,\n"
+          "                  as replay shows it; 10us, 2.5ms, 1s): a call crossing an edge\n"
+          "                  competes with its part inside (summary: how many were clipped);\n"
+          "                  OUT.json's windows are still around each call's part\n"
           "  -o OUT.json     also write the timeline around them as Chrome trace_event JSON\n"
           "                  (Perfetto, chrome://tracing, DevTools, speedscope): every call of\n"
           "                  their threads that overlaps [start - margin, end + margin] of a\n"
@@ -655,6 +665,7 @@ int cmd_slowest(int argc, char **argv)
     uint64_t n = 10, max_calls = 200000;
     int32_t tid = 0;
     bool have_tid = false;
+    struct tool_window win = {0};
     if (tool_wants_help(argc, argv)) {
         help(stdout);
         return EXIT_OK;
@@ -662,7 +673,10 @@ int cmd_slowest(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *v = NULL, *dummy = NULL;
         int m;
-        if ((m = tool_option(argc, argv, &i, "slowest", "-n", &v)) != 0) {
+        if ((m = tool_window_time_option(argc, argv, &i, "slowest", &win)) != 0) {
+            if (m < 0)
+                return EXIT_USAGE;
+        } else if ((m = tool_option(argc, argv, &i, "slowest", "-n", &v)) != 0) {
             if (m < 0 || !tool_parse_u64(v, &n) || n == 0 || n > 1000000) {
                 if (m > 0)
                     tool_err("slowest: -n needs an integer from 1 to 1000000, not '%s'", v);
@@ -710,6 +724,12 @@ int cmd_slowest(int argc, char **argv)
     s.heap = calloc(s.n, sizeof *s.heap);
     static const struct cs_ops ops = {.enter = on_enter, .close = on_close};
     struct callstack cs = {.signed_dur = tool_trace_corrected(&tr)};
+    if (tool_window_timed(&win)) {
+        uint64_t from, to;
+        tool_window_ticks(&win, base, tr.freq, &from, &to);
+        cs_set_window(&cs, from, to);
+        tool_trace_window(&tr, from, to); /* seek.h: each thread from near the window */
+    }
     int status = EXIT_OK, rc = STF_END;
     if (!s.heap) {
         tool_err("out of memory");
@@ -753,6 +773,8 @@ int cmd_slowest(int argc, char **argv)
         if (s.unfinished)
             printf(" (and %" PRIu64 " unfinished, without a duration)", s.unfinished);
         putchar('\n');
+        if (cs.win)
+            printf("# window: calls clipped at its edges: %" PRIu64 "\n", cs.clipped);
         struct vtimes vt = tool_trace_times(&tr);
         tool_times_note(stdout, "# ", &vt, 0);
         if (fflush(stdout) != 0)

@@ -4,7 +4,9 @@
  * loss markers); memory grows with the number of distinct stacks, never with the trace length.
  * --diff OLD: both traces as stacks by name (stackpaths.h), merged.
  * Self time of a closed frame = its duration minus its directly closed callees' durations, so the
- * self times under a closed top-level frame add up to exactly its duration. */
+ * self times under a closed top-level frame add up to exactly its duration.
+ * Call filters (window.h): the tree comes from tool_window_tree_load (window_tree.c), which
+ * folds a hidden call's time into its caller shown, so that sum still holds for shown calls. */
 #include "callstack.h"
 #include "stackpaths.h"
 #include "window.h"
@@ -17,7 +19,8 @@
 static void help(FILE *out)
 {
     fputs("usage: sledtrace stack TRACE [--by time|count] [--format text|folded]\n"
-          "                       [--from TIME] [--to TIME] [--tid N]\n"
+          "                       [--from TIME] [--to TIME] [--tid N] [--filter P]\n"
+          "                       [--exclude P] [--max-depth N] [--min-duration TIME]\n"
           "                       [--syms FILE [--force-syms]]\n"
           "\n"
           "Aggregated call stacks of closed calls, root first: 'main;parse;lex'. The weight of\n"
@@ -34,6 +37,16 @@ static void help(FILE *out)
           "                        start, as replay shows it; 10us, 2.5ms, 1s): calls\n"
           "                        crossing an edge count with their part inside it\n"
           "                        (summary: how many were clipped)\n"
+          "  --filter P            only the calls of functions matching P and their\n"
+          "                        callees (subtree); callers above a match stay in the\n"
+          "                        path, with no weight of their own. P: comma-separated\n"
+          "                        [LIB:]GLOB, on names as shown (repeatable)\n"
+          "  --exclude P           not the calls of functions matching P nor their\n"
+          "                        subtree: their time is dropped (wins over --filter)\n"
+          "  --max-depth N         stacks of at most N frames: a deeper call's time\n"
+          "                        counts in its ancestor at depth N-1 (top level: 0)\n"
+          "  --min-duration TIME   not the calls shorter than TIME: their time counts in\n"
+          "                        the caller shown (summary: calls shown)\n"
           "  --tid N               only thread N\n"
           "  --per-thread          a root per thread (its name and tid) above its stacks\n"
           "  --raw-times           times as measured, the tracer's own cost included\n"
@@ -165,7 +178,7 @@ int cmd_stack(int argc, char **argv)
             old_path = v;
         } else if (strcmp(argv[i], "--per-thread") == 0) {
             per_thread = true;
-        } else if ((m = tool_window_time_option(argc, argv, &i, "stack", &win)) != 0) {
+        } else if ((m = tool_window_option(argc, argv, &i, "stack", &win)) != 0) {
             if (m < 0)
                 return EXIT_USAGE;
         } else if ((m = tool_tid_option(argc, argv, &i, "stack", &tid)) != 0) {
@@ -176,9 +189,10 @@ int cmd_stack(int argc, char **argv)
             return EXIT_USAGE;
         }
     }
-    if (old_path && (have_tid || per_thread || tool_window_timed(&win))) {
+    if (old_path &&
+        (have_tid || per_thread || tool_window_timed(&win) || tool_window_filtered(&win))) {
         tool_err("stack: --diff compares whole traces: no --tid, --per-thread (thread ids "
-                 "differ between runs), --from or --to");
+                 "differ between runs), --from, --to or call filters");
         return EXIT_USAGE;
     }
     if (!tool_default_trace(&path, "stack"))
@@ -203,7 +217,9 @@ int cmd_stack(int argc, char **argv)
     uint64_t freq = 0;
     tree.per_thread = per_thread;
     cs.window = &win;
-    int status = cs_tree_load(path, syms_path, have_tid ? &tid : NULL, &tree, &cs, &syms, &freq);
+    uint64_t shown = 0;
+    int status = tool_window_tree_load(path, syms_path, have_tid ? &tid : NULL, &tree, &cs, &syms,
+                                       &freq, &shown);
     char **names = NULL;
     struct srow *rows = NULL;
     size_t nrows = 0;
@@ -256,6 +272,7 @@ int cmd_stack(int argc, char **argv)
         cs_summary(foot, &cs, freq);
         if (tool_window_timed(&win))
             fprintf(foot, "# window: calls clipped at its edges: %" PRIu64 "\n", cs.clipped);
+        tool_window_note(foot, "# ", &win, shown, cs.calls);
     }
     for (size_t i = 0; i < nrows; i++)
         free(rows[i].stack);

@@ -14,6 +14,7 @@
  * Cost: each refresh reads the whole trace; memory is per function. */
 #include "callstack.h"
 #include "output.h"
+#include "window.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +33,8 @@
 static void help(FILE *out)
 {
     fputs("usage: sledtrace top [TRACE] [--interval MS] [--rows N] [--once] [--raw-times]\n"
+          "                     [--tid N] [--filter P] [--exclude P] [--max-depth N]\n"
+          "                     [--min-duration TIME]\n"
           "\n"
           "Follow a trace the runtime is still writing (it reaches the file every\n"
           "SLEDTRACE_FLUSH_MS, default 1000 ms) and show, refreshed, the functions with the\n"
@@ -42,8 +45,11 @@ static void help(FILE *out)
           "  --interval MS  refresh period (default 1000)\n"
           "  --rows N       functions shown (default: what fits the terminal, else 20)\n"
           "  --once         one snapshot of the whole trace as plain text, then exit\n"
-          "  --raw-times    self times as measured, the tracer's own cost included\n"
-          "                 (default: corrected, when the trace records that cost)\n",
+          "  --tid N        only thread N\n"
+          "  --filter P, --exclude P, --max-depth N, --min-duration TIME\n"
+          "                 only the calls these show, as for account (sledtrace account\n"
+          "                 --help), each with its own self time; top takes no time\n"
+          "                 window (it follows the trace as it grows)\n",
           out);
 }
 
@@ -60,6 +66,12 @@ struct snap {
     size_t n, cap;
     uint64_t calls, lost, freq;
     int32_t pid;
+    /* --tid, and the call filters (window.h): only the calls they show count, each with its
+     * own self time */
+    bool one;
+    int32_t tid;
+    const struct tool_window *w; /* NULL: none */
+    const struct stf_syms *syms; /* during a snapshot */
 };
 
 static void snap_free(struct snap *s)
@@ -73,6 +85,8 @@ static void snap_free(struct snap *s)
 static int on_close(void *ctx, const struct cs_close *c)
 {
     struct snap *s = ctx;
+    if (s->w && tool_window_close(s->w, s->syms, c, s->freq) != TW_SHOW)
+        return 0;
     bool added;
     long k = u64map_get(&s->ids, c->f->id, &added);
     if (k < 0)
@@ -110,6 +124,9 @@ static int snapshot(struct snap *s, const char *path, bool quiet, char *err, siz
     int status = tool_trace_open(&t, path, NULL, "reading", false);
     if (status == EXIT_OK) {
         s->freq = t.freq;
+        s->syms = t.syms;
+        t.one = s->one;
+        t.tid = s->tid;
         struct callstack cs = {.signed_dur = tool_trace_corrected(&t)};
         static const struct cs_ops ops = {.close = on_close};
         struct stf_item it;
@@ -142,6 +159,7 @@ static int snapshot(struct snap *s, const char *path, bool quiet, char *err, siz
                 }
             }
         cs_free(&cs);
+        s->syms = NULL;
         tool_trace_close(&t);
     } else if (quiet) {
         snprintf(err, errlen, "%s: cannot be read", path); /* else tool_trace_open said why */
@@ -254,7 +272,9 @@ int cmd_top(int argc, char **argv)
     }
     const char *path = NULL;
     uint64_t interval = 1000, rows = 0;
-    bool once = false;
+    bool once = false, one = false;
+    int32_t tid = 0;
+    struct tool_window win = {0};
     for (int i = 1; i < argc; i++) {
         const char *v = NULL;
         int m;
@@ -274,6 +294,14 @@ int cmd_top(int argc, char **argv)
                     tool_err("top: --rows needs a positive number, not '%s'", v);
                 return EXIT_USAGE;
             }
+        } else if ((m = tool_tid_option(argc, argv, &i, "top", &tid)) != 0) {
+            if (m < 0)
+                return EXIT_USAGE;
+            one = true;
+        } else if (strncmp(argv[i], "--from", 6) != 0 && strncmp(argv[i], "--to", 4) != 0 &&
+                   (m = tool_window_option(argc, argv, &i, "top", &win)) != 0) {
+            if (m < 0)
+                return EXIT_USAGE;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             tool_err("top: unknown option '%s' (see 'sledtrace top --help')", argv[i]);
             return EXIT_USAGE;
@@ -292,7 +320,7 @@ int cmd_top(int argc, char **argv)
                    ? (uint64_t)ws.ws_row - 6
                    : 20;
     }
-    struct snap s = {0};
+    struct snap s = {.one = one, .tid = tid, .w = tool_window_filtered(&win) ? &win : NULL};
     char err[256] = "";
     /* the first snapshot must succeed: a trace that cannot be read is an error, said plainly */
     int st = snapshot(&s, path, false, err, sizeof err);

@@ -15,11 +15,13 @@ FILE *conv_begin(struct tool_trace *tr, struct tool_out *o, const char *path, co
                  const char *syms_opt);
 
 struct tool_window;
-/* Formats: convert_chrome.c, convert_yaml.c and convert_perfetto.c. chrome takes a window
- * (window.h: --from, --to; NULL or none given: the whole trace). */
+/* Formats: convert_chrome.c, convert_yaml.c and convert_perfetto.c. chrome and perfetto take a
+ * window and call filters (window.h; NULL or none given: every call; perfetto: no
+ * --min-duration, as it writes a call's begin at its entry) and a thread (tid, NULL: all). */
 int convert_chrome(const char *path, const char *out, const char *syms_opt,
-                   const struct tool_window *win);
-int convert_perfetto(const char *path, const char *out, const char *syms_opt);
+                   const struct tool_window *win, const int32_t *tid);
+int convert_perfetto(const char *path, const char *out, const char *syms_opt,
+                     const struct tool_window *win, const int32_t *tid);
 int convert_yaml(const char *path, const char *out, const char *syms_opt);
 
 /* Pieces of convert_chrome.c for another writer of the same JSON (sledtrace slowest -o), so that

@@ -24,6 +24,9 @@
  * "end" or "both"; otherData then counts them (clipped). The time grid stays the whole
  * trace's, so times are those of the unwindowed export. Memory: the walker's stacks, a
  * word per thread and the table of fractions below; nothing grows with the calls.
+ * Call filters (window.h): a call hidden is not written, but its start and end still take
+ * their places on the grid, so what is written nests exactly as in the whole export (a call's
+ * parent in the file is its nearest shown ancestor); otherData.shown counts the calls written.
  *
  * Coroutines. A thread that switches between ucontexts runs one stack per context
  * (callstack.h, "Contexts"), whose calls overlap in time: a coroutine's call stays open while
@@ -113,8 +116,10 @@ struct chrome {
     size_t nlast;
     bool *named_track; /* per track: its thread_name written */
     size_t nnamed_track;
-    uint32_t head_track; /* the track of head_t whose complete events' head is in head */
-    struct frac *frac;   /* see frac_table */
+    uint32_t head_track;            /* the track of head_t whose complete events' head is in head */
+    struct frac *frac;              /* see frac_table */
+    const struct tool_window *filt; /* call filters (window.h), NULL: none */
+    uint64_t shown;                 /* calls written */
 };
 
 /* Nanoseconds from 1 us before the base (none before the base: a counter stepped back below it
@@ -401,6 +406,11 @@ static int on_close(void *ctx, const struct cs_close *cl)
     uint64_t s = fr->mark, e = when(c, cl->t, cl->end, true);
     if (c->nomem)
         return -1;
+    /* a call hidden is not written (its times stay on the grid, so what is written nests
+     * exactly as before: a shown call's parent is its nearest shown ancestor) */
+    if (c->filt && tool_window_close(c->filt, c->syms, cl, c->freq) != TW_SHOW)
+        return 0;
+    c->shown++;
     if (!c->tail || c->tail_id != fr->id) {
         const char *tail = tool_names_get(&c->names, fr->id, event_tail, c);
         size_t len = tail ? strlen(tail) : 0;
@@ -578,13 +588,15 @@ static uint64_t window_items(uint64_t items, uint64_t base, uint64_t end, uint64
 }
 
 int convert_chrome(const char *path, const char *out, const char *syms_opt,
-                   const struct tool_window *win)
+                   const struct tool_window *win, const int32_t *tid)
 {
     struct tool_trace tr;
     struct tool_out o;
     FILE *f = conv_begin(&tr, &o, path, out, syms_opt);
     if (!f)
         return EXIT_BAD_TRACE;
+    tr.one = tid != NULL;
+    tr.tid = tid ? *tid : 0;
     static const struct cs_ops ops = {.thread = on_thread, .enter = on_enter, .close = on_close};
     struct callstack cs = {.close_open = true, .signed_dur = tool_trace_corrected(&tr)};
     struct chrome c = {
@@ -597,6 +609,7 @@ int convert_chrome(const char *path, const char *out, const char *syms_opt,
     }
     uint64_t items, end = tool_trace_extent(&tr, &items);
     c.cs = &cs;
+    c.filt = tool_window_filtered(win) ? win : NULL;
     c.step = pick_step(at_ns(&c, end), 2 * items); /* a start and an end per item at most */
     uint64_t shown = cs.win ? window_items(items, c.base, end, from, to) : items;
     size_warning(path, shown, at_ns(&c, end));
@@ -641,6 +654,8 @@ int convert_chrome(const char *path, const char *out, const char *syms_opt,
             tool_ticks_to_ns(tool_trace_removed(&tr), tr.freq));
     if (cs.win)
         fprintf(f, ",\"clipped\":%" PRIu64, cs.clipped);
+    if (c.filt)
+        fprintf(f, ",\"shown\":%" PRIu64, c.shown);
     fputs("}}\n", f);
     int st = tool_out_close(&o, status == EXIT_OK) ? EXIT_BAD_TRACE : EXIT_OK;
     if (status == EXIT_OK)

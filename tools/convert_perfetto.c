@@ -50,10 +50,16 @@
  *
  * Memory: the walker's, a few words per track, a bit per (track, name) interned and the names
  * (each once); packets are put together in a buffer flushed at 64 KiB. Nothing grows with the
- * calls: the trace is streamed, thread after thread, in one reading pass. */
+ * calls: the trace is streamed, thread after thread, in one reading pass.
+ *
+ * --from/--to and the call filters (window.h) but --min-duration: a call's begin and end are
+ * written or not as a pair, decided at its entry (cs_frame.mark), and its duration is not known
+ * there. */
 #include "callstack_walk.h"
 #include "convert.h"
 #include "ticks.h"
+#include "seek.h"
+#include "window.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -232,6 +238,7 @@ struct perfetto {
     struct pb ob;  /* packets put together, written out at OUT_BUF */
     struct pb pkt; /* the packet being put together */
     bool nomem;
+    const struct tool_window *filt; /* call filters (window.h), NULL: none */
 };
 
 /* Nanoseconds from 1 us before the base (convert_chrome.c's at_ns). */
@@ -492,9 +499,13 @@ static int on_thread(void *ctx, const struct cs_thread *t)
 
 static int on_enter(void *ctx, const struct cs_thread *t, struct cs_frame *f, size_t depth)
 {
-    (void)depth;
     struct perfetto *c = ctx;
     struct seq *s = start(c, t);
+    /* call filters: decided at the entry (the begin is written there); cs_frame.mark says
+     * whether the end is to be written */
+    f->mark = !c->filt || tool_window_enter(c->filt, c->syms, t, f, depth);
+    if (!f->mark)
+        return s ? 0 : -1;
     long name = s ? name_index(c, f->id) : -1;
     if (name < 0) {
         c->nomem = true;
@@ -510,6 +521,8 @@ static int on_close(void *ctx, const struct cs_close *cl)
     struct seq *s = start(c, cl->t);
     if (!s)
         return -1;
+    if (!cl->f->mark)
+        return 0; /* hidden at its entry */
     size_t te = begin_packet(c, s, cl->end, SLICE_END, -1);
     if (cl->f->nargs) /* known once the CallArgument records after the entry are read */
         note_uint(&c->pkt, "arg", cl->f->arg);
@@ -588,17 +601,27 @@ static void instant(struct perfetto *c, const struct stf_item *it)
     end_packet(c, s, te);
 }
 
-int convert_perfetto(const char *path, const char *out, const char *syms_opt)
+int convert_perfetto(const char *path, const char *out, const char *syms_opt,
+                     const struct tool_window *win, const int32_t *tid)
 {
     struct tool_trace tr;
     struct tool_out o;
     FILE *f = conv_begin(&tr, &o, path, out, syms_opt);
     if (!f)
         return EXIT_BAD_TRACE;
+    tr.one = tid != NULL;
+    tr.tid = tid ? *tid : 0;
     static const struct cs_ops ops = {.thread = on_thread, .enter = on_enter, .close = on_close};
     struct callstack cs = {.close_open = true, .signed_dur = tool_trace_corrected(&tr)};
     struct perfetto c = {
         .f = f, .syms = tr.syms, .freq = tr.freq, .base = tool_trace_base(&tr), .cs = &cs};
+    c.filt = tool_window_filtered(win) ? win : NULL;
+    if (tool_window_timed(win)) {
+        uint64_t from, to;
+        tool_window_ticks(win, c.base, tr.freq, &from, &to);
+        cs_set_window(&cs, from, to);
+        tool_trace_window(&tr, from, to); /* seek.h: each thread from near the window */
+    }
     tool_trace_prefetch(&tr);
 
     struct stf_item it;
@@ -609,7 +632,8 @@ int convert_perfetto(const char *path, const char *out, const char *syms_opt)
             status = EXIT_BAD_TRACE;
             break;
         }
-        if (it.kind == STF_M_CUSTOM_EVENT || it.kind == STF_M_TYPED_EVENT)
+        if ((it.kind == STF_M_CUSTOM_EVENT || it.kind == STF_M_TYPED_EVENT) &&
+            (!cs.win || (it.tsc >= cs.win_from && it.tsc <= cs.win_to)))
             instant(&c, &it);
         if (c.nomem) {
             tool_err("out of memory");

@@ -7,8 +7,9 @@
 #             must count exactly account's calls per function, every slice closed
 #   chrome    the size `convert --format chrome` writes (to a pipe; REALSIZE_CHROME=0 skips it)
 #   slowest   `sledtrace slowest sqlite3VdbeExec -n 3 -o slow.json`: its three calls must be
-#             the ones `replay --order exit --min-duration D --filter sqlite3VdbeExec` shows (D:
-#             the third's duration), same starts and durations; and slow.json (bounded by
+#             the ones `replay --order exit --min-duration D --filter sqlite3VdbeExec
+#             --filter-only` shows (D: the third's duration; --filter-only: the function's own
+#             calls, not its subtree), same starts and durations; and slow.json (bounded by
 #             --max-calls) must load in the DevTools trace engine from npm
 #             (tests/viewers/devtools-check.mjs, with tests/viewers' pinned node_modules, which
 #             `meson test viewers-devtools` installs) with every call of the file in its tree
@@ -86,7 +87,7 @@ t1=$(now)
 awk '$1 ~ /^[0-9]+$/ { print $4, $3, $2 }' "$tmp/slow.txt" | sort >"$tmp/slow.rows"
 # the third's duration less one unit of its last shown digit (both round their own way)
 third=$(awk '$1 == 3 { d = $2; match(d, /[a-z]+$/); printf "%.3f%s", substr(d, 1, RSTART - 1) - 0.001, substr(d, RSTART) }' "$tmp/slow.txt")
-"$tool" replay "$trace" --order exit --min-duration "$third" --filter sqlite3VdbeExec 2>/dev/null |
+"$tool" replay "$trace" --order exit --min-duration "$third" --filter sqlite3VdbeExec --filter-only 2>/dev/null |
     awk '!/^#/ { print $1, $2, $3 }' | sort >"$tmp/replay.rows"
 if [[ -s $tmp/slow.rows ]] && cmp -s "$tmp/slow.rows" "$tmp/replay.rows"; then
     confirm="replay shows the same $(wc -l <"$tmp/slow.rows") calls, starts and durations"

@@ -151,6 +151,7 @@ Test(views, replay_entry_order_unfinished_and_filters)
                      "100      0.000000350          -    } #2 [unfinished]\n"
                      "# shown: 0 of 2 calls, stack repairs: 0, unmatched exits: 0, "
                      "unfinished frames: 2\n"
+                     "# filters: --filter '#[23]' --max-depth 2: 0 of 2 calls shown\n"
                      "# times: as measured; this trace records no tracer cost (compiler-rt's, or "
                      "an older sledtrace's), so each call's figures include the tracer's own\n");
     tr_out_free(&r);
@@ -302,8 +303,8 @@ Test(views, min_duration_takes_units)
     const char *bad[] = {tr_bin(), "replay", p, "--min-duration", "10 us", NULL};
     r = tr_run(bad);
     cr_assert_eq(r.code, 2);
-    cr_assert_str_eq(r.e, "sledtrace: replay: --min-duration needs a duration (10us, 2.5ms, 1s; "
-                          "a bare number is ns), not '10 us'\n");
+    cr_assert_str_eq(r.e, "sledtrace: replay: --min-duration: bad time '10 us' (e.g. 10us, 2.5ms, "
+                          "1s; bare: ns)\n");
     tr_out_free(&r);
     tr_remove_trace(p);
 }
@@ -368,6 +369,8 @@ Test(views, replay_filters)
                      "100      0.000002100    2.000us  } main\n"
                      "# shown: 3 of 6 calls, stack repairs: 2, unmatched exits: 0, "
                      "unfinished frames: 0\n"
+                     "# filters: --filter '*' --max-depth 2 --min-duration 300ns: 3 of 6 calls "
+                     "shown\n"
                      "# times: as measured; this trace records no tracer cost (compiler-rt's, or "
                      "an older sledtrace's), so each call's figures include the tracer's own\n");
     tr_out_free(&r);
@@ -382,6 +385,8 @@ Test(views, replay_filters)
                      "100      0.000000100    2.000us  main\n"
                      "# shown: 3 of 6 calls, stack repairs: 2, unmatched exits: 0, "
                      "unfinished frames: 0\n"
+                     "# filters: --filter '*' --max-depth 2 --min-duration 300ns: 3 of 6 calls "
+                     "shown\n"
                      "# times: as measured; this trace records no tracer cost (compiler-rt's, or "
                      "an older sledtrace's), so each call's figures include the tracer's own\n");
     tr_out_free(&r);
@@ -396,6 +401,7 @@ Test(views, replay_filters)
                      "unfinished frames: 0\n"
                      "# gaps: 1 (5 events dropped by the runtime); 1 frames open at a gap "
                      "were left out\n"
+                     "# filters: --filter '#*': 1 of 9 calls shown\n"
                      "# times: as measured; this trace records no tracer cost (compiler-rt's, or "
                      "an older sledtrace's), so each call's figures include the tracer's own\n");
     tr_out_free(&r);
@@ -597,6 +603,7 @@ Test(views, replay_window_clips)
              "# shown: 4 of 9 calls, stack repairs: 0, unmatched exits: 0, unfinished frames: 0\n"
              "# gaps: 1 (5 events dropped by the runtime); 1 frames open at a gap were left out\n"
              "# window: calls clipped at its edges: 6\n"
+             "# filters: --min-duration 300ns: 4 of 9 calls shown\n"
              "# times: as measured; this trace records no tracer cost (compiler-rt's, or an older "
              "sledtrace's), so each call's figures include the tracer's own\n");
     tr_out_free(&r);

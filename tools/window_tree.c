@@ -1,0 +1,177 @@
+/* Stack trees under call filters (window.h: tool_window_tree_load), for stack and flamegraph.
+ *
+ * The tree is callstack.h's (struct cs_tree: (parent, function) nodes, node 0 the root, thread
+ * nodes with --per-thread), built here by a walk of its own because the filters change what a
+ * closed call adds (window.c's top gives the rules):
+ *  - a call shown adds its self time, plus what its hidden callees folded into it, to its node,
+ *    and counts as a call there;
+ *  - a call deeper than --max-depth or shorter than --min-duration (TW_FOLD) passes the same sum
+ *    up to its parent, so the widths stay true: its time shows in the nearest shown caller;
+ *  - a call outside every --filter subtree, or in an --exclude subtree (TW_DROP), adds nothing
+ *    and passes nothing up. Its node still exists when it lies above a --filter match, as the
+ *    path of the match (a caller's name as context, with no weight).
+ * The sum folded into an open frame waits in its cs_frame.mark (free for the caller). Nodes are
+ * made for frames above --max-depth only (a deeper frame uses its parent's node, so a deep
+ * recursion under --max-depth does not grow the tree), and not inside an --exclude subtree.
+ * The walk is sequential (cs_tree_load's is per thread in parallel): one pass, memory as
+ * cs_tree_load's. Nodes are numbered exactly as callstack.c numbers them, so cs_tree_names,
+ * cs_tree_merge and stackpaths work on the result. */
+#include "callstack.h"
+#include "seek.h"
+#include "window.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct wt_ctx {
+    struct cs_tree *tr;
+    const struct tool_window *w;
+    const struct stf_syms *syms;
+    uint64_t freq, shown;
+};
+
+static int wt_root(struct cs_tree *tr)
+{
+    if (tr->nn)
+        return 0;
+    tr->n = calloc(64, sizeof *tr->n);
+    if (!tr->n)
+        return -1;
+    tr->capn = 64;
+    tr->nn = 1;
+    return 0;
+}
+
+/* The node (parent, id), made when new: its index, -1 out of memory (callstack.c's layout: map
+ * index i is node i + 1, with the direct-mapped cache in front). */
+static long wt_child(struct cs_tree *tr, uint32_t parent, uint32_t id)
+{
+    uint64_t key = ((uint64_t)parent << 32) | id;
+    size_t slot = (size_t)((key * 0x9e3779b97f4a7c15ull) >> 52);
+    if (tr->cval[slot] && tr->ckey[slot] == key)
+        return tr->cval[slot];
+    bool added;
+    long i = u64map_get(&tr->map, key, &added);
+    if (i < 0)
+        return -1;
+    tr->ckey[slot] = key;
+    tr->cval[slot] = (uint32_t)i + 1;
+    if (added) {
+        if (tr->nn == tr->capn) {
+            struct cs_node *n = tool_grow(tr->n, &tr->capn, sizeof *n, 64);
+            if (!n)
+                return -1;
+            tr->n = n;
+        }
+        tr->n[tr->nn++] = (struct cs_node){.parent = parent, .id = id};
+    }
+    return i + 1;
+}
+
+/* The node of thread t under the root (per_thread). */
+static long wt_thread(struct cs_tree *tr, const struct cs_thread *t)
+{
+    size_t k = 0;
+    while (k < tr->nthreads && (tr->threads[k].pid != t->pid || tr->threads[k].tid != t->tid))
+        k++;
+    if (k == tr->nthreads) {
+        if (k == tr->capthreads) {
+            void *nt = tool_grow(tr->threads, &tr->capthreads, sizeof *tr->threads, 8);
+            if (!nt)
+                return -1;
+            tr->threads = nt;
+        }
+        tr->threads[k].pid = t->pid;
+        tr->threads[k].tid = t->tid;
+        tr->nthreads++;
+    }
+    return wt_child(tr, 0, CS_THREAD_NODE | (uint32_t)k);
+}
+
+static int wt_enter(void *ctx, const struct cs_thread *t, struct cs_frame *f, size_t depth)
+{
+    struct wt_ctx *x = ctx;
+    long top = depth || !x->tr->per_thread ? 0 : wt_thread(x->tr, t);
+    if (top < 0)
+        return -1;
+    uint32_t parent = depth ? t->st[depth - 1].node : (uint32_t)top;
+    f->mark = 0;
+    f->vis = tool_window_vis(x->w, x->syms, t->st, depth, f);
+    if ((x->w->max_depth && depth >= x->w->max_depth) || (f->vis & TW_EXCLUDED)) {
+        f->node = parent; /* never shown: no node of its own */
+        return 0;
+    }
+    long n = wt_child(x->tr, parent, f->id);
+    if (n < 0)
+        return -1;
+    f->node = (uint32_t)n;
+    return 0;
+}
+
+static int wt_close(void *ctx, const struct cs_close *c)
+{
+    struct wt_ctx *x = ctx;
+    uint64_t sum = c->self + c->f->mark; /* modulo 2^64: corrected self times are signed */
+    switch (tool_window_close(x->w, x->syms, c, x->freq)) {
+    case TW_SHOW:
+        x->tr->n[c->f->node].self += sum;
+        x->tr->n[c->f->node].calls++;
+        x->shown++;
+        break;
+    case TW_FOLD:
+        if (c->depth)
+            c->t->st[c->depth - 1].mark += sum;
+        break;
+    case TW_DROP:
+        break;
+    }
+    return 0;
+}
+
+int tool_window_tree_load(const char *path, const char *syms_opt, const int32_t *tid,
+                          struct cs_tree *tree, struct callstack *cs, struct stf_syms **syms,
+                          uint64_t *freq, uint64_t *shown)
+{
+    if (!tool_window_filtered(cs->window)) {
+        int st = cs_tree_load(path, syms_opt, tid, tree, cs, syms, freq);
+        *shown = cs->calls;
+        return st;
+    }
+    *syms = NULL;
+    *shown = 0;
+    struct tool_trace tr;
+    if (tool_trace_open(&tr, path, syms_opt, "reading", false) != EXIT_OK)
+        return EXIT_BAD_TRACE;
+    tr.one = tid != NULL;
+    tr.tid = tid ? *tid : 0;
+    *freq = tr.freq;
+    cs->signed_dur = tool_trace_corrected(&tr);
+    if (tool_window_timed(cs->window)) {
+        uint64_t from, to;
+        tool_window_ticks(cs->window, tool_trace_base(&tr), tr.freq, &from, &to);
+        cs_set_window(cs, from, to);
+        tool_trace_window(&tr, from, to); /* seek.h: each thread from near the window */
+    }
+    struct wt_ctx x = {.tr = tree, .w = cs->window, .syms = tr.syms, .freq = tr.freq};
+    static const struct cs_ops ops = {.enter = wt_enter, .close = wt_close};
+    tool_trace_prefetch(&tr);
+    int rc = wt_root(tree) == 0 ? STF_OK : CS_NOMEM;
+    struct stf_item it;
+    while (rc == STF_OK && (rc = cs_next_item(cs, &tr, &ops, &x, &it)) == STF_OK)
+        if (cs_feed(cs, &it, &ops, &x) != 0)
+            rc = CS_NOMEM;
+    int status = EXIT_OK;
+    if (rc == CS_NOMEM) {
+        tool_err("out of memory");
+        status = EXIT_BAD_TRACE;
+        rc = STF_END;
+    }
+    if (tool_trace_end(&tr, rc) != EXIT_OK && status == EXIT_OK)
+        status = EXIT_BAD_TRACE;
+    cs->times = tool_trace_times(&tr);
+    *shown = x.shown;
+    *syms = tr.syms;
+    tr.syms = NULL;
+    tool_trace_close(&tr);
+    return status;
+}
