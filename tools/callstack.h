@@ -300,6 +300,12 @@ int cs_parse_by(const char *cmd, const char *v, bool *by_count);
 int cs_tree_load(const char *path, const char *syms_opt, const int32_t *tid, struct cs_tree *tree,
                  struct callstack *cs, struct stf_syms **syms, uint64_t *freq);
 void cs_tree_free(struct cs_tree *tree);
+/* Building a tree by hand (window_tree.c): the root made (0, or -1 out of memory); the node of
+ * (parent, function id), made when new (its index, -1 out of memory); the node of thread
+ * (pid, tid) under the root (per_thread). */
+int cs_tree_root(struct cs_tree *tr);
+long cs_tree_child(struct cs_tree *tr, uint32_t parent, uint32_t id);
+long cs_tree_thread(struct cs_tree *tr, int32_t pid, int32_t tid);
 /* Adds src's stacks to dst's (the same (parent, function) paths become the same nodes; thread
  * nodes by pid and tid), as if dst had been built from src's records after its own. 0, or -1 on
  * allocation failure. */

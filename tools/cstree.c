@@ -15,7 +15,7 @@
 
 /* ---- stack tree -------------------------------------------------------------------------- */
 
-static int tree_root(struct cs_tree *tr)
+int cs_tree_root(struct cs_tree *tr)
 {
     if (tr->nn)
         return 0;
@@ -27,13 +27,13 @@ static int tree_root(struct cs_tree *tr)
     return 0;
 }
 
-static long tree_child(struct cs_tree *tr, uint32_t parent, uint32_t id)
+long cs_tree_child(struct cs_tree *tr, uint32_t parent, uint32_t id)
 {
     uint64_t key = ((uint64_t)parent << 32) | id;
     size_t slot = (size_t)((key * 0x9e3779b97f4a7c15ull) >> 52);
     if (tr->cval[slot] && tr->ckey[slot] == key)
         return tr->cval[slot];
-    if (tree_root(tr) != 0)
+    if (cs_tree_root(tr) != 0)
         return -1;
     bool added;
     long i = u64map_get(&tr->map, key, &added);
@@ -55,7 +55,7 @@ static long tree_child(struct cs_tree *tr, uint32_t parent, uint32_t id)
 }
 
 /* The node of thread (pid, tid) under the root (per_thread). */
-static long thread_node_of(struct cs_tree *tr, int32_t pid, int32_t tid)
+long cs_tree_thread(struct cs_tree *tr, int32_t pid, int32_t tid)
 {
     size_t k = 0;
     while (k < tr->nthreads && (tr->threads[k].pid != pid || tr->threads[k].tid != tid))
@@ -71,17 +71,17 @@ static long thread_node_of(struct cs_tree *tr, int32_t pid, int32_t tid)
         tr->threads[k].tid = tid;
         tr->nthreads++;
     }
-    return tree_child(tr, 0, CS_THREAD_NODE | (uint32_t)k);
+    return cs_tree_child(tr, 0, CS_THREAD_NODE | (uint32_t)k);
 }
 
 static long thread_node(struct cs_tree *tr, const struct cs_thread *t)
 {
-    return thread_node_of(tr, t->pid, t->tid);
+    return cs_tree_thread(tr, t->pid, t->tid);
 }
 
 int cs_tree_merge(struct cs_tree *dst, const struct cs_tree *src)
 {
-    if (tree_root(dst) != 0)
+    if (cs_tree_root(dst) != 0)
         return -1;
     uint32_t *map = malloc((src->nn ? src->nn : 1) * sizeof *map);
     if (!map)
@@ -92,9 +92,9 @@ int cs_tree_merge(struct cs_tree *dst, const struct cs_tree *src)
         long d;
         uint32_t k = n->id & ~CS_THREAD_NODE;
         if (n->parent == 0 && (n->id & CS_THREAD_NODE) == CS_THREAD_NODE && k < src->nthreads)
-            d = thread_node_of(dst, src->threads[k].pid, src->threads[k].tid);
+            d = cs_tree_thread(dst, src->threads[k].pid, src->threads[k].tid);
         else
-            d = tree_child(dst, map[n->parent], n->id);
+            d = cs_tree_child(dst, map[n->parent], n->id);
         if (d < 0) {
             free(map);
             return -1;
@@ -114,7 +114,7 @@ static int tree_enter(void *ctx, const struct cs_thread *t, struct cs_frame *f, 
     if (top < 0)
         return -1;
     uint32_t parent = depth ? t->st[depth - 1].node : (uint32_t)top;
-    long n = tree_child(tr, parent, f->id);
+    long n = cs_tree_child(tr, parent, f->id);
     if (n < 0)
         return -1;
     f->node = (uint32_t)n;
@@ -161,7 +161,7 @@ static int tree_walk(void *arg, size_t k, struct tool_trace *sub)
     if (run->cs->win)
         cs_set_window(&p->cs, run->cs->win_from, run->cs->win_to);
     p->tree.per_thread = run->tree->per_thread;
-    if (tree_root(&p->tree) != 0)
+    if (cs_tree_root(&p->tree) != 0)
         return CS_NOMEM;
     static const struct cs_ops ops = {.enter = tree_enter, .close = tree_close, .loss = NULL};
     struct stf_item it;
@@ -211,7 +211,7 @@ int cs_tree_load(const char *path, const char *syms_opt, const int32_t *tid, str
         cs_set_window(cs, from, to);
         tool_trace_window(&tr, from, to);
     }
-    if (tree_root(tree) != 0) {
+    if (cs_tree_root(tree) != 0) {
         tool_trace_close(&tr);
         tool_err("out of memory");
         return EXIT_BAD_TRACE;

@@ -14,8 +14,8 @@
  * made for frames above --max-depth only (a deeper frame uses its parent's node, so a deep
  * recursion under --max-depth does not grow the tree), and not inside an --exclude subtree.
  * The walk is sequential (cs_tree_load's is per thread in parallel): one pass, memory as
- * cs_tree_load's. Nodes are numbered exactly as callstack.c numbers them, so cs_tree_names,
- * cs_tree_merge and stackpaths work on the result. */
+ * cs_tree_load's. Nodes are made by cstree.c's own cs_tree_child and cs_tree_thread, so
+ * cs_tree_names, cs_tree_merge and stackpaths work on the result. */
 #include "callstack.h"
 #include "seek.h"
 #include "window.h"
@@ -30,68 +30,10 @@ struct wt_ctx {
     uint64_t freq, shown;
 };
 
-static int wt_root(struct cs_tree *tr)
-{
-    if (tr->nn)
-        return 0;
-    tr->n = calloc(64, sizeof *tr->n);
-    if (!tr->n)
-        return -1;
-    tr->capn = 64;
-    tr->nn = 1;
-    return 0;
-}
-
-/* The node (parent, id), made when new: its index, -1 out of memory (callstack.c's layout: map
- * index i is node i + 1, with the direct-mapped cache in front). */
-static long wt_child(struct cs_tree *tr, uint32_t parent, uint32_t id)
-{
-    uint64_t key = ((uint64_t)parent << 32) | id;
-    size_t slot = (size_t)((key * 0x9e3779b97f4a7c15ull) >> 52);
-    if (tr->cval[slot] && tr->ckey[slot] == key)
-        return tr->cval[slot];
-    bool added;
-    long i = u64map_get(&tr->map, key, &added);
-    if (i < 0)
-        return -1;
-    tr->ckey[slot] = key;
-    tr->cval[slot] = (uint32_t)i + 1;
-    if (added) {
-        if (tr->nn == tr->capn) {
-            struct cs_node *n = tool_grow(tr->n, &tr->capn, sizeof *n, 64);
-            if (!n)
-                return -1;
-            tr->n = n;
-        }
-        tr->n[tr->nn++] = (struct cs_node){.parent = parent, .id = id};
-    }
-    return i + 1;
-}
-
-/* The node of thread t under the root (per_thread). */
-static long wt_thread(struct cs_tree *tr, const struct cs_thread *t)
-{
-    size_t k = 0;
-    while (k < tr->nthreads && (tr->threads[k].pid != t->pid || tr->threads[k].tid != t->tid))
-        k++;
-    if (k == tr->nthreads) {
-        if (k == tr->capthreads) {
-            void *nt = tool_grow(tr->threads, &tr->capthreads, sizeof *tr->threads, 8);
-            if (!nt)
-                return -1;
-            tr->threads = nt;
-        }
-        tr->threads[k].pid = t->pid;
-        tr->threads[k].tid = t->tid;
-        tr->nthreads++;
-    }
-    return wt_child(tr, 0, CS_THREAD_NODE | (uint32_t)k);
-}
-
 static int wt_enter(void *ctx, const struct cs_thread *t, struct cs_frame *f, size_t depth)
 {
     struct wt_ctx *x = ctx;
-    long top = depth || !x->tr->per_thread ? 0 : wt_thread(x->tr, t);
+    long top = depth || !x->tr->per_thread ? 0 : cs_tree_thread(x->tr, t->pid, t->tid);
     if (top < 0)
         return -1;
     uint32_t parent = depth ? t->st[depth - 1].node : (uint32_t)top;
@@ -101,7 +43,7 @@ static int wt_enter(void *ctx, const struct cs_thread *t, struct cs_frame *f, si
         f->node = parent; /* never shown: no node of its own */
         return 0;
     }
-    long n = wt_child(x->tr, parent, f->id);
+    long n = cs_tree_child(x->tr, parent, f->id);
     if (n < 0)
         return -1;
     f->node = (uint32_t)n;
@@ -155,7 +97,7 @@ int tool_window_tree_load(const char *path, const char *syms_opt, const int32_t 
     struct wt_ctx x = {.tr = tree, .w = cs->window, .syms = tr.syms, .freq = tr.freq};
     static const struct cs_ops ops = {.enter = wt_enter, .close = wt_close};
     tool_trace_prefetch(&tr);
-    int rc = wt_root(tree) == 0 ? STF_OK : CS_NOMEM;
+    int rc = cs_tree_root(tree) == 0 ? STF_OK : CS_NOMEM;
     struct stf_item it;
     while (rc == STF_OK && (rc = cs_next_item(cs, &tr, &ops, &x, &it)) == STF_OK)
         if (cs_feed(cs, &it, &ops, &x) != 0)
