@@ -24,6 +24,7 @@
  * --filter, --exclude, --max-depth (window.h): decided at a call's entry (tool_window_enter) in
  * entry order, at its close in exit order; --filter shows a match's subtree, --filter-only
  * each call on its own name (replay's rule before the shared filters). */
+#include "callargs.h"
 #include "callstack.h"
 #include "seek.h"
 #include "window.h"
@@ -88,6 +89,7 @@ static void help(FILE *out)
 /* cs_frame.node bits, entry order: the frame's lines are shown; it is a leaf (one line); it is
  * known to last less than --min-duration, and so are its callees. */
 enum { SHOWN = 1, LEAF = 2, SHORT = 4 };
+enum { STR_KEEP = 1024 }; /* a string argument's bytes kept (the runtime records at most 256) */
 
 struct replay {
     const struct stf_syms *syms;
@@ -99,6 +101,13 @@ struct replay {
     bool next_exits;   /* entry order: the item being fed is an entry whose exit comes next */
     uint64_t pend_arg; /* entry order: the arguments logged after the entry being fed */
     uint32_t pend_nargs;
+    /* entry order: all of them (SLEDTRACE_ARGS), the strings' bytes kept in pend_str, and the
+     * return registers logged before the exit just read (ret_next), then before each of the two
+     * items walk_entry holds (ret_of[which]) */
+    struct tool_callargs pend;
+    uint8_t pend_str[CS_MAX_ARGS][STR_KEEP];
+    uint64_t ret_next[4], ret_of[2][4];
+    bool has_ret_next, has_ret_of[2];
     /* entry order with --min-duration: a second cursor looks ahead for a call's end */
     struct stf_cursor *look;
     const struct stf_cursor *main;
@@ -200,15 +209,18 @@ static void context_line(struct replay *rp, const struct cs_thread *t, uint64_t 
         printf("-- context %" PRIu64 " --\n", id);
 }
 
-/* A call's logged argument, as uftrace shows arguments: "(42)", "(0x7ffd12345678)" (values of
- * 2^32 and more, often addresses, in hex), "(42, ...)" when it logged more than one (the
- * runtime keeps the first); "" without one. */
-static const char *arg_text(char *buf, size_t len, const struct cs_frame *f)
+/* A call's logged arguments (callargs.h: "(42, \"GET /\")", values of 2^32 and more, often
+ * addresses, in hex) and its return value (" = 6765"), as uftrace's replay -a shows them, into
+ * buf; "" without either. Frame f at index i of t's running stack, or a parked one. */
+enum { ARGS_TEXT = 4096 };
+static const char *args_text(char *buf, size_t len, const struct cs_thread *t, size_t i,
+                             const struct cs_frame *f, const uint64_t *ret)
 {
-    if (!f->nargs)
-        return "";
-    snprintf(buf, len, f->arg >> 32 ? "(0x%" PRIx64 "%s)" : "(%" PRIu64 "%s)", f->arg,
-             f->nargs > 1 ? ", ..." : "");
+    struct tool_callargs a;
+    tool_callargs_of(&a, t, i, f, ret);
+    tool_args_text(&a, buf, len / 2);
+    size_t n = strlen(buf);
+    tool_ret_text(&a, buf + n, len - n);
     return buf;
 }
 
@@ -234,10 +246,10 @@ static int on_close(void *ctx, const struct cs_close *c)
     uint64_t ns = tool_ticks_to_ns(cs_ticks(c->dur), rp->freq);
     char d[32];
     tool_fmt_ns(d, sizeof d, ns);
-    char a[48];
+    char a[ARGS_TEXT];
     context_line(rp, c->t, c->t->ctx, c->end);
-    line(rp, c->t->tid, c->f->start, d, c->depth, "", name, arg_text(a, sizeof a, c->f),
-         close_mark(c));
+    line(rp, c->t->tid, c->f->start, d, c->depth, "", name,
+         args_text(a, sizeof a, c->t, c->depth, c->f, c->ret), close_mark(c));
     rp->shown++;
     return 0;
 }
@@ -368,14 +380,12 @@ static int tree_enter(void *ctx, const struct cs_thread *t, struct cs_frame *f, 
     struct replay *rp = ctx;
     char buf[24];
     const char *name = stf_syms_name(rp->syms, f->id, buf, sizeof buf);
-    char a[48];
+    char a[ARGS_TEXT];
     bool show = tool_window_enter(rp->w, rp->syms, t, f, depth);
     bool clipped = f->clip & CS_CLIP_START; /* opened at the window's start: never a leaf */
     f->node = rp->next_exits && !clipped ? LEAF : 0; /* a leaf: one line, at its exit */
-    if (!clipped) { /* its CallArguments were read with the lookahead (a clipped frame's not) */
-        f->arg = rp->pend_arg;
-        f->nargs = rp->pend_nargs;
-    }
+    /* its CallArguments were read with the lookahead (a clipped frame's not): walk_entry feeds
+     * them right after (the leaf's line, at its close, reads them from the walker) */
     if (rp->min_ns && depth > 0 && (t->st[depth - 1].node & SHORT)) {
         f->node |= SHORT; /* inside a shorter call */
         show = false;
@@ -392,7 +402,8 @@ static int tree_enter(void *ctx, const struct cs_thread *t, struct cs_frame *f, 
         f->node |= SHOWN;
         if (!(f->node & LEAF)) {
             context_line(rp, t, t->ctx, f->start);
-            line(rp, t->tid, f->start, "", depth, "", name, arg_text(a, sizeof a, f),
+            line(rp, t->tid, f->start, "", depth, "", name,
+                 clipped ? "" : tool_args_text(&rp->pend, a, sizeof a),
                  clipped ? " { [clipped]" : " {");
         }
     }
@@ -409,9 +420,9 @@ static void close_unknown(struct replay *rp, const struct cs_thread *t, uint64_t
     context_line(rp, t, ctx, tsc);
     char buf[24];
     const char *name = stf_syms_name(rp->syms, f->id, buf, sizeof buf);
-    char a[48];
+    char a[ARGS_TEXT];
     line(rp, t->tid, tsc, "-", depth, f->node & LEAF ? "" : "} ", name,
-         f->node & LEAF ? arg_text(a, sizeof a, f) : "", why);
+         f->node & LEAF ? args_text(a, sizeof a, t, depth, f, NULL) : "", why);
 }
 
 static int tree_close(void *ctx, const struct cs_close *c)
@@ -423,10 +434,16 @@ static int tree_close(void *ctx, const struct cs_close *c)
     const char *name = stf_syms_name(rp->syms, c->f->id, buf, sizeof buf);
     tool_fmt_ns(d, sizeof d, tool_ticks_to_ns(cs_ticks(c->dur), rp->freq));
     bool leaf = c->f->node & LEAF;
-    char a[48];
+    char a[ARGS_TEXT];
     context_line(rp, c->t, c->t->ctx, leaf ? c->f->start : c->end);
-    line(rp, c->t->tid, leaf ? c->f->start : c->end, d, c->depth, leaf ? "" : "} ", name,
-         leaf ? arg_text(a, sizeof a, c->f) : "", close_mark(c));
+    if (leaf) {
+        args_text(a, sizeof a, c->t, c->depth, c->f, c->ret);
+    } else {
+        struct tool_callargs r = {.ret = c->ret};
+        tool_ret_text(&r, a, sizeof a);
+    }
+    line(rp, c->t->tid, leaf ? c->f->start : c->end, d, c->depth, leaf ? "" : "} ", name, a,
+         close_mark(c));
     rp->shown++;
     return 0;
 }
@@ -485,8 +502,29 @@ static int next_stack_item(struct tool_trace *tr, struct stf_item *it, uint8_t *
         uint32_t how;
         if (it->kind == STF_K_FUNCTION)
             return rc;
-        if (it->kind == STF_M_CALL_ARG && rp->pend_nargs++ == 0)
-            rp->pend_arg = it->value;
+        if (it->kind == STF_M_CALL_ARG) {
+            if (rp->pend_nargs == 0)
+                rp->pend_arg = it->value;
+            if (rp->pend_nargs < CS_MAX_ARGS)
+                rp->pend.v[rp->pend_nargs] = it->value;
+            rp->pend.nargs = ++rp->pend_nargs;
+        }
+        unsigned argno, flags;
+        const uint8_t *b;
+        size_t n;
+        if (it->kind == STF_M_TYPED_EVENT &&
+            stf_decode_argstr(it->event_type, it->payload, it->payload_len, &argno, &flags, &b,
+                              &n)) {
+            n = n < STR_KEEP ? n : STR_KEEP;
+            memcpy(rp->pend_str[argno - 1], b, n);
+            rp->pend.s[argno - 1].have = true;
+            rp->pend.s[argno - 1].flags = flags;
+            rp->pend.s[argno - 1].b = rp->pend_str[argno - 1];
+            rp->pend.s[argno - 1].n = n;
+        }
+        if (it->kind == STF_M_TYPED_EVENT &&
+            stf_decode_retval(it->event_type, it->payload, it->payload_len, rp->ret_next))
+            rp->has_ret_next = true; /* the exit record next */
         if ((it->kind == STF_M_CUSTOM_EVENT &&
              stf_decode_loss(it->payload, it->payload_len, &lost)) ||
             (it->kind == STF_M_TYPED_EVENT &&
@@ -501,6 +539,39 @@ static int next_stack_item(struct tool_trace *tr, struct stf_item *it, uint8_t *
 }
 
 /* Feeds the stack records with one of lookahead (entry order). */
+/* After entry cur, its arguments (read with the lookahead, rp->pend) fed to the walker as the
+ * records they were: the leaf's line, at its close, and the window's clipping read them there.
+ * Before exit cur, its return registers (ret). */
+static int feed_args(struct callstack *cs, const struct cs_ops *ops, struct replay *rp,
+                     const struct stf_item *cur)
+{
+    for (unsigned k = 0; k < rp->pend.nargs; k++) { /* past six: counted, not kept */
+        struct stf_item a = {.kind = STF_M_CALL_ARG,
+                             .pid = cur->pid,
+                             .tid = cur->tid,
+                             .tsc = cur->tsc,
+                             .value = k < CS_MAX_ARGS ? rp->pend.v[k] : 0};
+        if (cs_feed(cs, &a, ops, rp) != 0)
+            return -1;
+    }
+    for (unsigned k = 0; k < CS_MAX_ARGS; k++) {
+        if (!rp->pend.s[k].have)
+            continue;
+        uint8_t pay[STF_ARGSTR_HEAD + STR_KEEP] = {(uint8_t)(k + 1), (uint8_t)rp->pend.s[k].flags};
+        memcpy(pay + STF_ARGSTR_HEAD, rp->pend.s[k].b, rp->pend.s[k].n);
+        struct stf_item a = {.kind = STF_M_TYPED_EVENT,
+                             .pid = cur->pid,
+                             .tid = cur->tid,
+                             .tsc = cur->tsc,
+                             .event_type = STF_TYPED_ARGSTR,
+                             .payload = pay,
+                             .payload_len = (uint32_t)(STF_ARGSTR_HEAD + rp->pend.s[k].n)};
+        if (cs_feed(cs, &a, ops, rp) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 static int walk_entry(struct tool_trace *tr, struct callstack *cs, struct replay *rp, int *rc)
 {
     static const struct cs_ops ops = {.enter = tree_enter,
@@ -510,13 +581,22 @@ static int walk_entry(struct tool_trace *tr, struct callstack *cs, struct replay
     struct stf_item cur, nxt;
     uint8_t pay[2][STACK_PAYLOAD];
     int which = 0;
+    rp->has_ret_next = false;
     *rc = next_stack_item(tr, &cur, pay[which], rp);
+    rp->has_ret_of[which] = rp->has_ret_next;
+    memcpy(rp->ret_of[which], rp->ret_next, sizeof rp->ret_next);
     while (*rc == STF_OK) {
         which ^= 1;
         rp->pend_nargs = 0;
+        memset(&rp->pend, 0, sizeof rp->pend);
+        rp->has_ret_next = false;
         *rc = next_stack_item(tr, &nxt, pay[which], rp);
-        if (!(cur.kind == STF_K_FUNCTION && cur.action == STF_ENTER_ARGS))
+        rp->has_ret_of[which] = rp->has_ret_next; /* nxt's */
+        memcpy(rp->ret_of[which], rp->ret_next, sizeof rp->ret_next);
+        if (!(cur.kind == STF_K_FUNCTION && cur.action == STF_ENTER_ARGS)) {
             rp->pend_nargs = 0; /* not cur's: a misplaced CallArgument (the reader warned) */
+            memset(&rp->pend, 0, sizeof rp->pend);
+        }
         bool more = *rc == STF_OK && same_thread(&cur, &nxt);
         rp->main = tr->c;
         rp->vc = &tr->vc;
@@ -528,7 +608,23 @@ static int walk_entry(struct tool_trace *tr, struct callstack *cs, struct replay
                          (nxt.action == STF_EXIT || nxt.action == STF_TAIL_EXIT) &&
                          nxt.func_id == cur.func_id;
         thread_header(rp, cur.pid, cur.tid);
+        if (rp->has_ret_of[which ^ 1] && cur.kind == STF_K_FUNCTION) { /* cur's return value */
+            uint8_t rv[STF_RETVAL_PAYLOAD];
+            memcpy(rv, rp->ret_of[which ^ 1], sizeof rv);
+            struct stf_item r = {.kind = STF_M_TYPED_EVENT,
+                                 .pid = cur.pid,
+                                 .tid = cur.tid,
+                                 .tsc = cur.tsc,
+                                 .event_type = STF_TYPED_RETVAL,
+                                 .payload = rv,
+                                 .payload_len = STF_RETVAL_PAYLOAD};
+            if (cs_feed(cs, &r, &ops, rp) != 0)
+                return -1;
+        }
         if (cs_feed(cs, &cur, &ops, rp) != 0)
+            return -1;
+        if (cur.kind == STF_K_FUNCTION && cur.action == STF_ENTER_ARGS &&
+            feed_args(cs, &ops, rp, &cur) != 0)
             return -1;
         if (!more && *rc >= 0)
             tree_thread_end(rp, cs, cur.pid, cur.tid);

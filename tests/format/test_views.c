@@ -943,9 +943,26 @@ Test(views, memory_does_not_grow_with_the_trace, .timeout = 120)
     tr_remove_trace(big);
 }
 
-/* Logged arguments: replay shows the first one as uftrace does (decimal, hex from 2^32 on, ", ..."
- * when more were logged), in both orders; chrome puts it in args.arg (a string in hex beyond
- * 2^53, which JSON numbers cannot hold exactly). */
+/* Logged arguments (SLEDTRACE_ARGS, format/stf.h "Arguments"): replay shows every one as
+ * uftrace's replay -a does (decimal, hex from 2^32 on, ", ..." past six), strings quoted with
+ * their escapes and cuts (NULL, an unreadable pointer as its address, "..." after a cut one), the
+ * return value after " = ", in both orders (a leaf on one line, a call with callees at its "}");
+ * chrome puts the first in args.arg (a string in hex beyond 2^53, which JSON numbers cannot hold
+ * exactly). */
+static void argstr(struct tg *g, uint64_t tsc, unsigned argno, unsigned flags, const char *b)
+{
+    uint8_t p[64] = {(uint8_t)argno, (uint8_t)flags};
+    size_t n = strlen(b);
+    memcpy(p + STF_ARGSTR_HEAD, b, n);
+    tg_typed(g, tsc, STF_TYPED_ARGSTR, p, (int32_t)(STF_ARGSTR_HEAD + n));
+}
+
+static void retval(struct tg *g, uint64_t tsc, uint64_t rax)
+{
+    uint64_t r[4] = {rax, 7, 8, 9};
+    tg_typed(g, tsc, STF_TYPED_RETVAL, r, sizeof r);
+}
+
 Test(views, call_arguments_shown)
 {
     struct tg g;
@@ -956,7 +973,19 @@ Test(views, call_arguments_shown)
     tg_call_arg(&g, 5);
     tg_func(&g, F, STF_ENTER_ARGS, 1100);
     tg_call_arg(&g, 1ull << 60);
+    retval(&g, 1200, 42);
     tg_func(&g, F, STF_EXIT, 1200);
+    tg_func(&g, F, STF_ENTER_ARGS, 1210); /* strings: plain, NULL, unreadable, cut, escaped */
+    for (uint64_t k = 1; k <= 7; k++)
+        tg_call_arg(&g, k == 3 ? 0xdead0000beefull : k);
+    argstr(&g, 1210, 1, 0, "GET /");
+    argstr(&g, 1210, 2, STF_ARGSTR_NULL, "");
+    argstr(&g, 1210, 3, STF_ARGSTR_FAULT, "");
+    argstr(&g, 1210, 4, STF_ARGSTR_TRUNCATED, "abc");
+    argstr(&g, 1210, 5, 0, "a\t\"b\x01");
+    retval(&g, 1250, 0xffffffffffffffffull);
+    tg_func(&g, F, STF_EXIT, 1250);
+    retval(&g, 1300, 7);
     tg_func(&g, MAIN, STF_EXIT, 1300);
     tg_block_end(&g);
     char *p = tr_write_trace(&g, true);
@@ -964,25 +993,29 @@ Test(views, call_arguments_shown)
     const char *argv[] = {tr_bin(), "replay", p, NULL};
     struct tr_out r = tr_run(argv);
     cr_assert_eq(r.code, 0, "%s", r.e);
-    cr_assert_str_eq(r.o,
-                     "100      0.000000100             main(0x123456789, ...) {\n"
-                     "100      0.000000200      100ns    f(0x1000000000000000)\n"
-                     "100      0.000000400      300ns  } main\n"
-                     "# shown: 2 of 2 calls, stack repairs: 0, unmatched exits: 0, "
-                     "unfinished frames: 0\n"
-                     "# times: as measured; this trace records no tracer cost (compiler-rt's, or "
-                     "an older sledtrace's), so each call's figures include the tracer's own\n");
+    cr_assert_str_eq(
+        r.o, "100      0.000000100             main(0x123456789, 5) {\n"
+             "100      0.000000200      100ns    f(0x1000000000000000) = 42\n"
+             "100      0.000000310       40ns    f(\"GET /\", NULL, 0xdead0000beef, \"abc\"..., "
+             "\"a\\t\\\"b\\x01\", 6, ...) = 0xffffffffffffffff\n"
+             "100      0.000000400      300ns  } main = 7\n"
+             "# shown: 3 of 3 calls, stack repairs: 0, unmatched exits: 0, "
+             "unfinished frames: 0\n"
+             "# times: as measured; this trace records no tracer cost (compiler-rt's, or "
+             "an older sledtrace's), so each call's figures include the tracer's own\n");
     tr_out_free(&r);
     const char *argv2[] = {tr_bin(), "replay", p, "--order", "exit", NULL};
     r = tr_run(argv2);
     cr_assert_eq(r.code, 0, "%s", r.e);
-    cr_assert_str_eq(r.o,
-                     "100      0.000000200      100ns    f(0x1000000000000000)\n"
-                     "100      0.000000100      300ns  main(0x123456789, ...)\n"
-                     "# shown: 2 of 2 calls, stack repairs: 0, unmatched exits: 0, "
-                     "unfinished frames: 0\n"
-                     "# times: as measured; this trace records no tracer cost (compiler-rt's, or "
-                     "an older sledtrace's), so each call's figures include the tracer's own\n");
+    cr_assert_str_eq(
+        r.o, "100      0.000000200      100ns    f(0x1000000000000000) = 42\n"
+             "100      0.000000310       40ns    f(\"GET /\", NULL, 0xdead0000beef, \"abc\"..., "
+             "\"a\\t\\\"b\\x01\", 6, ...) = 0xffffffffffffffff\n"
+             "100      0.000000100      300ns  main(0x123456789, 5) = 7\n"
+             "# shown: 3 of 3 calls, stack repairs: 0, unmatched exits: 0, "
+             "unfinished frames: 0\n"
+             "# times: as measured; this trace records no tracer cost (compiler-rt's, or "
+             "an older sledtrace's), so each call's figures include the tracer's own\n");
     tr_out_free(&r);
     const char *argv3[] = {tr_bin(), "convert", p, "--format", "chrome", NULL};
     r = tr_run(argv3);

@@ -1,0 +1,139 @@
+/* Writing a call's recorded arguments and return value (callargs.h). Without the program's
+ * types (DWARF) a register is a 64-bit number: shown in decimal while it fits in 32 bits (counts,
+ * sizes, small signed values' low halves) and in hex beyond (addresses); the string arguments
+ * the user asked for (argN/s) are shown as strings instead. */
+#include "callargs.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+struct out {
+    char *p;
+    size_t len, n;
+};
+
+static void put(struct out *o, const char *s, size_t n)
+{
+    if (o->n + 1 >= o->len)
+        return;
+    size_t room = o->len - 1 - o->n;
+    if (n > room) { /* cut: say so */
+        memcpy(o->p + o->n, s, room);
+        o->n += room;
+        if (o->len >= 4)
+            memcpy(o->p + o->len - 4, "...", 3);
+        return;
+    }
+    memcpy(o->p + o->n, s, n);
+    o->n += n;
+}
+
+static void put_num(struct out *o, uint64_t v)
+{
+    char b[24];
+    int n = snprintf(b, sizeof b, v >> 32 ? "0x%" PRIx64 : "%" PRIu64, v);
+    put(o, b, (size_t)n);
+}
+
+static void put_string(struct out *o, const uint8_t *b, size_t n, bool cut)
+{
+    put(o, "\"", 1);
+    for (size_t i = 0; i < n; i++) {
+        char e[8];
+        uint8_t c = b[i];
+        int k;
+        switch (c) {
+        case '\n':
+            k = snprintf(e, sizeof e, "\\n");
+            break;
+        case '\t':
+            k = snprintf(e, sizeof e, "\\t");
+            break;
+        case '\r':
+            k = snprintf(e, sizeof e, "\\r");
+            break;
+        case '"':
+        case '\\':
+            k = snprintf(e, sizeof e, "\\%c", c);
+            break;
+        default:
+            k = c >= 0x20 && c < 0x7f ? snprintf(e, sizeof e, "%c", c)
+                                      : snprintf(e, sizeof e, "\\x%02x", c);
+        }
+        put(o, e, (size_t)k);
+    }
+    put(o, cut ? "\"..." : "\"", cut ? 4 : 1);
+}
+
+static void one_string(void *arg, unsigned argno, unsigned flags, const uint8_t *b, size_t n)
+{
+    struct tool_callargs *a = arg;
+    if (argno < 1 || argno > CS_MAX_ARGS)
+        return;
+    a->s[argno - 1].have = true;
+    a->s[argno - 1].flags = flags;
+    a->s[argno - 1].b = b;
+    a->s[argno - 1].n = n;
+}
+
+void tool_callargs_of(struct tool_callargs *a, const struct cs_thread *t, size_t i,
+                      const struct cs_frame *f, const uint64_t *ret)
+{
+    memset(a, 0, sizeof *a);
+    a->nargs = f->nargs;
+    a->ret = ret;
+    if (f != &t->st[i] || t->switched) { /* a parked context's frame: its first argument only */
+        a->nargs = f->nargs > 1 ? 1 : f->nargs;
+        a->v[0] = f->arg;
+        return;
+    }
+    for (unsigned k = 0; k < f->nargs && k < CS_MAX_ARGS; k++)
+        a->v[k] = k == 0 ? f->arg : t->xargs[i][k];
+    if (f->nargs)
+        cs_strings(t, i, one_string, a);
+}
+
+const char *tool_args_text(const struct tool_callargs *a, char *buf, size_t len)
+{
+    struct out o = {buf, len, 0};
+    if (len)
+        buf[0] = '\0';
+    if (!a->nargs || !len)
+        return buf;
+    put(&o, "(", 1);
+    for (unsigned k = 0; k < a->nargs && k < CS_MAX_ARGS; k++) {
+        if (k)
+            put(&o, ", ", 2);
+        if (!a->s[k].have) {
+            put_num(&o, a->v[k]);
+            continue;
+        }
+        unsigned fl = a->s[k].flags;
+        if (fl & STF_ARGSTR_NULL)
+            put(&o, "NULL", 4);
+        else if ((fl & (STF_ARGSTR_FAULT | STF_ARGSTR_SKIPPED)) && a->s[k].n == 0)
+            put_num(&o, a->v[k]); /* unreadable: its address */
+        else
+            put_string(&o, a->s[k].b, a->s[k].n,
+                       (fl & (STF_ARGSTR_TRUNCATED | STF_ARGSTR_FAULT)) != 0);
+    }
+    if (a->nargs > CS_MAX_ARGS)
+        put(&o, ", ...", 5);
+    put(&o, ")", 1);
+    buf[o.n] = '\0';
+    return buf;
+}
+
+const char *tool_ret_text(const struct tool_callargs *a, char *buf, size_t len)
+{
+    struct out o = {buf, len, 0};
+    if (len)
+        buf[0] = '\0';
+    if (!a->ret || !len)
+        return buf;
+    put(&o, " = ", 3);
+    put_num(&o, a->ret[0]);
+    buf[o.n] = '\0';
+    return buf;
+}
