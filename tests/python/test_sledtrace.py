@@ -314,6 +314,29 @@ def test_calls_in_a_window_seek(tmp_path, monkeypatch):
         assert names.count("leaf") > 500, names.count("leaf")
 
 
+def test_call_args_and_retval(tmp_path):
+    """Call.args and Call.retval (SLEDTRACE_ARGS, issue 26.4): tests/e2e/argvals.c run with its
+    functions' arguments recorded; fib's argument and value, parse's strings (NULL as None, an
+    unmapped pointer as its address, a cut string as its recorded part), a function not chosen
+    with () and None."""
+    env = dict(os.environ, LD_PRELOAD=os.environ["PRELOAD"], SLEDTRACE_OUTPUT=str(tmp_path),
+               SLEDTRACE_ARGS="fib@arg1,retval;parse@arg1/s,arg2,retval")
+    out = subprocess.run([os.environ["ARGVALS"]], env=env, check=True, capture_output=True,
+                         text=True).stdout
+    gone = int(re.search(r"addr gone (0x[0-9a-f]+)", out).group(1), 16)
+    trace = next(tmp_path.glob("*.fdr"))
+    with sledtrace.open(trace) as t:
+        calls = list(t.calls())
+    fibs = [(c.args, c.retval) for c in calls if c.name == "fib"]
+    assert len(fibs) == 25
+    want = {6: 8, 5: 5, 4: 3, 3: 2, 2: 1, 1: 1, 0: 0}
+    assert all(len(a) == 1 and r == want[a[0]] for a, r in fibs), fibs
+    parses = [(c.args, c.retval) for c in calls if c.name == "parse"]
+    assert parses == [(("GET /", 5), 11), ((None, 0), 0), ((gone, 1), 3),
+                      (("A" * 10, 2), 5), (("x" * 64, 3), 7), (("a\tb\n\"q\"\x01", 4), 9)]
+    assert [(c.args, c.retval) for c in calls if c.name == "plain"] == [((), None)]
+
+
 def test_calls_stats(data):
     with sledtrace.open(data / "real-lossy.fdr") as t:
         it = t.calls()

@@ -31,6 +31,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "callargs.h"
 #include "callstack.h"
 #include "seek.h"
 #include "window.h"
@@ -699,16 +700,22 @@ static PyStructSequence_Field call_fields[] = {
     {"clipped", "with calls(start=, end=): 'start', 'end' or 'both' when the call crosses the "
                 "window's edge(s) (start, duration and self are then the window's part), else "
                 "None"},
+    {"args", "the arguments it recorded (SLEDTRACE_ARGS): a tuple of ints (the integer argument "
+             "registers, at most six), a str for an argument recorded as a string (None for NULL, "
+             "the int address when unreadable); () when none"},
+    {"retval", "its return value as recorded (rax, an int), or None"},
     {NULL, NULL}};
 static PyStructSequence_Desc call_desc = {"sledtrace.Call", "One closed call (Trace.calls()).",
-                                          call_fields, 14};
+                                          call_fields, 16};
 
 struct closed {
     int32_t pid, tid;
     uint32_t depth, id;
     uint64_t start, dur, self;
     bool nested, repaired;
-    uint8_t clip; /* CS_CLIP_START | CS_CLIP_END */
+    uint8_t clip;     /* CS_CLIP_START | CS_CLIP_END */
+    PyObject *args;   /* a new reference, or NULL: () */
+    PyObject *retval; /* a new reference, or NULL: None */
 };
 
 typedef struct {
@@ -731,6 +738,39 @@ typedef struct {
     struct tool_seek *seek;
 } CallsObject;
 
+/* The call's recorded arguments and return value as Python objects (Call.args, Call.retval): 0,
+ * or -1 with an exception set. */
+static int call_args(const struct cs_close *c, PyObject **args, PyObject **retval)
+{
+    *args = *retval = NULL;
+    if (c->ret && !(*retval = PyLong_FromUnsignedLongLong(c->ret[0])))
+        return -1;
+    if (!c->f->nargs)
+        return 0;
+    struct tool_callargs a;
+    tool_callargs_of(&a, c->t, c->depth, c->f, c->ret);
+    unsigned n = a.nargs < CS_MAX_ARGS ? a.nargs : CS_MAX_ARGS;
+    if (!(*args = PyTuple_New(n)))
+        return -1;
+    for (unsigned k = 0; k < n; k++) {
+        PyObject *v;
+        unsigned fl = a.s[k].flags;
+        if (!a.s[k].have)
+            v = PyLong_FromUnsignedLongLong(a.v[k]);
+        else if (fl & STF_ARGSTR_NULL)
+            v = Py_NewRef(Py_None);
+        else if ((fl & (STF_ARGSTR_FAULT | STF_ARGSTR_SKIPPED)) && a.s[k].n == 0)
+            v = PyLong_FromUnsignedLongLong(a.v[k]);
+        else
+            v = PyUnicode_DecodeUTF8((const char *)a.s[k].b, (Py_ssize_t)a.s[k].n,
+                                     "backslashreplace");
+        if (!v)
+            return -1;
+        PyTuple_SET_ITEM(*args, k, v);
+    }
+    return 0;
+}
+
 static int on_close(void *ctx, const struct cs_close *c)
 {
     CallsObject *k = ctx;
@@ -752,6 +792,13 @@ static int on_close(void *ctx, const struct cs_close *c)
         .repaired = c->repaired,
         .clip = c->clip,
     };
+    if ((c->f->nargs || c->ret) &&
+        call_args(c, &k->q[k->n - 1].args, &k->q[k->n - 1].retval) != 0) {
+        Py_CLEAR(k->q[k->n - 1].args);
+        Py_CLEAR(k->q[k->n - 1].retval);
+        k->n--;
+        return -1;
+    }
     return 0;
 }
 
@@ -801,6 +848,10 @@ static void Calls_dealloc(CallsObject *self)
         stf_cursor_close(self->c);
     tool_seek_free(self->seek);
     cs_free(&self->cs);
+    for (size_t i = self->head; i < self->n; i++) { /* not handed out */
+        Py_XDECREF(self->q[i].args);
+        Py_XDECREF(self->q[i].retval);
+    }
     free(self->q);
     Py_XDECREF(self->t);
     PyObject_Free(self);
@@ -884,12 +935,15 @@ static int calls_next(CallsObject *k, struct closed *out)
             raise_cursor_error(k->t, k->c, rc);
             return -1;
         }
-        /* What account feeds: function records, loss markers and context switches. */
+        /* What account feeds: function records, loss markers and context switches; and the
+         * arguments and return values (Call.args, Call.retval). */
         uint64_t lost;
-        if (it.kind != STF_K_FUNCTION &&
+        if (it.kind != STF_K_FUNCTION && it.kind != STF_M_CALL_ARG &&
             !(it.kind == STF_M_CUSTOM_EVENT &&
               stf_decode_loss(it.payload, it.payload_len, &lost)) &&
-            !(it.kind == STF_M_TYPED_EVENT && it.event_type == STF_TYPED_CONTEXT))
+            !(it.kind == STF_M_TYPED_EVENT &&
+              (it.event_type == STF_TYPED_CONTEXT || it.event_type == STF_TYPED_ARGSTR ||
+               it.event_type == STF_TYPED_RETVAL)))
             continue;
         if (cs_feed(&k->cs, &it, &calls_ops, k) != 0) {
             PyErr_NoMemory();
@@ -917,7 +971,7 @@ static PyObject *Calls_iternext(CallsObject *self)
                                     : (c.clip & CS_CLIP_START)                         ? "start"
                                                                                        : "end");
     }
-    PyObject *v[14] = {
+    PyObject *v[16] = {
         PyLong_FromLong(c.pid),
         PyLong_FromLong(c.tid),
         PyLong_FromUnsignedLong(c.depth),
@@ -932,8 +986,10 @@ static PyObject *Calls_iternext(CallsObject *self)
         PyBool_FromLong(c.nested),
         PyBool_FromLong(c.repaired),
         clip,
+        c.args ? c.args : PyTuple_New(0),
+        c.retval ? c.retval : Py_NewRef(Py_None),
     };
-    return fill_seq(o, v, 14);
+    return fill_seq(o, v, 16);
 }
 
 static PyObject *Calls_get_stats(CallsObject *self, void *c)
