@@ -75,6 +75,7 @@
  * threads that interleave (frames closed at the end of the trace, after every thread) pair up
  * wrongly; it then turns each pair back into ts + (E - B), rounding again. Exact numbers need
  * no pairing, and each event is still written when its frame closes. */
+#include "callargs.h"
 #include "callstack_walk.h"
 #include "convert.h"
 #include "ticks.h"
@@ -445,9 +446,22 @@ static int on_close(void *ctx, const struct cs_close *cl)
             c->head_track = cl->t->track;
         }
     }
+    /* SLEDTRACE_ARGS: the call as replay shows it ("(5, \"GET /\") = 0", callargs.h) in
+     * args.call, when it logged more than the one argument args.arg has, or a return value */
+    char call[1024];
+    size_t call_len = 0;
+    if (fr->nargs > 1 || cl->ret || (fr->nargs && cl->t->nstrs)) {
+        struct tool_callargs a;
+        tool_callargs_of(&a, cl->t, cl->depth, fr, cl->ret);
+        tool_args_text(&a, call, sizeof call / 2);
+        size_t n = strlen(call);
+        tool_ret_text(&a, call + n, sizeof call - n);
+        call_len = strlen(call);
+    }
     /* the rest of the event: head, two times (34 bytes each, 16 scribbled past), the tail,
-     * the args (80), and what put_short scribbles past the head and the tail */
-    size_t need = c->head_len + c->tail_len + 200 + 2 * SHORT;
+     * the args (80, and the call escaped: 6 bytes a byte at most), and what put_short
+     * scribbles past the head and the tail */
+    size_t need = c->head_len + c->tail_len + 200 + 6 * call_len + 2 * SHORT;
     if (c->olen + need > c->ocap) {
         out_flush(c);
         if (need > c->ocap) { /* a long name: room for it (memory grows with names only) */
@@ -475,6 +489,21 @@ static int on_close(void *ctx, const struct cs_close *cl)
         } else {
             p += snprintf(p, 32, ",\"arg\":\"0x%" PRIx64 "\"", fr->arg);
         }
+    }
+    if (call_len) {
+        p = tool_put_str(p, ",\"call\":\"");
+        for (size_t i = 0; i < call_len; i++) { /* JSON's escapes */
+            unsigned char ch = (unsigned char)call[i];
+            if (ch == '"' || ch == '\\') {
+                *p++ = '\\';
+                *p++ = (char)ch;
+            } else if (ch < 0x20 || ch >= 0x7f) {
+                p += snprintf(p, 8, "\\u%04x", ch);
+            } else {
+                *p++ = (char)ch;
+            }
+        }
+        *p++ = '"';
     }
     static const char *const closed[] = {NULL, ",\"closed\":\"repaired\"", ",\"closed\":\"gap\"",
                                          ",\"closed\":\"unfinished\""};

@@ -1020,9 +1020,18 @@ Test(views, call_arguments_shown)
     const char *argv3[] = {tr_bin(), "convert", p, "--format", "chrome", NULL};
     r = tr_run(argv3);
     cr_assert_eq(r.code, 0, "%s", r.e);
-    cr_assert(strstr(r.o, "\"name\":\"f\",\"args\":{\"id\":2,\"arg\":\"0x1000000000000000\"}}"),
+
+    cr_assert(strstr(r.o, "\"name\":\"main\",\"args\":{\"id\":1,\"arg\":4886718345,"
+                          "\"call\":\"(0x123456789, 5) = 7\"}}"),
               "%s", r.o);
-    cr_assert(strstr(r.o, "\"name\":\"main\",\"args\":{\"id\":1,\"arg\":4886718345}}"), "%s", r.o);
+    /* the first f: one argument (args.arg) and its value in args.call */
+    cr_assert(
+        strstr(r.o, "\"arg\":\"0x1000000000000000\",\"call\":\"(0x1000000000000000) = 42\"}}"),
+        "%s", r.o);
+    /* the second f's strings, escaped twice (the call's own escapes, then JSON's) */
+    cr_assert(strstr(r.o, "\"call\":\"(\\\"GET /\\\", NULL, 0xdead0000beef, \\\"abc\\\"..., "
+                          "\\\"a\\\\t\\\\\\\"b\\\\x01\\\", 6, ...) = 0xffffffffffffffff\"}}"),
+              "%s", r.o);
     tr_out_free(&r);
     tr_remove_trace(p);
 }
