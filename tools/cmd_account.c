@@ -99,6 +99,9 @@ static void help(FILE *out)
           "  --tid N            only thread N\n"
           "  --sort KEY         total (default), self, count, max (descending), name, id\n"
           "  --top N            only the first N rows (per thread with --per-thread)\n"
+          "  --by-arg N         rows per function and value of its argument N (1..6, recorded\n"
+          "                     with SLEDTRACE_ARGS): which fib(n) costs what; a row's total\n"
+          "                     sums its calls' durations; not with --per-thread\n"
           "  --per-thread       statistics per (pid, tid) thread, threads in pid/tid order:\n"
           "                     text prints a 'thread PID/TID (wall time T)' heading\n"
           "                     before each table, csv adds leading pid,tid columns, json\n"
@@ -116,7 +119,8 @@ static void help(FILE *out)
 
 struct fstat {
     uint32_t id;
-    uint32_t tix; /* thread index (--per-thread), else 0 */
+    uint32_t tix;     /* thread index (--per-thread), else 0 */
+    uint32_t argslot; /* --by-arg: the argument's value (ARG_LARGE: 2^32 - 1 or more), else 0 */
     uint64_t count, total, self, min, max;
     uint64_t unfinished; /* entered, never exited: open at the end or cut at a loss marker */
     /* calls shorter than SLEDTRACE_MIN_DURATION, taken back by the runtime and counted in an
@@ -139,6 +143,7 @@ struct acct {
     bool per_thread; /* statistics keyed by (thread, function) */
     bool elided;     /* an elided-calls event was read */
     uint64_t shown;  /* closed calls the filters show (all without filters) */
+    uint64_t no_arg; /* --by-arg: shown calls that did not record the argument */
     /* Lookup cache (indices, not pointers: the array moves when it grows); function ids are
      * few and small. */
     uint64_t fcache_key[1024]; /* (thread index << 32) | function id */
@@ -146,6 +151,13 @@ struct acct {
     uint64_t last_key;         /* the last lookup's key and index + 1 (0: none) */
     uint32_t last_ix;
 };
+
+/* --by-arg N (1..6; 0: off): rows per (function, value of its argument N), for the calls that
+ * recorded it (SLEDTRACE_ARGS); values from 2^32 - 1 on share one row (ARG_LARGE): they are
+ * addresses, whose distribution says nothing. The calls without argument N are counted only
+ * (g_no_arg, summed over the walks after them). Read-only during the walks but for the count. */
+#define ARG_LARGE UINT32_MAX
+static unsigned g_by_arg;
 
 /* Call filters (window.h): NULL or none given: every call; else only the calls they show count
  * (window.c's top), each with its own figures. Read-only during the walks. */
@@ -286,7 +298,8 @@ static __attribute__((noinline)) struct fstat *fget_slow(struct acct *a, uint32_
         }
         memset(&a->f[a->nf], 0, sizeof a->f[a->nf]);
         a->f[a->nf].id = id;
-        a->f[a->nf].tix = tix;
+        a->f[a->nf].tix = g_by_arg ? 0 : tix;
+        a->f[a->nf].argslot = g_by_arg ? (uint32_t)(key >> 32) : 0;
         a->nf++;
     }
     a->fcache_key[slot] = key;
@@ -317,7 +330,18 @@ static inline int on_close(void *ctx, const struct cs_close *c)
         tool_window_close(g_filt, g_syms, c, g_freq) != TW_SHOW)
         return 0;
     a->shown++;
-    struct fstat *f = fget(a, (uint32_t)(c->t - a->cs.t), c->f->id);
+    struct fstat *f;
+    if (__builtin_expect(g_by_arg != 0, 0)) {
+        if (c->f->nargs < g_by_arg) {
+            a->no_arg++;
+            return 0;
+        }
+        uint64_t v = cs_arg(c->t, c->depth, g_by_arg - 1);
+        uint32_t slot = v < ARG_LARGE ? (uint32_t)v : ARG_LARGE;
+        f = fget_slow(a, slot, c->f->id, (uint64_t)slot << 32 | c->f->id);
+    } else {
+        f = fget(a, (uint32_t)(c->t - a->cs.t), c->f->id);
+    }
     if (!f)
         return -1;
     /* one call's figure: a corrected duration below zero counts as 0 (sums keep its sign) */
@@ -329,7 +353,7 @@ static inline int on_close(void *ctx, const struct cs_close *c)
     f->count++;
     /* total: the union of the function's finished calls on this thread - only the outermost
      * frame of a recursion adds its duration (the nested ones lie inside it) */
-    if (!c->f->same_below)
+    if (!c->f->same_below || g_by_arg) /* --by-arg: a row's calls rarely nest in each other */
         f->total += c->dur;
     else
         f->recursive = true;
@@ -489,7 +513,7 @@ static int acct_walk(void *arg, size_t k, struct tool_trace *sub)
     while ((rc = cs_walk_next_item(&a->cs, sub, &ops, a, &it)) == STF_OK) {
         /* Function records, loss markers (a gap: no call is measured across it, the frames
          * open before it are dropped) and context switches (one stack per coroutine); threads
-         * with none of them are not counted. */
+         * with none of them are not counted. With --by-arg, the CallArguments. */
         uint64_t lost;
         if (it.kind == STF_M_TYPED_EVENT && it.event_type == STF_TYPED_ELIDED) {
             if (!g_filt && add_elided(a, &it) != 0) /* no stack known: not with filters */
@@ -499,7 +523,8 @@ static int acct_walk(void *arg, size_t k, struct tool_trace *sub)
         if (it.kind != STF_K_FUNCTION &&
             !(it.kind == STF_M_CUSTOM_EVENT &&
               stf_decode_loss(it.payload, it.payload_len, &lost)) &&
-            !(it.kind == STF_M_TYPED_EVENT && it.event_type == STF_TYPED_CONTEXT))
+            !(it.kind == STF_M_TYPED_EVENT && it.event_type == STF_TYPED_CONTEXT) &&
+            !(g_by_arg && it.kind == STF_M_CALL_ARG)) /* --by-arg: the arguments too */
             continue;
         if (cs_feed(&a->cs, &it, &ops, a) != 0)
             return CS_NOMEM;
@@ -560,12 +585,15 @@ static int acct_merge(void *arg, size_t k)
     size_t base = d->cs.nt; /* s's thread i becomes d's base + i (cs_merge) */
     int rc = cs_merge(&d->cs, &s->cs) == 0 ? 0 : CS_NOMEM;
     for (size_t i = 0; rc == 0 && i < s->nf; i++) {
-        struct fstat *f = fget(d, (uint32_t)(base + s->f[i].tix), s->f[i].id);
+        struct fstat *f = g_by_arg ? fget_slow(d, s->f[i].argslot, s->f[i].id,
+                                               (uint64_t)s->f[i].argslot << 32 | s->f[i].id)
+                                   : fget(d, (uint32_t)(base + s->f[i].tix), s->f[i].id);
         if (!f || fmerge(f, &s->f[i]) != 0)
             rc = CS_NOMEM;
     }
     d->elided |= s->elided;
     d->shown += s->shown;
+    d->no_arg += s->no_arg;
     acct_free(s);
     free(s);
     return rc;
@@ -577,11 +605,12 @@ struct row {
     const struct fstat *f;
     const char *sym; /* symbol name, or NULL: then buf holds "#id" (rows move in qsort) */
     char buf[24];
+    char *named; /* --by-arg: "name(argN=V)" (malloc'd), else NULL */
 };
 
 static const char *row_name(const struct row *r)
 {
-    return r->sym ? r->sym : r->buf;
+    return r->named ? r->named : r->sym ? r->sym : r->buf;
 }
 
 static enum sort_key g_sort;
@@ -796,6 +825,7 @@ int cmd_account(int argc, char **argv)
     int32_t tid = 0;
     uint64_t top = 0;
     g_sort = S_TOTAL;
+    g_by_arg = 0;
     g_threads = NULL;
     g_elided = false;
     g_corrected = false;
@@ -823,6 +853,15 @@ int cmd_account(int argc, char **argv)
             if (k < 0)
                 return EXIT_USAGE;
             g_sort = (enum sort_key)k;
+        } else if ((m = tool_option(argc, argv, &i, "account", "--by-arg", &v)) != 0) {
+            uint64_t k;
+            if (m < 0)
+                return EXIT_USAGE;
+            if (!tool_parse_u64(v, &k) || k < 1 || k > CS_MAX_ARGS) {
+                tool_err("account: --by-arg needs an argument number 1..6, not '%s'", v);
+                return EXIT_USAGE;
+            }
+            g_by_arg = (unsigned)k;
         } else if ((m = tool_option(argc, argv, &i, "account", "--top", &v)) != 0) {
             if (m < 0)
                 return EXIT_USAGE;
@@ -840,6 +879,10 @@ int cmd_account(int argc, char **argv)
         } else if (tool_trace_arg(argc, argv, &i, "account", &path, &syms_path) < 0) {
             return EXIT_USAGE;
         }
+    }
+    if (g_by_arg && per_thread) {
+        tool_err("account: --by-arg and --per-thread do not go together");
+        return EXIT_USAGE;
     }
     if (!tool_default_trace(&path, "account"))
         return EXIT_USAGE;
@@ -907,6 +950,17 @@ int cmd_account(int argc, char **argv)
             rows[nrows].f = &a.f[i];
             const char *nm = stf_syms_name(syms, a.f[i].id, rows[nrows].buf, sizeof rows[0].buf);
             rows[nrows].sym = nm == rows[nrows].buf ? NULL : nm;
+            if (g_by_arg) {
+                char v[24];
+                if (a.f[i].argslot == ARG_LARGE)
+                    snprintf(v, sizeof v, ">=0x%x", ARG_LARGE);
+                else
+                    snprintf(v, sizeof v, "%" PRIu32, a.f[i].argslot);
+                size_t len = strlen(nm) + 40;
+                rows[nrows].named = malloc(len);
+                if (rows[nrows].named)
+                    snprintf(rows[nrows].named, len, "%s(arg%u=%s)", nm, g_by_arg, v);
+            }
             nrows++;
         }
         g_threads = per_thread ? a.cs.t : NULL;
@@ -1022,11 +1076,18 @@ int cmd_account(int argc, char **argv)
                     "# gaps: %" PRIu64 " (%" PRIu64 " events dropped by the runtime); %" PRIu64
                     " frames open at a gap count as unfinished\n",
                     a.cs.gaps, a.cs.gap_events, a.cs.gap_frames);
+        if (status == EXIT_OK && g_by_arg)
+            fprintf(foot,
+                    "# by argument %u: rows per function and value (values from 0x%x on in one "
+                    "row); %" PRIu64 " calls that did not record it are left out\n",
+                    g_by_arg, ARG_LARGE, a.no_arg);
         if (status == EXIT_OK) {
             struct vtimes vt = tool_trace_times(&tr);
             tool_times_note(foot, "# ", &vt, wall_sum);
         }
     }
+    for (size_t i = 0; rows && i < a.nf; i++)
+        free(rows[i].named);
     free(rows);
     acct_free(&a);
     tool_trace_close(&tr);

@@ -1156,3 +1156,44 @@ Test(views, stack_window_clips)
     tr_out_free(&r);
     tr_remove_trace(p);
 }
+
+/* account --by-arg N: rows per function and value of its argument N (SLEDTRACE_ARGS), each
+ * summing its calls; calls without the argument are counted in the footer only. f(1) twice
+ * (10 and 5 ns, the second inside f(2), 20 ns), g and main without arguments. */
+Test(views, account_by_arg)
+{
+    struct tg g;
+    tg_init(&g, 5, 1000000000, 4096);
+    tg_block_begin(&g, 100, 100, 0, 900);
+    tg_func(&g, MAIN, STF_ENTER, 1000);
+    tg_func(&g, F, STF_ENTER_ARGS, 1100);
+    tg_call_arg(&g, 1);
+    tg_func(&g, F, STF_EXIT, 1110);
+    tg_func(&g, F, STF_ENTER_ARGS, 1200);
+    tg_call_arg(&g, 2);
+    tg_func(&g, F, STF_ENTER_ARGS, 1205);
+    tg_call_arg(&g, 1);
+    tg_func(&g, F, STF_EXIT, 1210);
+    tg_func(&g, F, STF_EXIT, 1220);
+    tg_func(&g, G, STF_ENTER, 1300);
+    tg_func(&g, G, STF_EXIT, 1350);
+    tg_func(&g, MAIN, STF_EXIT, 1400);
+    tg_block_end(&g);
+    char *p = tr_write_trace(&g, true);
+    tg_free(&g);
+    const char *argv[] = {tr_bin(), "account", p, "--by-arg", "1", "--format", "csv", NULL};
+    struct tr_out r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "%s", r.e);
+    cr_assert(strstr(r.o, "\nf(arg1=2),2,1,20,"), "%s", r.o);
+    cr_assert(strstr(r.o, "\nf(arg1=1),2,2,15,"), "%s", r.o);
+    cr_assert(strstr(r.o, "main") == NULL, "%s", r.o);
+    cr_assert(strstr(r.e, "2 calls that did not record it are left out"), "%s",
+              r.e); /* csv: the footer on stderr */
+    tr_out_free(&r);
+    const char *bad[] = {tr_bin(), "account", p, "--by-arg", "7", NULL};
+    r = tr_run(bad);
+    cr_assert_eq(r.code, 2);
+    cr_assert_str_eq(r.e, "sledtrace: account: --by-arg needs an argument number 1..6, not '7'\n");
+    tr_out_free(&r);
+    tr_remove_trace(p);
+}
