@@ -1255,12 +1255,21 @@ static void put_float(struct sb *b, double v, bool single)
         sb_s(b, v < 0 ? "-inf" : "inf");
         return;
     }
+    /* The fewest significant digits that read back the same value; then in %g's fixed form
+     * whenever its exponent is from -4 to 15, as Python's repr does (100, not 1e+02; 1e+16). */
     char tmp[40];
-    for (int p = 1; p <= 17; p++) {
+    int p = 1, full = single ? 9 : 17;
+    for (; p <= full; p++) {
         snprintf(tmp, sizeof tmp, "%.*g", p, v);
         if (single ? strtof(tmp, NULL) == (float)v : strtod(tmp, NULL) == v)
             break;
     }
+    char e[40];
+    snprintf(e, sizeof e, "%.*e", p - 1, v);
+    const char *x = strchr(e, 'e');
+    int exp = x ? atoi(x + 1) : 0;
+    if (exp >= p && exp < 16)
+        snprintf(tmp, sizeof tmp, "%.*g", exp + 1, v);
     sb_s(b, tmp);
 }
 
