@@ -39,9 +39,17 @@
  * Limits: __m128/__m256 vector types and _Float16/__bf16 are TOOL_DW_OTHER in memory (not
  * classified as SSEUP); an unprototyped (K&R) C definition's float parameters are really passed
  * as doubles; a struct with an x87 field in a return value is called MEMORY (the ABI returns a
- * lone long double member in st0); functions whose calling convention the optimiser changed
- * (clang marks them DW_CC_nocall: dead arguments removed from a static function) get every loc
- * NONE rather than a guess; C++ type names are unqualified (no namespace).
+ * lone long double member in st0); C++ type names are unqualified (no namespace).
+ *
+ * The optimiser may change how a static function is called. clang 14 removes its unused
+ * arguments (dead argument elimination) and says so nowhere (no DW_CC_nocall), so the
+ * arguments after them arrive a register early. A function is taken as changed (abi_changed,
+ * every loc NONE, shown as "?", rather than a wrong value) when it says DW_CC_nocall, or when a
+ * parameter's DWARF location on arrival (its first location in the function's first 16 bytes,
+ * past an XRay sled) is an argument register other than the one the ABI gives it.
+ * What that cannot see: removed arguments after which no parameter has such a location (at
+ * -O0 every location is on the stack, but -O0 removes nothing), a return value made void (rax
+ * then holds garbage), and gcc's .isra/.constprop clones (gcc has no XRay).
  *
  * Formatting (tool_dw_format) is described in dwarfargs.h. Strings: valid UTF-8 passes through,
  * except C1 controls; everything else outside printable ASCII is \xNN. */
@@ -78,9 +86,8 @@ struct tool_dw_type {
     bool x87;       /* long double, _Complex long double: MEMORY */
     bool sse;       /* float, double, _Complex float/double: SSE */
     bool is_union;
-    bool byref;     /* a C++ class passed by invisible reference */
-    bool unaligned; /* a field not aligned to its size: MEMORY */
-    bool ptrmemfn;  /* member function pointer: two INTEGER eightbytes */
+    bool byref;    /* a C++ class passed by invisible reference */
+    bool ptrmemfn; /* member function pointer: two INTEGER eightbytes */
     size_t nenum;
     const char **enames;
     uint64_t *evals;
@@ -906,6 +913,85 @@ static bool fill_param(struct tool_dw *d, struct tool_dw_param *p, Dwarf_Die *ty
     return true;
 }
 
+/* Where DWARF says a parameter is on arrival, as a loc's (where, reg): true when its first
+ * location in the function's first 16 bytes is an argument register. (An XRay sled, 11 bytes,
+ * comes before the first instruction that DWARF describes.) */
+static bool entry_reg(Dwarf_Die *par, uint64_t entry, enum tool_dw_where *w, int *reg)
+{
+    Dwarf_Attribute a;
+    if (!dwarf_attr(par, DW_AT_location, &a))
+        return false;
+    Dwarf_Addr base, start, end, best = (Dwarf_Addr)-1;
+    Dwarf_Op *ops, *bops = NULL;
+    size_t nops, bn = 0;
+    ptrdiff_t off = 0;
+    while ((off = dwarf_getlocations(&a, off, &base, &start, &end, &ops, &nops)) > 0) {
+        if (start == 0 && end == (Dwarf_Addr)-1)
+            start = entry; /* a single expression: valid everywhere */
+        if (start >= entry && start < best) {
+            best = start;
+            bops = ops;
+            bn = nops;
+        }
+    }
+    if (!bops || bn == 0 || best >= entry + 16)
+        return false;
+    unsigned r;
+    if (bops[0].atom >= DW_OP_reg0 && bops[0].atom <= DW_OP_reg31)
+        r = bops[0].atom - DW_OP_reg0;
+    else if (bops[0].atom == DW_OP_regx)
+        r = (unsigned)bops[0].number;
+    else
+        return false;
+    /* DWARF's x86-64 numbering: rdi 5, rsi 4, rdx 1, rcx 2, r8 8, r9 9, xmm0..7 17..24 */
+    static const int iarg[10] = {0, 3, 4, 0, 2, 1, 0, 0, 5, 6};
+    if (r < 10 && iarg[r]) {
+        *w = TOOL_DW_IREG;
+        *reg = iarg[r];
+        return true;
+    }
+    if (r >= 17 && r <= 24) {
+        *w = TOOL_DW_SSE;
+        *reg = (int)r - 17;
+        return true;
+    }
+    return false; /* already moved to a register of its own: says nothing */
+}
+
+/* Whether the optimiser moved the parameters: clang removes unused arguments of a static
+ * function (dead argument elimination) without saying so (no DW_CC_nocall), and the
+ * parameters after them then arrive one register early. Each parameter whose location on
+ * arrival is an argument register must be in the one the ABI gives it. The concrete DIE's parameters
+ * name their abstract origins, which are src's. */
+static bool moved(Dwarf_Die *fn, Dwarf_Die *src, const Dwarf_Off *offs,
+                  const struct tool_dw_param *ps, size_t n, uint64_t entry)
+{
+    Dwarf_Die c;
+    size_t k = 0;
+    bool same = dwarf_dieoffset(fn) == dwarf_dieoffset(src);
+    if (dwarf_child(fn, &c) != 0)
+        return false;
+    do {
+        if (dwarf_tag(&c) != DW_TAG_formal_parameter)
+            continue;
+        size_t i = k++;
+        Dwarf_Die o;
+        if (!same) {
+            if (!ref_die(&c, DW_AT_abstract_origin, &o))
+                continue;
+            for (i = 0; i < n && offs[i] != dwarf_dieoffset(&o); i++)
+                ;
+        }
+        if (i >= n)
+            continue;
+        enum tool_dw_where w;
+        int reg;
+        if (entry_reg(&c, entry, &w, &reg) && (w != ps[i].loc.where || reg != ps[i].loc.reg))
+            return true;
+    } while (dwarf_siblingof(&c, &c) == 0);
+    return false;
+}
+
 static struct tool_dw_func *build(struct tool_dw *d, struct dw_ent *e)
 {
     struct tool_dw_func *f = alloc(d, sizeof *f);
@@ -921,7 +1007,8 @@ static struct tool_dw_func *build(struct tool_dw *d, struct dw_ent *e)
     f->name = nm ? nm : "";
     size_t n = count_params(&src);
     struct tool_dw_param *ps = alloc(d, (n ? n : 1) * sizeof *ps);
-    if (!ps)
+    Dwarf_Off *offs = alloc(d, (n ? n : 1) * sizeof *offs);
+    if (!ps || !offs)
         return NULL;
     Dwarf_Die c;
     if (dwarf_child(&src, &c) == 0) {
@@ -931,6 +1018,7 @@ static struct tool_dw_func *build(struct tool_dw *d, struct dw_ent *e)
                 f->variadic = true;
             if (tag != DW_TAG_formal_parameter || f->nparams >= n)
                 continue;
+            offs[f->nparams] = dwarf_dieoffset(&c);
             struct tool_dw_param *p = &ps[f->nparams++];
             const char *pn = attr_name(&c);
             p->name = pn ? pn : (attr_flag(&c, DW_AT_artificial) ? "this" : "");
@@ -947,18 +1035,19 @@ static struct tool_dw_func *build(struct tool_dw *d, struct dw_ent *e)
         return NULL;
     f->ret.name = "";
     f->ret.ret = true;
-    Dwarf_Word cc;
-    if (attr_u(&fn, DW_AT_calling_convention, &cc) && cc == DW_CC_nocall) {
-        f->abi_changed = true;
-        none_loc(&f->ret.loc);
-        for (size_t i = 0; i < f->nparams; i++)
-            none_loc(&ps[i].loc);
-        return f;
-    }
     f->sret = ret_loc(&f->ret);
     int ni = f->sret ? 1 : 0, ns = 0;
     for (size_t i = 0; i < f->nparams; i++)
         arg_loc(&ps[i], &ni, &ns);
+    Dwarf_Word cc;
+    if ((attr_u(&fn, DW_AT_calling_convention, &cc) && cc == DW_CC_nocall) ||
+        moved(&fn, &src, offs, ps, f->nparams, e->addr)) {
+        f->abi_changed = true;
+        f->sret = false;
+        none_loc(&f->ret.loc);
+        for (size_t i = 0; i < f->nparams; i++)
+            none_loc(&ps[i].loc);
+    }
     return f;
 }
 

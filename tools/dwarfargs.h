@@ -50,7 +50,7 @@ enum tool_dw_kind {
  *                 passed as a hidden pointer (sret, tool_dw_func.sret)
  *   TOOL_DW_X87   the x87 stack (a long double return value: st0)
  *   TOOL_DW_NONE  nowhere: a void return, an empty struct, or a function whose calling
- *                 convention the compiler changed (tool_dw_func.abi_changed)
+ *                 convention the optimiser changed (tool_dw_func.abi_changed)
  * reg2 is meaningful only when where2 is not TOOL_DW_NONE. */
 enum tool_dw_where { TOOL_DW_IREG, TOOL_DW_SSE, TOOL_DW_MEM, TOOL_DW_X87, TOOL_DW_NONE };
 struct tool_dw_loc {
@@ -76,7 +76,10 @@ struct tool_dw_func {
     struct tool_dw_param ret; /* kind TOOL_DW_OTHER, loc TOOL_DW_NONE, type "void" for void */
     bool variadic;            /* takes `...` after its named parameters */
     bool sret;                /* returns through a hidden pointer in rdi: arguments start at rsi */
-    bool abi_changed; /* DW_CC_nocall: the optimiser changed how it is called; every loc NONE */
+    /* The optimiser changed how it is called (DW_CC_nocall, or a parameter's DWARF location on
+     * arrival is another register than the ABI's: clang drops a static function's unused
+     * arguments): every loc TOOL_DW_NONE, every value "?". */
+    bool abi_changed;
 };
 
 /* The function whose entry (DW_AT_low_pc, else DW_AT_entry_pc, else its lowest range start) is
@@ -85,7 +88,8 @@ struct tool_dw_func {
 const struct tool_dw_func *tool_dw_func_at(struct tool_dw *d, uint64_t addr);
 
 /* One value as a user reads it (uftrace's `replay -a` style), into buf (NUL-terminated when
- * len > 0; cut short when too small). Returns the length of the whole text, as snprintf does.
+ * len > 0; cut short when too small). Returns the length of the whole text, as snprintf does
+ * (-1 when out of memory). A void return value is "".
  *
  * vals[i] is the raw 64-bit register holding the value's eightbyte i, from the register its
  * loc names (vals[1] for where2); an eightbyte the caller has no register for may hold

@@ -115,6 +115,13 @@ KEEP short f_bits(struct flags fl, signed char sc, unsigned short us)
     return (short)(fl.level + sc + us);
 }
 
+/* Static, its first argument unused: clang -O2 removes that argument, and `used` arrives in rdi
+ * (not marked `used`, which would keep its signature). */
+static __attribute__((noinline)) long f_dead(long unused, long used)
+{
+    return used * 3;
+}
+
 int main(int argc, char **argv)
 {
     struct pt p = {argc, 2};
@@ -137,5 +144,6 @@ int main(int argc, char **argv)
     sink = f_bits(fl, -1, 2);
     sink = (long)f_half(3.0f);
     f_void(argc);
+    sink = f_dead((long)argv, argc);
     return 0;
 }

@@ -342,6 +342,34 @@ Test(dwarf, c_memory_arguments)
     }
 }
 
+/* clang -O2 drops f_dead's unused first argument without a word in DWARF; only `used`'s location
+ * (rdi, where the ABI has rsi) gives it away. */
+Test(dwarf, optimised_away_arguments)
+{
+    for (int b = 0; b < 2; b++) {
+        const char *bin = env(c_bins[b]);
+        struct tool_dw *d = open_ok(bin);
+        const struct tool_dw_func *f = tool_dw_func_at(d, sym(bin, "f_dead"));
+        cr_assert(f);
+        cr_assert_eq(f->nparams, 2);
+        if (b == 0) {
+            cr_assert_not(f->abi_changed);
+            param(&f->params[0], "unused", "long", TOOL_DW_INT, 8, IREG(1));
+            param(&f->params[1], "used", "long", TOOL_DW_INT, 8, IREG(2));
+            EQ(fmt1(&f->params[1], 4), "4");
+        } else {
+            cr_assert(f->abi_changed);
+            param(&f->params[0], "unused", "long", TOOL_DW_INT, 8, TOOL_DW_NONE, 0, TOOL_DW_NONE,
+                  0);
+            param(&f->params[1], "used", "long", TOOL_DW_INT, 8, TOOL_DW_NONE, 0, TOOL_DW_NONE, 0);
+            param(&f->ret, "", "long", TOOL_DW_INT, 8, TOOL_DW_NONE, 0, TOOL_DW_NONE, 0);
+            EQ(fmt1(&f->params[1], 4), "?");
+            EQ(fmt1(&f->ret, 12), "?");
+        }
+        tool_dw_close(d);
+    }
+}
+
 Test(dwarf, cxx)
 {
     for (int b = 0; b < 2; b++) {
