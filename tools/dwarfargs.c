@@ -49,10 +49,12 @@
  * past an XRay sled) is an argument register other than the one the ABI gives it.
  * What that cannot see: removed arguments after which no parameter has such a location (at
  * -O0 every location is on the stack, but -O0 removes nothing), a return value made void (rax
- * then holds garbage), and gcc's .isra/.constprop clones (gcc has no XRay).
+ * then holds garbage). (gcc has no XRay; its .isra/.constprop clones of the tools themselves are
+ * found the same way.)
  *
  * Formatting (tool_dw_format) is described in dwarfargs.h. Strings: valid UTF-8 passes through,
- * except C1 controls; everything else outside printable ASCII is \xNN. */
+ * except C1 controls and bidi controls (as names, tools/DESIGN.md "Names"); everything else
+ * outside printable ASCII is \xNN. */
 #include "dwarfargs.h"
 
 #include <dwarf.h>
@@ -1290,7 +1292,9 @@ static void put_char(struct sb *b, unsigned ch, char quote)
     }
 }
 
-/* The length of a valid, printable UTF-8 sequence at s (a code point >= U+00A0), or 0. */
+/* The length of a valid, printable UTF-8 sequence at s, or 0: not a C1 control (below U+00A0)
+ * nor a bidi embedding, override or isolate (U+202A-U+202E, U+2066-U+2069), which reorder the
+ * rest of a line; the same characters tool_printable (common.c) escapes in names. */
 static size_t utf8_len(const uint8_t *s, size_t n)
 {
     uint32_t cp;
@@ -1311,7 +1315,8 @@ static size_t utf8_len(const uint8_t *s, size_t n)
         cp = cp << 6 | (s[i] & 0x3f);
     }
     static const uint32_t minv[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < minv[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || cp < 0xa0)
+    if (cp < minv[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || cp < 0xa0 ||
+        (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069))
         return 0;
     return len;
 }

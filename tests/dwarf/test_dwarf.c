@@ -210,6 +210,10 @@ Test(dwarf, c_pointers_and_strings)
         EQ(fmts(&p[1], 0x4000, "\xc3(\xc0\x80\xed\xa0\x80\xc2\x85", 9, false, false),
            "\"\\xc3(\\xc0\\x80\\xed\\xa0\\x80\\xc2\\x85\""); /* invalid, surrogate, C1 */
         EQ(fmts(&p[1], 0x4000, "a\0b", 3, false, false), "\"a\\x00b\"");
+        EQ(fmts(&p[1], 0x4000, "x\xe2\x80\xaey\xe2\x81\xa6", 8, false, false),
+           "\"x\\xe2\\x80\\xaey\\xe2\\x81\\xa6\""); /* bidi override, isolate */
+        EQ(fmts(&p[1], 0x4000, "\xe2\x80\xa9\xc2\xa0", 5, false, false),
+           "\"\xe2\x80\xa9\xc2\xa0\""); /* U+2029, U+00A0: as they are */
         EQ(fmts(&p[1], 0x4000, "SELECT 1", 8, true, false), "\"SELECT 1\"...");
         EQ(fmts(&p[1], 0xdead0000, NULL, 0, false, true), "0xdead0000"); /* fault */
         EQ(fmts(&p[1], 0xdead0000, "junk", 4, false, true), "0xdead0000");
