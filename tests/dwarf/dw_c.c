@@ -115,6 +115,83 @@ KEEP short f_bits(struct flags fl, signed char sc, unsigned short us)
     return (short)(fl.level + sc + us);
 }
 
+/* The eightbyte classification, one struct shape a pair: g_N(x, long after) shows how many
+ * integer registers x takes, h_N(x, double after) how many SSE ones, by where `after` lands
+ * (checked against clang 14's code for each: `mov %rsi,%rax` in g_cd says x took rdi). */
+struct fff {
+    float a, b, c; /* SSE, SSE */
+};
+struct cd {
+    char c;
+    double d; /* INTEGER, SSE */
+};
+struct fi {
+    float f;
+    int i; /* one INTEGER eightbyte */
+};
+struct ia3 {
+    int a[3]; /* INTEGER, INTEGER */
+};
+union uif {
+    int i;
+    float f; /* INTEGER */
+};
+struct dl {
+    double a;
+    long b; /* SSE, INTEGER */
+};
+struct __attribute__((packed)) pk {
+    char c;
+    long l; /* unaligned: memory */
+};
+struct nest {
+    struct {
+        float x, y;
+    } p;
+    int k; /* SSE, INTEGER */
+};
+struct ld1 {
+    long double x; /* x87: memory */
+};
+struct f4 {
+    float a, b, c, d; /* SSE, SSE */
+};
+#define SHAPE(X, N)                                                                                \
+    KEEP long g_##N(X x, long after)                                                               \
+    {                                                                                              \
+        (void)x;                                                                                   \
+        return after;                                                                              \
+    }                                                                                              \
+    KEEP double h_##N(X x, double after)                                                           \
+    {                                                                                              \
+        (void)x;                                                                                   \
+        return after;                                                                              \
+    }
+SHAPE(struct fff, fff)
+SHAPE(struct cd, cd)
+SHAPE(struct fi, fi)
+SHAPE(struct ia3, ia3)
+SHAPE(union uif, uif)
+SHAPE(struct dl, dl)
+SHAPE(struct pk, pk)
+SHAPE(struct nest, nest)
+SHAPE(struct ld1, ld1)
+SHAPE(struct f4, f4)
+SHAPE(_Complex double, cdbl)
+SHAPE(_Complex float, cflt)
+
+KEEP struct dl r_dl(long v)
+{
+    struct dl r = {1.5, v};
+    return r;
+}
+
+KEEP struct fff r_fff(float v)
+{
+    struct fff r = {v, v, v};
+    return r;
+}
+
 /* Static, its first argument unused: clang -O2 removes that argument, and `used` arrives in rdi
  * (not marked `used`, which would keep its signature). */
 static __attribute__((noinline)) long f_dead(long unused, long used)

@@ -346,6 +346,52 @@ Test(dwarf, c_memory_arguments)
     }
 }
 
+/* Where `after` lands behind each struct shape (dw_c.c, SHAPE): the registers the shape took,
+ * as clang 14's code for these functions shows them. */
+Test(dwarf, c_eightbyte_classes)
+{
+    static const struct {
+        const char *n;
+        int ireg, sse; /* `after`'s register in g_N, in h_N */
+    } shapes[] = {
+        {"fff", 1, 2}, {"cd", 2, 1},   {"fi", 2, 0},  {"ia3", 3, 0}, {"uif", 2, 0},  {"dl", 2, 1},
+        {"pk", 1, 0},  {"nest", 2, 1}, {"ld1", 1, 0}, {"f4", 1, 2},  {"cdbl", 1, 2}, {"cflt", 1, 1},
+    };
+    for (int b = 0; b < 2; b++) {
+        const char *bin = env(c_bins[b]);
+        struct tool_dw *d = open_ok(bin);
+        char name[32];
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+            snprintf(name, sizeof name, "g_%s", shapes[i].n);
+            const struct tool_dw_func *f = func(d, bin, name, name, 2);
+            param(&f->params[1], "after", "long", TOOL_DW_INT, 8, IREG(shapes[i].ireg));
+            snprintf(name, sizeof name, "h_%s", shapes[i].n);
+            f = func(d, bin, name, name, 2);
+            param(&f->params[1], "after", "double", TOOL_DW_DOUBLE, 8, SSE(shapes[i].sse));
+        }
+        const struct tool_dw_func *f = func(d, bin, "g_cd", "g_cd", 2);
+        param(&f->params[0], "x", "struct cd", TOOL_DW_STRUCT, 16, TOOL_DW_IREG, 1, TOOL_DW_SSE, 0);
+        EQ(fmt2(&f->params[0], 0x41, 0, 2), "{c='A', d=?}");
+        f = func(d, bin, "g_ia3", "g_ia3", 2);
+        param(&f->params[0], "x", "struct ia3", TOOL_DW_STRUCT, 12, TOOL_DW_IREG, 1, TOOL_DW_IREG,
+              2);
+        EQ(fmt2(&f->params[0], 0xfffffffe00000001, 0xdead000000000003, 2), "{a={1, -2, 3}}");
+        f = func(d, bin, "g_uif", "g_uif", 2);
+        EQ(fmt1(&f->params[0], 1), "{...}");
+        f = func(d, bin, "g_cdbl", "g_cdbl", 2);
+        param(&f->params[0], "x", "complex", TOOL_DW_OTHER, 16, TOOL_DW_SSE, 0, TOOL_DW_SSE, 1);
+        EQ(fmt2(&f->params[0], 1, 2, 2), "?");
+        /* returned: {double, long} in xmm0 and rax; three floats in xmm0 and xmm1 */
+        f = func(d, bin, "r_dl", "r_dl", 1);
+        param(&f->ret, "", "struct dl", TOOL_DW_STRUCT, 16, TOOL_DW_SSE, 0, TOOL_DW_IREG, 0);
+        EQ(fmt2(&f->ret, 0x3ff8000000000000, 0xffffffffffffffff, 2), "{a=1.5, b=-1}");
+        f = func(d, bin, "r_fff", "r_fff", 1);
+        param(&f->ret, "", "struct fff", TOOL_DW_STRUCT, 12, TOOL_DW_SSE, 0, TOOL_DW_SSE, 1);
+        EQ(fmt2(&f->ret, 0x3fc000003f800000, 0x40000000, 2), "{a=1, b=1.5, c=2}");
+        tool_dw_close(d);
+    }
+}
+
 /* clang -O2 drops f_dead's unused first argument without a word in DWARF; only `used`'s location
  * (rdi, where the ABI has rsi) gives it away. */
 Test(dwarf, optimised_away_arguments)
