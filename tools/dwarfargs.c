@@ -1150,7 +1150,12 @@ int tool_dw_open(struct tool_dw **out, const char *path, char *err, size_t errle
     }
     unsigned char magic[4];
     ssize_t got = pread(fd, magic, 4, 0);
+    int e = errno;
     close(fd);
+    if (got < 0) {
+        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(e));
+        return -1;
+    }
     if (got != 4 || memcmp(magic, "\177ELF", 4) != 0) {
         snprintf(err, errlen, "%s: not an ELF file", path);
         return -1;

@@ -5,7 +5,9 @@
  *
  * dwarfargs.c has the rules (which register a value takes, when it is in memory, what is not
  * covered) in its header comment; tools/DESIGN.md ("Arguments from DWARF") summarises them.
- * Everything returned lives as long as the struct tool_dw it came from. (Not named dwarf.h:
+ * Everything returned lives as long as the struct tool_dw it came from. A struct tool_dw is
+ * used by one thread at a time (tool_dw_func_at builds a function at its first lookup);
+ * tool_dw_format touches nothing shared. (Not named dwarf.h:
  * that is elfutils' <dwarf.h>, which the tools' include path would hide.) */
 #ifndef SLEDTRACE_TOOLS_DWARFARGS_H
 #define SLEDTRACE_TOOLS_DWARFARGS_H

@@ -513,6 +513,8 @@ Test(dwarf, lookups_and_errors)
     cr_assert_eq(tool_dw_open(&d, "/nonexistent/prog", err, sizeof err), -1);
     cr_assert_null(d);
     cr_assert_str_eq(err, "/nonexistent/prog: cannot open: No such file or directory");
+    cr_assert_eq(tool_dw_open(&d, "/", err, sizeof err), -1);
+    cr_assert_str_eq(err, "/: cannot read: Is a directory");
     char tmp[] = "/tmp/dwarf-test-XXXXXX";
     int fd = mkstemp(tmp);
     cr_assert(fd >= 0);
