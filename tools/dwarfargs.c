@@ -223,11 +223,17 @@ static const char *attr_name(Dwarf_Die *die)
     return s;
 }
 
-/* The DIE's DW_AT_type; false for none (void). */
+/* The DIE's DW_AT_type; false for none (void). A declaration that names its type unit
+ * (DW_AT_signature: -fdebug-types-section) is that unit's definition. */
 static bool type_of(Dwarf_Die *die, Dwarf_Die *out)
 {
     Dwarf_Attribute a;
-    return dwarf_attr_integrate(die, DW_AT_type, &a) && dwarf_formref_die(&a, out) != NULL;
+    if (!dwarf_attr_integrate(die, DW_AT_type, &a) || dwarf_formref_die(&a, out) == NULL)
+        return false;
+    Dwarf_Die def;
+    if (dwarf_attr(out, DW_AT_signature, &a) && dwarf_formref_die(&a, &def) != NULL)
+        *out = def;
+    return true;
 }
 
 /* Through typedefs and qualifiers; false for void. */

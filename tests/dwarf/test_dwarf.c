@@ -117,12 +117,14 @@ static const char *fmts(const struct tool_dw_param *p, uint64_t ptr, const char 
 
 #define EQ(got, want) cr_assert_str_eq(got, want, "line %d: [%s]", __LINE__, got)
 
-static const char *const c_bins[] = {"DW_C_O0", "DW_C_O2"};
-static const char *const cxx_bins[] = {"DW_CXX_O0", "DW_CXX_O2"};
+/* -O0, -O2, -O2 with DWARF 4 (and for C++ its types in type units) */
+static const char *const c_bins[] = {"DW_C_O0", "DW_C_O2", "DW_C_O2_DWARF4"};
+static const char *const cxx_bins[] = {"DW_CXX_O0", "DW_CXX_O2", "DW_CXX_O2_TYPES"};
+#define NBINS 3
 
 Test(dwarf, c_integers)
 {
-    for (int b = 0; b < 2; b++) {
+    for (int b = 0; b < NBINS; b++) {
         const char *bin = env(c_bins[b]);
         struct tool_dw *d = open_ok(bin);
         cr_assert_null(tool_dw_why(d));
@@ -188,7 +190,7 @@ Test(dwarf, c_integers)
 
 Test(dwarf, c_pointers_and_strings)
 {
-    for (int b = 0; b < 2; b++) {
+    for (int b = 0; b < NBINS; b++) {
         const char *bin = env(c_bins[b]);
         struct tool_dw *d = open_ok(bin);
         const struct tool_dw_func *f = func(d, bin, "f_ptrs", "f_ptrs", 4);
@@ -237,7 +239,7 @@ Test(dwarf, c_pointers_and_strings)
 
 Test(dwarf, c_floats)
 {
-    for (int b = 0; b < 2; b++) {
+    for (int b = 0; b < NBINS; b++) {
         const char *bin = env(c_bins[b]);
         struct tool_dw *d = open_ok(bin);
         const struct tool_dw_func *f = func(d, bin, "f_fp", "f_fp", 3);
@@ -284,7 +286,7 @@ Test(dwarf, c_floats)
 
 Test(dwarf, c_structs)
 {
-    for (int b = 0; b < 2; b++) {
+    for (int b = 0; b < NBINS; b++) {
         const char *bin = env(c_bins[b]);
         struct tool_dw *d = open_ok(bin);
         /* two ints: one INTEGER eightbyte; an int and a double: INTEGER + SSE */
@@ -324,7 +326,7 @@ Test(dwarf, c_structs)
 
 Test(dwarf, c_memory_arguments)
 {
-    for (int b = 0; b < 2; b++) {
+    for (int b = 0; b < NBINS; b++) {
         const char *bin = env(c_bins[b]);
         struct tool_dw *d = open_ok(bin);
         const struct tool_dw_func *f = func(d, bin, "f_eight", "f_eight", 8);
@@ -357,7 +359,7 @@ Test(dwarf, c_eightbyte_classes)
         {"fff", 1, 2}, {"cd", 2, 1},   {"fi", 2, 0},  {"ia3", 3, 0}, {"uif", 2, 0},  {"dl", 2, 1},
         {"pk", 1, 0},  {"nest", 2, 1}, {"ld1", 1, 0}, {"f4", 1, 2},  {"cdbl", 1, 2}, {"cflt", 1, 1},
     };
-    for (int b = 0; b < 2; b++) {
+    for (int b = 0; b < NBINS; b++) {
         const char *bin = env(c_bins[b]);
         struct tool_dw *d = open_ok(bin);
         char name[32];
@@ -396,7 +398,7 @@ Test(dwarf, c_eightbyte_classes)
  * (rdi, where the ABI has rsi) gives it away. */
 Test(dwarf, optimised_away_arguments)
 {
-    for (int b = 0; b < 2; b++) {
+    for (int b = 0; b < NBINS; b++) {
         const char *bin = env(c_bins[b]);
         struct tool_dw *d = open_ok(bin);
         const struct tool_dw_func *f = tool_dw_func_at(d, sym(bin, "f_dead"));
@@ -422,7 +424,7 @@ Test(dwarf, optimised_away_arguments)
 
 Test(dwarf, cxx)
 {
-    for (int b = 0; b < 2; b++) {
+    for (int b = 0; b < NBINS; b++) {
         const char *bin = env(cxx_bins[b]);
         struct tool_dw *d = open_ok(bin);
         cr_assert_null(tool_dw_why(d));
