@@ -39,7 +39,13 @@
  * Limits: __m128/__m256 vector types and _Float16/__bf16 are TOOL_DW_OTHER in memory (not
  * classified as SSEUP); an unprototyped (K&R) C definition's float parameters are really passed
  * as doubles; a struct with an x87 field in a return value is called MEMORY (the ABI returns a
- * lone long double member in st0); C++ type names are unqualified (no namespace).
+ * lone long double member in st0).
+ *
+ * Names. C types as a declaration writes them (`const char *`, `struct pt`, `int (*)(int)`);
+ * C++ ones without the struct/enum keyword and with their namespaces and classes, which the
+ * walk at open records as DIE offset ranges per unit (type units included): `geo::Point`,
+ * `geo::(anonymous namespace)::Side`, `std::string` (a typedef keeps its name). Types local to
+ * a function are not qualified.
  *
  * The optimiser may change how a static function is called. clang 14 removes its unused
  * arguments (dead argument elimination) and says so nowhere (no DW_CC_nocall), so the
@@ -106,6 +112,19 @@ struct dw_member {
     const struct tool_dw_type *t;
 };
 
+/* A namespace, class, struct or union that C++ names inside it are qualified with: the DIE
+ * offsets [start, end) it spans in its unit, and the scope around it. */
+struct dw_scope {
+    Dwarf_Off start, end;
+    const char *name; /* NULL: anonymous struct (left out of names) */
+    size_t parent;    /* SIZE_MAX: none */
+};
+
+struct dw_unit {
+    const void *cu; /* its Dwarf_CU, as Dwarf_Die.cu */
+    size_t first, n;
+};
+
 struct dw_ent {
     uint64_t addr;
     Dwarf_Die die;
@@ -122,6 +141,10 @@ struct tool_dw {
     char whybuf[256];
     struct dw_ent *ent;
     size_t nent, capent;
+    struct dw_scope *scope; /* namespaces and classes, in each unit's order */
+    size_t nscope, capscope;
+    struct dw_unit *unit; /* each unit's scopes, sorted by cu */
+    size_t nunit, capunit;
     struct chunk *arena;
 };
 
@@ -257,9 +280,15 @@ static bool strip(Dwarf_Die *t, Dwarf_Die *out)
 
 /* ---- type names, as a C declaration writes them ---- */
 
-static void decl(Dwarf_Die *t, bool have, const char *inner, bool cxx, struct sb *out, int depth);
+struct nctx {
+    const struct tool_dw *d;
+    bool cxx; /* C++: no struct/enum keyword, names qualified by their namespaces and classes */
+};
 
-static void params_list(Dwarf_Die *fn, bool cxx, struct sb *out, int depth)
+static void decl(Dwarf_Die *t, bool have, const char *inner, const struct nctx *x, struct sb *out,
+                 int depth);
+
+static void params_list(Dwarf_Die *fn, const struct nctx *x, struct sb *out, int depth)
 {
     Dwarf_Die c;
     int n = 0;
@@ -272,20 +301,20 @@ static void params_list(Dwarf_Die *fn, bool cxx, struct sb *out, int depth)
                 bool have = type_of(&c, &pt);
                 if (n++)
                     sb_s(out, ", ");
-                decl(&pt, have, "", cxx, out, depth + 1);
+                decl(&pt, have, "", x, out, depth + 1);
             } else if (tag == DW_TAG_unspecified_parameters) {
                 sb_s(out, n++ ? ", ..." : "...");
             }
         } while (dwarf_siblingof(&c, &c) == 0);
     }
-    if (n == 0 && !cxx && attr_flag(fn, DW_AT_prototyped))
+    if (n == 0 && !x->cxx && attr_flag(fn, DW_AT_prototyped))
         sb_s(out, "void");
     sb_s(out, ")");
 }
 
 /* A pointer-like type: `*` (or & &&) with qualifiers q, around inner. */
-static void ptr_decl(Dwarf_Die *p, const char *q, const char *inner, bool cxx, struct sb *out,
-                     int depth)
+static void ptr_decl(Dwarf_Die *p, const char *q, const char *inner, const struct nctx *x,
+                     struct sb *out, int depth)
 {
     struct sb s = {0};
     int tag = dwarf_tag(p);
@@ -317,20 +346,26 @@ static void ptr_decl(Dwarf_Die *p, const char *q, const char *inner, bool cxx, s
         sb_s(&w, "(");
         sb_s(&w, mid);
         sb_s(&w, ")");
-        decl(&to, have, w.p ? w.p : "", cxx, out, depth + 1);
+        decl(&to, have, w.p ? w.p : "", x, out, depth + 1);
         free(w.p);
     } else {
-        decl(&to, have, mid, cxx, out, depth + 1);
+        decl(&to, have, mid, x, out, depth + 1);
     }
     free(s.p);
 }
 
-static void named(const char *kw, const char *name, const char *inner, bool cxx, struct sb *out)
+static void qualify(const struct tool_dw *d, Dwarf_Die *die, struct sb *out);
+
+/* A named type: `struct point` in C, `ns::Point` in C++ (kw only for an anonymous one). */
+static void named(const char *kw, Dwarf_Die *t, const char *name, const char *inner,
+                  const struct nctx *x, struct sb *out)
 {
-    if (kw && (!cxx || !name)) {
+    if (kw && (!x->cxx || !name)) {
         sb_s(out, kw);
         sb_s(out, " ");
     }
+    if (x->cxx && t && name)
+        qualify(x->d, t, out);
     sb_s(out, name ? name : "{...}");
     if (inner[0]) {
         sb_s(out, " ");
@@ -338,14 +373,15 @@ static void named(const char *kw, const char *name, const char *inner, bool cxx,
     }
 }
 
-static void decl(Dwarf_Die *t, bool have, const char *inner, bool cxx, struct sb *out, int depth)
+static void decl(Dwarf_Die *t, bool have, const char *inner, const struct nctx *x, struct sb *out,
+                 int depth)
 {
     if (depth > 24) {
         sb_s(out, "...");
         return;
     }
     if (!have) {
-        named(NULL, "void", inner, cxx, out);
+        named(NULL, NULL, "void", inner, x, out);
         return;
     }
     int tag = dwarf_tag(t);
@@ -378,11 +414,11 @@ static void decl(Dwarf_Die *t, bool have, const char *inner, bool cxx, struct sb
         int ut = h ? dwarf_tag(&cur) : 0;
         if (ut == DW_TAG_pointer_type || ut == DW_TAG_reference_type ||
             ut == DW_TAG_rvalue_reference_type || ut == DW_TAG_ptr_to_member_type) {
-            ptr_decl(&cur, q, inner, cxx, out, depth);
+            ptr_decl(&cur, q, inner, x, out, depth);
         } else {
             sb_s(out, q);
             sb_s(out, " ");
-            decl(&cur, h, inner, cxx, out, depth + 1);
+            decl(&cur, h, inner, x, out, depth + 1);
         }
         return;
     }
@@ -390,15 +426,15 @@ static void decl(Dwarf_Die *t, bool have, const char *inner, bool cxx, struct sb
     case DW_TAG_reference_type:
     case DW_TAG_rvalue_reference_type:
     case DW_TAG_ptr_to_member_type:
-        ptr_decl(t, "", inner, cxx, out, depth);
+        ptr_decl(t, "", inner, x, out, depth);
         return;
     case DW_TAG_subroutine_type: {
         struct sb s = {0};
         sb_s(&s, inner);
-        params_list(t, cxx, &s, depth);
+        params_list(t, x, &s, depth);
         Dwarf_Die r;
         bool hr = type_of(t, &r);
-        decl(&r, hr, s.p ? s.p : "", cxx, out, depth + 1);
+        decl(&r, hr, s.p ? s.p : "", x, out, depth + 1);
         free(s.p);
         return;
     }
@@ -425,26 +461,26 @@ static void decl(Dwarf_Die *t, bool have, const char *inner, bool cxx, struct sb
             sb_s(&s, "[]");
         Dwarf_Die e;
         bool he = type_of(t, &e);
-        decl(&e, he, s.p ? s.p : "", cxx, out, depth + 1);
+        decl(&e, he, s.p ? s.p : "", x, out, depth + 1);
         free(s.p);
         return;
     }
     case DW_TAG_structure_type:
-        named("struct", attr_name(t), inner, cxx, out);
+        named("struct", t, attr_name(t), inner, x, out);
         return;
     case DW_TAG_class_type:
-        named("class", attr_name(t), inner, cxx, out);
+        named("class", t, attr_name(t), inner, x, out);
         return;
     case DW_TAG_union_type:
-        named("union", attr_name(t), inner, cxx, out);
+        named("union", t, attr_name(t), inner, x, out);
         return;
     case DW_TAG_enumeration_type:
-        named("enum", attr_name(t), inner, cxx, out);
+        named("enum", t, attr_name(t), inner, x, out);
         return;
     default: {
         const char *n = attr_name(t);
-        named(NULL, n ? n : (tag == DW_TAG_unspecified_type ? "decltype(nullptr)" : "?"), inner,
-              cxx, out);
+        named(NULL, tag == DW_TAG_typedef ? t : NULL,
+              n ? n : (tag == DW_TAG_unspecified_type ? "decltype(nullptr)" : "?"), inner, x, out);
         return;
     }
     }
@@ -453,7 +489,8 @@ static void decl(Dwarf_Die *t, bool have, const char *inner, bool cxx, struct sb
 static const char *type_name(struct tool_dw *d, Dwarf_Die *t, bool have, bool cxx)
 {
     struct sb s = {0};
-    decl(t, have, "", cxx, &s, 0);
+    struct nctx x = {d, cxx};
+    decl(t, have, "", &x, &s, 0);
     const char *r = s.oom || !s.p ? NULL : sdup(d, s.p);
     free(s.p);
     return r;
@@ -1011,8 +1048,19 @@ static struct tool_dw_func *build(struct tool_dw *d, struct dw_ent *e)
         src = o;
     if (ref_die(&src, DW_AT_specification, &o) && count_params(&o) > count_params(&src))
         src = o;
+    /* The name with its namespaces and classes, from the declaration inside them. */
+    Dwarf_Die decl_die = src;
+    if (ref_die(&src, DW_AT_specification, &o))
+        decl_die = o;
     const char *nm = attr_name(&fn);
-    f->name = nm ? nm : "";
+    struct sb qn = {0};
+    if (e->cxx && nm)
+        qualify(d, &decl_die, &qn);
+    sb_s(&qn, nm ? nm : "");
+    f->name = qn.oom ? NULL : sdup(d, qn.p);
+    free(qn.p);
+    if (!f->name)
+        return NULL;
     size_t n = count_params(&src);
     struct tool_dw_param *ps = alloc(d, (n ? n : 1) * sizeof *ps);
     Dwarf_Off *offs = alloc(d, (n ? n : 1) * sizeof *offs);
@@ -1107,29 +1155,104 @@ static int add_ent(struct tool_dw *d, Dwarf_Die *die, bool cxx)
     return 0;
 }
 
-static int walk(struct tool_dw *d, Dwarf_Die *parent, bool cxx, int depth)
+/* Records a scope; its index, or SIZE_MAX when out of memory. */
+static size_t add_scope(struct tool_dw *d, Dwarf_Die *die, Dwarf_Off end, size_t parent)
 {
-    Dwarf_Die c;
+    if (d->nscope == d->capscope) {
+        size_t cap = d->capscope ? d->capscope * 2 : 256;
+        struct dw_scope *p = realloc(d->scope, cap * sizeof *p);
+        if (!p)
+            return SIZE_MAX;
+        d->scope = p;
+        d->capscope = cap;
+    }
+    const char *n = attr_name(die);
+    Dwarf_Attribute a;
+    Dwarf_Die def;
+    if (!n && dwarf_attr(die, DW_AT_signature, &a) && dwarf_formref_die(&a, &def))
+        n = attr_name(&def); /* a class declared here, defined in its type unit */
+    if (!n && dwarf_tag(die) == DW_TAG_namespace)
+        n = "(anonymous namespace)";
+    d->scope[d->nscope] =
+        (struct dw_scope){.start = dwarf_dieoffset(die), .end = end, .name = n, .parent = parent};
+    return d->nscope++;
+}
+
+/* Walks parent's children, which span DIE offsets up to pend: functions (when funcs) into the
+ * index, and (in C++) namespaces and classes into the scopes. -1: out of memory. */
+static int walk(struct tool_dw *d, Dwarf_Die *parent, bool cxx, bool funcs, size_t pscope,
+                Dwarf_Off pend, int depth)
+{
+    Dwarf_Die c, nx;
     if (depth > 32 || dwarf_child(parent, &c) != 0)
         return 0;
-    do {
+    for (;;) {
+        bool more = dwarf_siblingof(&c, &nx) == 0;
+        Dwarf_Off end = more ? dwarf_dieoffset(&nx) : pend;
         switch (dwarf_tag(&c)) {
         case DW_TAG_subprogram:
-            if (add_ent(d, &c, cxx) < 0)
+            if (funcs && add_ent(d, &c, cxx) < 0)
                 return -1;
             break;
         case DW_TAG_namespace:
         case DW_TAG_structure_type:
         case DW_TAG_class_type:
-        case DW_TAG_union_type:
-            if (walk(d, &c, cxx, depth + 1) < 0)
+        case DW_TAG_union_type: {
+            size_t sc = pscope;
+            if (cxx && (sc = add_scope(d, &c, end, pscope)) == SIZE_MAX)
+                return -1;
+            if (walk(d, &c, cxx, funcs, sc, end, depth + 1) < 0)
                 return -1;
             break;
+        }
         default:
             break;
         }
-    } while (dwarf_siblingof(&c, &c) == 0);
-    return 0;
+        if (!more)
+            return 0;
+        c = nx;
+    }
+}
+
+static int unit_cmp(const void *a, const void *b)
+{
+    const struct dw_unit *x = a, *y = b;
+    return (uintptr_t)x->cu < (uintptr_t)y->cu ? -1 : (uintptr_t)x->cu > (uintptr_t)y->cu;
+}
+
+/* Writes the namespaces and classes around die (`ns::Outer::`), from the scopes recorded. */
+static void qualify(const struct tool_dw *d, Dwarf_Die *die, struct sb *out)
+{
+    struct dw_unit key = {.cu = die->cu};
+    const struct dw_unit *u =
+        d->nunit ? bsearch(&key, d->unit, d->nunit, sizeof *d->unit, unit_cmp) : NULL;
+    if (!u || u->n == 0)
+        return;
+    Dwarf_Off off = dwarf_dieoffset(die);
+    const struct dw_scope *sc = d->scope + u->first;
+    /* the last scope starting before die (not die itself), then out to one that holds it */
+    size_t lo = 0, hi = u->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (sc[mid].start < off)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return;
+    size_t i = u->first + lo - 1;
+    while (i != SIZE_MAX && !(d->scope[i].start < off && off < d->scope[i].end))
+        i = d->scope[i].parent;
+    const char *chain[32];
+    int n = 0;
+    for (; i != SIZE_MAX && n < 32; i = d->scope[i].parent)
+        if (d->scope[i].name)
+            chain[n++] = d->scope[i].name;
+    while (n-- > 0) {
+        sb_s(out, chain[n]);
+        sb_s(out, "::");
+    }
 }
 
 static int ent_cmp(const void *a, const void *b)
@@ -1202,16 +1325,27 @@ int tool_dw_open(struct tool_dw **out, const char *path, char *err, size_t errle
     while (dwarf_get_units(d->dw, cu, &next, &ver, &utype, &cudie, &subdie) == 0) {
         cu = next;
         Dwarf_Die *u = utype == DW_UT_skeleton ? &subdie : &cudie;
-        if (utype == DW_UT_type || utype == DW_UT_split_type)
+        int tag = dwarf_tag(u);
+        bool funcs = tag == DW_TAG_compile_unit || tag == DW_TAG_partial_unit;
+        /* type units too, for the namespaces around their types */
+        if (!funcs && tag != DW_TAG_type_unit)
             continue;
-        if (dwarf_tag(u) != DW_TAG_compile_unit && dwarf_tag(u) != DW_TAG_partial_unit)
-            continue;
-        if (walk(d, u, is_cxx(u), 0) < 0) {
-            snprintf(err, errlen, "%s: out of memory", path);
-            tool_dw_close(d);
-            return -1;
+        if (d->nunit == d->capunit) {
+            size_t cap = d->capunit ? d->capunit * 2 : 64;
+            struct dw_unit *p = realloc(d->unit, cap * sizeof *p);
+            if (!p)
+                goto oom;
+            d->unit = p;
+            d->capunit = cap;
         }
+        size_t first = d->nscope;
+        if (walk(d, u, is_cxx(u), funcs, SIZE_MAX, (Dwarf_Off)-1, 0) < 0)
+            goto oom;
+        if (d->nscope > first)
+            d->unit[d->nunit++] = (struct dw_unit){u->cu, first, d->nscope - first};
     }
+    if (d->nunit)
+        qsort(d->unit, d->nunit, sizeof *d->unit, unit_cmp);
     if (d->nent)
         qsort(d->ent, d->nent, sizeof *d->ent, ent_cmp);
     else {
@@ -1226,6 +1360,10 @@ int tool_dw_open(struct tool_dw **out, const char *path, char *err, size_t errle
     d->nent = w;
     *out = d;
     return 0;
+oom:
+    snprintf(err, errlen, "%s: out of memory", path);
+    tool_dw_close(d);
+    return -1;
 }
 
 void tool_dw_close(struct tool_dw *d)
@@ -1235,6 +1373,8 @@ void tool_dw_close(struct tool_dw *d)
     if (d->dwfl)
         dwfl_end(d->dwfl);
     free(d->ent);
+    free(d->scope);
+    free(d->unit);
     while (d->arena) {
         struct chunk *c = d->arena;
         d->arena = c->next;

@@ -72,7 +72,7 @@ struct tool_dw_param {
 };
 
 struct tool_dw_func {
-    const char *name; /* DW_AT_name (unqualified) */
+    const char *name; /* DW_AT_name; in C++ with its namespaces and classes: "geo::Shape::area" */
     size_t nparams;   /* named parameters; `this` first for a member function */
     const struct tool_dw_param *params;
     struct tool_dw_param ret; /* kind TOOL_DW_OTHER, loc TOOL_DW_NONE, type "void" for void */

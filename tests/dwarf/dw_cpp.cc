@@ -56,6 +56,27 @@ KEEP double half(double x)
     return x / 2;
 }
 
+/* Names qualified by their namespaces and classes. */
+namespace geo
+{
+struct Point {
+    int x, y;
+};
+namespace
+{
+enum class Side : char { Left = 'L', Right = 'R' };
+}
+struct Shape {
+    enum Kind { Circle, Square };
+    long area(Kind k, const Point *p, Side s, Point by_value);
+};
+
+KEEP long Shape::area(Kind k, const Point *p, Side s, Point by_value)
+{
+    return k + p->x + (long)s + by_value.y;
+}
+} // namespace geo
+
 int main(int argc, char **)
 {
     Counter c = {1};
@@ -67,5 +88,8 @@ int main(int argc, char **)
     sink = take(h, 3);
     sink = modes(Mode::On, r, 4, true);
     sink = (long)half(argc);
+    geo::Shape sh;
+    geo::Point pt = {1, 2};
+    sink = sh.area(geo::Shape::Square, &pt, geo::Side::Right, pt);
     return 0;
 }

@@ -429,13 +429,13 @@ Test(dwarf, cxx)
         struct tool_dw *d = open_ok(bin);
         cr_assert_null(tool_dw_why(d));
         /* a member function: `this` first */
-        const struct tool_dw_func *f = func(d, bin, "_ZN7Counter3addEl", "add", 2);
+        const struct tool_dw_func *f = func(d, bin, "_ZN7Counter3addEl", "Counter::add", 2);
         param(&f->params[0], "this", "Counter *", TOOL_DW_PTR, 8, IREG(1));
         param(&f->params[1], "k", "long", TOOL_DW_INT, 8, IREG(2));
         param(&f->ret, "", "long", TOOL_DW_INT, 8, IREG(0));
         EQ(fmt1(&f->params[0], 0x7ffe0040), "0x7ffe0040");
         /* sret before `this`: rdi the result, rsi this, rdx x */
-        f = func(d, bin, "_ZN5Maker4makeEl", "make", 2);
+        f = func(d, bin, "_ZN5Maker4makeEl", "Maker::make", 2);
         cr_assert(f->sret);
         param(&f->params[0], "this", "Maker *", TOOL_DW_PTR, 8, IREG(2));
         param(&f->params[1], "x", "long", TOOL_DW_INT, 8, IREG(3));
@@ -456,6 +456,17 @@ Test(dwarf, cxx)
         EQ(fmt1(&f->params[0], 0xffff0000), "Off");
         EQ(fmt1(&f->params[0], 0xffff), "-1");
         EQ(fmt1(&f->params[3], 1), "true");
+        /* names with their namespaces and classes */
+        f = func(d, bin, "_ZN3geo5Shape4areaENS0_4KindEPKNS_5PointENS_12_GLOBAL__N_14SideES2_",
+                 "geo::Shape::area", 5);
+        param(&f->params[0], "this", "geo::Shape *", TOOL_DW_PTR, 8, IREG(1));
+        param(&f->params[1], "k", "geo::Shape::Kind", TOOL_DW_ENUM, 4, IREG(2));
+        param(&f->params[2], "p", "const geo::Point *", TOOL_DW_PTR, 8, IREG(3));
+        param(&f->params[3], "s", "geo::(anonymous namespace)::Side", TOOL_DW_ENUM, 1, IREG(4));
+        param(&f->params[4], "by_value", "geo::Point", TOOL_DW_STRUCT, 8, IREG(5));
+        EQ(fmt1(&f->params[1], 1), "Square");
+        EQ(fmt1(&f->params[3], 'R'), "Right");
+        EQ(fmt1(&f->params[4], 0x0000000200000001), "{x=1, y=2}");
         /* double in, double out */
         f = func(d, bin, "_Z4halfd", "half", 1);
         param(&f->params[0], "x", "double", TOOL_DW_DOUBLE, 8, SSE(0));
