@@ -25,6 +25,7 @@ case "${1:-}" in
     ;;
 esac
 
+# libdw-dev (elfutils, as libelf-dev): the sledtrace command reads parameters' types from DWARF.
 # libclang-rt-14-dev holds compiler-rt's XRay runtime; clang only recommends it, and recommends
 # are not installed here.
 # clang-19 and clang-22 build the end-to-end tests' programs a second and third way.
@@ -43,14 +44,14 @@ esac
 # python3-dev: the headers the Python module (tools/python) is built with, for Debian's python3;
 # python3-pytest runs its tests, and python3-numpy and python3-pandas, optional for the module's
 # users, are what its columnar exports are tested with.
-PACKAGES=(meson ninja-build pkg-config libelf-dev libcapstone-dev libcriterion-dev clang llvm
+PACKAGES=(meson ninja-build pkg-config libelf-dev libdw-dev libcapstone-dev libcriterion-dev clang llvm
     libclang-rt-14-dev clang-19 clang-22 libclang-rt-22-dev clang-format man-db chromium graphviz lld tmux
     linux-perf protobuf-compiler python3-dev python3-pytest python3-numpy python3-pandas)
 BUILD_DIR=build
 MESON_OPTIONS=()
 if [[ $MODE == demo ]]; then
     # clang brings libstdc++-12-dev, which the sledtrace command links for C++ demangling.
-    PACKAGES=(meson ninja-build pkg-config libelf-dev libcapstone-dev clang)
+    PACKAGES=(meson ninja-build pkg-config libelf-dev libdw-dev libcapstone-dev clang)
     BUILD_DIR=build-demo
     MESON_OPTIONS=(-Dtests=disabled)
 fi
