@@ -695,6 +695,9 @@ uint64_t stf_syms_address(const struct stf_syms *s, uint32_t objid, uint32_t fid
 size_t stf_syms_count(const struct stf_syms *s);
 /* Path of object objid as the sidecar gives it (object 0 is the executable), or NULL. */
 const char *stf_syms_object(const struct stf_syms *s, uint32_t objid);
+/* Its load bias when traced ('o' line): a function's address there less it is the file's own
+ * (link-time) address. 0 if unknown (or not relocated). */
+uint64_t stf_syms_object_bias(const struct stf_syms *s, uint32_t objid);
 /* Build id of object objid's file when it was traced, as lower-case hex (two digits a byte),
  * or NULL: none recorded (the file had none, or the sidecar predates 'b' lines) or not known
  * (given twice, or on a line skipped). */

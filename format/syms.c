@@ -750,6 +750,12 @@ const char *stf_syms_object(const struct stf_syms *s, uint32_t objid)
     return o ? o->path : NULL;
 }
 
+uint64_t stf_syms_object_bias(const struct stf_syms *s, uint32_t objid)
+{
+    const struct obj *o = find_obj(s, objid);
+    return o ? o->bias : 0;
+}
+
 const char *stf_syms_build_id(const struct stf_syms *s, uint32_t objid)
 {
     const struct obj *o = find_obj(s, objid);

@@ -12,7 +12,7 @@
 # sledtrace with the copyright file and a compressed changelog, shared libraries not
 # executable, an ldconfig trigger, shlibs and symbols files for libsledtrace-format.so.0,
 # md5sums, and a control file whose Depends come from dpkg-shlibdeps when dpkg-dev is installed
-# (else libc6, libelf1 and libstdc++6 by hand), plus the Capstone and libelf libraries the
+# (else libc6, libelf1, libdw1 and libstdc++6 by hand), plus the Capstone and libelf libraries the
 # runtime loads with dlopen (which dpkg-shlibdeps cannot see), unless already named. dpkg-deb --build --root-owner-group makes the
 # .deb in OUT_DIR (default BUILD_DIR). Then lintian checks it, when installed and unless
 # --no-lintian; the tags that remain, and why, are in the override file written below and in
@@ -177,7 +177,7 @@ if command -v dpkg-shlibdeps >/dev/null; then
 fi
 if [[ -z $depends ]]; then
     log "dpkg-shlibdeps unavailable or failed: Depends listed by hand"
-    depends="libc6 (>= 2.34), libelf1, libstdc++6"
+    depends="libc6 (>= 2.34), libelf1, libdw1, libstdc++6"
 fi
 # The runtime loads Capstone (to prove sleds) with dlopen, so dpkg-shlibdeps cannot see it there:
 # its package, found by soname, unless already named. (libelf is the tools', linked.)

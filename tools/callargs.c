@@ -94,7 +94,60 @@ void tool_callargs_of(struct tool_callargs *a, const struct cs_thread *t, size_t
         cs_strings(t, i, one_string, a);
 }
 
-const char *tool_args_text(const struct tool_callargs *a, char *buf, size_t len)
+/* The raw registers of a value located at loc, from the recorded arguments (is_ret: from the
+ * return registers): how many of its eightbytes were recorded (0: "?"). */
+static size_t regs_of(const struct tool_callargs *a, const struct tool_dw_loc *loc, bool is_ret,
+                      uint64_t vals[2], int *argno)
+{
+    enum tool_dw_where w[2] = {loc->where, loc->where2};
+    int r[2] = {loc->reg, loc->reg2};
+    size_t n = 0;
+    *argno = 0;
+    for (int i = 0; i < 2 && (i == 0 || w[1] != TOOL_DW_NONE); i++) {
+        if (is_ret && a->ret && w[i] == TOOL_DW_IREG && (r[i] == 0 || r[i] == -1))
+            vals[n++] = a->ret[r[i] == 0 ? 0 : 1];
+        else if (is_ret && a->ret && w[i] == TOOL_DW_SSE && (r[i] == 0 || r[i] == 1))
+            vals[n++] = a->ret[2 + r[i]];
+        else if (!is_ret && w[i] == TOOL_DW_IREG && r[i] >= 1 && (unsigned)r[i] <= a->nargs &&
+                 r[i] <= CS_MAX_ARGS) {
+            if (i == 0)
+                *argno = r[i];
+            vals[n++] = a->v[r[i] - 1];
+        } else {
+            break;
+        }
+    }
+    return n;
+}
+
+static void put_value(struct out *o, const struct tool_callargs *a, const struct tool_dw_param *p)
+{
+    uint64_t vals[2] = {0, 0};
+    int argno;
+    size_t n = regs_of(a, &p->loc, p->ret, vals, &argno);
+    const uint8_t *str = NULL;
+    size_t slen = 0;
+    bool cut = false, fault = false;
+    if (p->kind == TOOL_DW_STR && argno && a->s[argno - 1].have) {
+        unsigned fl = a->s[argno - 1].flags;
+        if (!(fl & (STF_ARGSTR_NULL | STF_ARGSTR_SKIPPED)) &&
+            !((fl & STF_ARGSTR_FAULT) && a->s[argno - 1].n == 0)) {
+            str = a->s[argno - 1].b;
+            slen = a->s[argno - 1].n;
+            cut = (fl & (STF_ARGSTR_TRUNCATED | STF_ARGSTR_FAULT)) != 0;
+        }
+        fault = (fl & STF_ARGSTR_FAULT) != 0 && a->s[argno - 1].n == 0;
+    }
+    char b[512];
+    int k = tool_dw_format(p, vals, n, str, slen, cut, fault, b, sizeof b);
+    if (k < 0)
+        put(o, "?", 1);
+    else
+        put(o, b, (size_t)k < sizeof b ? (size_t)k : sizeof b - 1);
+}
+
+const char *tool_args_text(const struct tool_callargs *a, const struct tool_dw_func *dw, char *buf,
+                           size_t len)
 {
     struct out o = {buf, len, 0};
     if (len)
@@ -102,6 +155,26 @@ const char *tool_args_text(const struct tool_callargs *a, char *buf, size_t len)
     if (!a->nargs || !len)
         return buf;
     put(&o, "(", 1);
+    if (dw) {
+        for (size_t k = 0; k < dw->nparams; k++) {
+            const struct tool_dw_param *p = &dw->params[k];
+            if (k)
+                put(&o, ", ", 2);
+            if (p->name[0]) {
+                put(&o, p->name, strlen(p->name));
+                put(&o, "=", 1);
+            }
+            if (dw->abi_changed)
+                put(&o, "?", 1);
+            else
+                put_value(&o, a, p);
+        }
+        if (dw->variadic)
+            put(&o, dw->nparams ? ", ..." : "...", dw->nparams ? 5 : 3);
+        put(&o, ")", 1);
+        buf[o.n] = '\0';
+        return buf;
+    }
     for (unsigned k = 0; k < a->nargs && k < CS_MAX_ARGS; k++) {
         if (k)
             put(&o, ", ", 2);
@@ -125,15 +198,21 @@ const char *tool_args_text(const struct tool_callargs *a, char *buf, size_t len)
     return buf;
 }
 
-const char *tool_ret_text(const struct tool_callargs *a, char *buf, size_t len)
+const char *tool_ret_text(const struct tool_callargs *a, const struct tool_dw_func *dw, char *buf,
+                          size_t len)
 {
     struct out o = {buf, len, 0};
     if (len)
         buf[0] = '\0';
     if (!a->ret || !len)
         return buf;
+    if (dw && (dw->ret.loc.where == TOOL_DW_NONE || dw->abi_changed))
+        return buf; /* void (or nothing known of it) */
     put(&o, " = ", 3);
-    put_num(&o, a->ret[0]);
+    if (dw)
+        put_value(&o, a, &dw->ret);
+    else
+        put_num(&o, a->ret[0]);
     buf[o.n] = '\0';
     return buf;
 }

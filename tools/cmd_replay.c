@@ -24,6 +24,7 @@
  * --filter, --exclude, --max-depth (window.h): decided at a call's entry (tool_window_enter) in
  * entry order, at its close in exit order; --filter shows a match's subtree, --filter-only
  * each call on its own name (replay's rule before the shared filters). */
+#include "argtypes.h"
 #include "callargs.h"
 #include "callstack.h"
 #include "seek.h"
@@ -76,6 +77,9 @@ static void help(FILE *out)
           "                     1s): calls open at its start open there, calls open at its\n"
           "                     end close there, each marked [clipped], with the duration\n"
           "                     of their part inside\n"
+          "  --no-args          hide the arguments and return values recorded with\n"
+          "                     SLEDTRACE_ARGS (shown by default: by name and type from the\n"
+          "                     binary's DWARF when it has -g, else as raw registers)\n"
           "  --raw-times        times as measured, the tracer's own cost included\n"
           "                     (default: corrected, when the trace records that cost)\n"
           "  --syms FILE        symbols file (default: TRACE with .fdr replaced by .syms), or\n"
@@ -105,6 +109,8 @@ struct replay {
      * return registers logged before the exit just read (ret_next), then before each of the two
      * items walk_entry holds (ret_of[which]) */
     struct tool_callargs pend;
+    struct tool_argtypes *types; /* the parameters' names and types (DWARF), or NULL */
+    bool no_args;                /* --no-args: arguments and return values not shown */
     uint8_t pend_str[CS_MAX_ARGS][STR_KEEP];
     uint64_t ret_next[4], ret_of[2][4];
     bool has_ret_next, has_ret_of[2];
@@ -213,15 +219,35 @@ static void context_line(struct replay *rp, const struct cs_thread *t, uint64_t 
  * addresses, in hex) and its return value (" = 6765"), as uftrace's replay -a shows them, into
  * buf; "" without either. Frame f at index i of t's running stack, or a parked one. */
 enum { ARGS_TEXT = 4096 };
-static const char *args_text(char *buf, size_t len, const struct cs_thread *t, size_t i,
-                             const struct cs_frame *f, const uint64_t *ret)
+static const struct tool_dw_func *types_of(struct replay *rp, uint32_t id)
 {
+    return rp->types ? tool_argtypes_func(rp->types, id) : NULL;
+}
+
+static const char *args_text(struct replay *rp, char *buf, size_t len, const struct cs_thread *t,
+                             size_t i, const struct cs_frame *f, const uint64_t *ret)
+{
+    buf[0] = '\0';
+    if (rp->no_args || (!f->nargs && !ret))
+        return buf;
     struct tool_callargs a;
     tool_callargs_of(&a, t, i, f, ret);
-    tool_args_text(&a, buf, len / 2);
+    const struct tool_dw_func *dw = types_of(rp, f->id);
+    tool_args_text(&a, dw, buf, len / 2);
     size_t n = strlen(buf);
-    tool_ret_text(&a, buf + n, len - n);
+    tool_ret_text(&a, dw, buf + n, len - n);
     return buf;
+}
+
+/* " = value" of a call with callees, at its "}". */
+static const char *ret_only(struct replay *rp, char *buf, size_t len, uint32_t id,
+                            const uint64_t *ret)
+{
+    buf[0] = '\0';
+    if (rp->no_args || !ret)
+        return buf;
+    struct tool_callargs r = {.ret = ret};
+    return tool_ret_text(&r, types_of(rp, id), buf, len);
 }
 
 /* What ends a closing line: [clipped] for a call crossing the window's edge, [repaired]. */
@@ -249,7 +275,7 @@ static int on_close(void *ctx, const struct cs_close *c)
     char a[ARGS_TEXT];
     context_line(rp, c->t, c->t->ctx, c->end);
     line(rp, c->t->tid, c->f->start, d, c->depth, "", name,
-         args_text(a, sizeof a, c->t, c->depth, c->f, c->ret), close_mark(c));
+         args_text(rp, a, sizeof a, c->t, c->depth, c->f, c->ret), close_mark(c));
     rp->shown++;
     return 0;
 }
@@ -403,7 +429,9 @@ static int tree_enter(void *ctx, const struct cs_thread *t, struct cs_frame *f, 
         if (!(f->node & LEAF)) {
             context_line(rp, t, t->ctx, f->start);
             line(rp, t->tid, f->start, "", depth, "", name,
-                 clipped ? "" : tool_args_text(&rp->pend, a, sizeof a),
+                 clipped || rp->no_args
+                     ? ""
+                     : tool_args_text(&rp->pend, types_of(rp, f->id), a, sizeof a),
                  clipped ? " { [clipped]" : " {");
         }
     }
@@ -422,7 +450,7 @@ static void close_unknown(struct replay *rp, const struct cs_thread *t, uint64_t
     const char *name = stf_syms_name(rp->syms, f->id, buf, sizeof buf);
     char a[ARGS_TEXT];
     line(rp, t->tid, tsc, "-", depth, f->node & LEAF ? "" : "} ", name,
-         f->node & LEAF ? args_text(a, sizeof a, t, depth, f, NULL) : "", why);
+         f->node & LEAF ? args_text(rp, a, sizeof a, t, depth, f, NULL) : "", why);
 }
 
 static int tree_close(void *ctx, const struct cs_close *c)
@@ -436,12 +464,10 @@ static int tree_close(void *ctx, const struct cs_close *c)
     bool leaf = c->f->node & LEAF;
     char a[ARGS_TEXT];
     context_line(rp, c->t, c->t->ctx, leaf ? c->f->start : c->end);
-    if (leaf) {
-        args_text(a, sizeof a, c->t, c->depth, c->f, c->ret);
-    } else {
-        struct tool_callargs r = {.ret = c->ret};
-        tool_ret_text(&r, a, sizeof a);
-    }
+    if (leaf)
+        args_text(rp, a, sizeof a, c->t, c->depth, c->f, c->ret);
+    else
+        ret_only(rp, a, sizeof a, c->f->id, c->ret);
     line(rp, c->t->tid, leaf ? c->f->start : c->end, d, c->depth, leaf ? "" : "} ", name, a,
          close_mark(c));
     rp->shown++;
@@ -666,6 +692,8 @@ int cmd_replay(int argc, char **argv)
             }
         } else if (strcmp(argv[i], "--filter-only") == 0) {
             win.filter_only = true;
+        } else if (strcmp(argv[i], "--no-args") == 0) {
+            rp.no_args = true;
         } else if ((m = tool_window_option(argc, argv, &i, "replay", &win)) != 0) {
             if (m < 0)
                 return EXIT_USAGE;
@@ -685,6 +713,7 @@ int cmd_replay(int argc, char **argv)
         return EXIT_BAD_TRACE;
     rp.syms = tr.syms;
     rp.freq = tr.freq;
+    rp.types = rp.no_args ? NULL : tool_argtypes_new(tr.syms);
     rp.base = tool_trace_base(&tr);
     tr.one = have_tid;
     tr.tid = tid;
@@ -739,11 +768,15 @@ int cmd_replay(int argc, char **argv)
                    cs.gaps, cs.gap_events, cs.gap_frames);
         if (cs.win)
             printf("# window: calls clipped at its edges: %" PRIu64 "\n", cs.clipped);
+        const char *types = tool_argtypes_note(rp.types);
+        if (types)
+            printf("# %s\n", types);
         tool_window_note(stdout, "# ", &win, rp.shown, cs.calls);
         struct vtimes vt = tool_trace_times(&tr);
         tool_times_note(stdout, "# ", &vt, 0);
     }
     cs_free(&cs);
+    tool_argtypes_free(rp.types);
     stf_cursor_close(rp.look);
     free(rp.ids);
     tool_trace_close(&tr);

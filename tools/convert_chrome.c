@@ -75,6 +75,7 @@
  * threads that interleave (frames closed at the end of the trace, after every thread) pair up
  * wrongly; it then turns each pair back into ts + (E - B), rounding again. Exact numbers need
  * no pairing, and each event is still written when its frame closes. */
+#include "argtypes.h"
 #include "callargs.h"
 #include "callstack_walk.h"
 #include "convert.h"
@@ -96,6 +97,7 @@ struct frac { /* a fraction of a step: "." and its decimals (NUL-padded: copied 
 struct chrome {
     FILE *f;
     const struct stf_syms *syms;
+    struct tool_argtypes *types; /* parameters' names and types for args.call (DWARF) */
     uint64_t freq, base;
     bool first;
     int32_t named[8]; /* pids given a process_name (a trace has one, or a few after exec) */
@@ -453,9 +455,10 @@ static int on_close(void *ctx, const struct cs_close *cl)
     if (fr->nargs > 1 || cl->ret || (fr->nargs && cl->t->nstrs)) {
         struct tool_callargs a;
         tool_callargs_of(&a, cl->t, cl->depth, fr, cl->ret);
-        tool_args_text(&a, call, sizeof call / 2);
+        const struct tool_dw_func *dw = c->types ? tool_argtypes_func(c->types, fr->id) : NULL;
+        tool_args_text(&a, dw, call, sizeof call / 2);
         size_t n = strlen(call);
-        tool_ret_text(&a, call + n, sizeof call - n);
+        tool_ret_text(&a, dw, call + n, sizeof call - n);
         call_len = strlen(call);
     }
     /* the rest of the event: head, two times (34 bytes each, 16 scribbled past), the tail,
@@ -643,6 +646,7 @@ int convert_chrome(const char *path, const char *out, const char *syms_opt,
     uint64_t shown = cs.win ? window_items(items, c.base, end, from, to) : items;
     size_warning(path, shown, at_ns(&c, end));
     c.frac = frac_table(c.step);
+    c.types = tool_argtypes_new(tr.syms);
     c.ob = malloc(OUT_BUF);
     c.ocap = c.ob ? OUT_BUF : 0;
     fputs("{\"traceEvents\":[", f);
@@ -694,6 +698,7 @@ int convert_chrome(const char *path, const char *out, const char *syms_opt,
     free(c.named_track);
     free(c.frac);
     free(c.ob);
+    tool_argtypes_free(c.types);
     free(c.tail);
     tool_names_free(&c.names);
     tool_trace_close(&tr);

@@ -222,3 +222,58 @@ Test(argvals, string_bound)
     e2e_run_free(&t);
     e2e_rmtree(work);
 }
+
+/* With -g, replay names and types every recorded argument and return value from the binary's
+ * DWARF (tools/dwarfargs.c): a string by its pointer's type, a NULL or unreadable one as its
+ * address, a bool and an enum by name, arguments on the stack as ?, a struct returned in
+ * rax:rdx by its members, a double return from xmm0; a variadic function's named ones; and
+ * --no-args hides them all. */
+Test(argvals, replay_names_and_types_from_dwarf)
+{
+    char work[PATH_MAX], out[PATH_MAX], trace[PATH_MAX];
+    const char *bin = BIN("argvals-g");
+    e2e_workdir(work, sizeof work);
+    snprintf(out, sizeof out, "%s/out", work);
+    struct e2e_spec s = {.prog = bin, .preload = 1, .outdir = out, .env = {spec}};
+    struct e2e_run t;
+    e2e_run(work, &s, &t);
+    cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0, "status %#x", t.status);
+    unsigned long long gone = 0;
+    const char *a = strstr(t.out, "addr gone ");
+    cr_assert(a && sscanf(a, "addr gone %llx", &gone) == 1, "%s", t.out);
+    e2e_trace_path(trace, sizeof trace, out, bin, t.pid, "fdr");
+    struct e2e_run r;
+    e2e_run_sh(work, &r, "'%s' replay '%s'", E2E_SLEDTRACE, trace);
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "%s", r.err);
+    char gone_line[128];
+    snprintf(gone_line, sizeof gone_line, "  parse(buf=0x%llx, len=1) = 3\n", gone);
+    const char *want[] = {
+        "  fib(n=6) {\n",
+        "  fib(n=1) = 1\n",
+        "  } fib = 8\n",
+        "  parse(buf=\"GET /\", len=5) = 11\n",
+        "  parse(buf=0x0, len=0) = 0\n",
+        gone_line,
+        "  parse(buf=\"AAAAAAAAAA\"..., len=2) = 5\n",
+        "  parse(buf=\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"..., "
+        "len=3) = 7\n",
+        "  parse(buf=\"a\\tb\\n\\\"q\\\"\\x01\", len=4) = 9\n",
+        "  many(a=1, b=2, c=3, d=4, e=5, f=6, g=?, h=?) = 36\n",
+        "  vsum(n=3, ...)\n",
+        "  half = 1.5\n",
+        "  pair(a=40, b=50) = {a=41, b=52}\n",
+        "  flags(on=true, c=BLUE, u=4000000000)\n",
+        "  plain\n",
+        "# arguments: names and types from DWARF (1 object)\n",
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        cr_expect(strstr(r.out, want[i]), "no line ending '%s' in:\n%s", want[i], r.out);
+    e2e_run_free(&r);
+    e2e_run_sh(work, &r, "'%s' replay --no-args '%s'", E2E_SLEDTRACE, trace);
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "%s", r.err);
+    cr_assert(strstr(r.out, "  parse\n") && strstr(r.out, "  fib {\n") && !strchr(r.out, '='), "%s",
+              r.out);
+    e2e_run_free(&r);
+    e2e_run_free(&t);
+    e2e_rmtree(work);
+}

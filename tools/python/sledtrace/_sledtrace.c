@@ -748,7 +748,7 @@ static int call_args(const struct cs_close *c, PyObject **args, PyObject **retva
     if (!c->f->nargs)
         return 0;
     struct tool_callargs a;
-    tool_callargs_of(&a, c->t, c->depth, c->f, c->ret);
+    tool_callargs_of(&a, c->t, c->depth, c->f, c->ret); /* raw values: Python keeps its own */
     unsigned n = a.nargs < CS_MAX_ARGS ? a.nargs : CS_MAX_ARGS;
     if (!(*args = PyTuple_New(n)))
         return -1;
