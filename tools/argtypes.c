@@ -2,7 +2,8 @@
  * executable); each gets one struct tool_dw, opened lazily from the path the sidecar recorded.
  * The file there may have been rebuilt since: when the sidecar recorded a build id, the file's
  * (read with the patcher's map reader, which the instrumented objects have) must be the same,
- * else the object gets no types (and the note says so), as --syms refuses another build. One
+ * else the object gets no types (and the note says so), as --syms refuses another build. An
+ * object whose file is no longer there gets none and no word (the trace outlived it). One
  * thread at a time (dwarfargs.h). */
 #include "argtypes.h"
 
@@ -11,9 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 struct obj {
     bool tried;
+    bool gone;          /* no file at the path: nothing to say about it */
     struct tool_dw *dw; /* NULL: none */
     char why[320];
 };
@@ -86,13 +89,16 @@ static struct obj *object(struct tool_argtypes *a, uint32_t objid)
     o->tried = true;
     const char *path = stf_syms_object(a->syms, objid);
     char err[256];
-    if (!path)
-        snprintf(o->why, sizeof o->why, "object %u: no path recorded", objid);
+    struct stat sb;
+    if (!path || stat(path, &sb) != 0)
+        o->gone = true; /* moved or removed since: the user knows; the note says nothing */
+    else if (!S_ISREG(sb.st_mode))
+        snprintf(o->why, sizeof o->why, "%s: not a file", path);
     else if (same_build(a->syms, objid, path, o->why, sizeof o->why) &&
              tool_dw_open(&o->dw, path, err, sizeof err) != 0)
         snprintf(o->why, sizeof o->why, "%s", err);
     if (o->dw && tool_dw_why(o->dw)) {
-        snprintf(o->why, sizeof o->why, "%s", tool_dw_why(o->dw));
+        snprintf(o->why, sizeof o->why, "%s: %s", path, tool_dw_why(o->dw));
         tool_dw_close(o->dw);
         o->dw = NULL;
     }
@@ -121,13 +127,18 @@ const char *tool_argtypes_note(const struct tool_argtypes *a)
         return NULL;
     struct tool_argtypes *m = (struct tool_argtypes *)a;
     for (size_t i = 0; i < a->no; i++)
-        if (a->o[i].tried && !a->o[i].dw) {
-            snprintf(m->note, sizeof m->note,
-                     "arguments: names and types from DWARF for %zu object%s; %s: shown as raw "
-                     "registers",
-                     a->with, a->with == 1 ? "" : "s", a->o[i].why);
+        if (a->o[i].tried && !a->o[i].dw && !a->o[i].gone) {
+            if (a->with)
+                snprintf(m->note, sizeof m->note,
+                         "arguments: names and types from DWARF for %zu object%s; as raw "
+                         "registers for %s",
+                         a->with, a->with == 1 ? "" : "s", a->o[i].why);
+            else
+                snprintf(m->note, sizeof m->note, "arguments: as raw registers: %s", a->o[i].why);
             return m->note;
         }
+    if (!a->with)
+        return NULL; /* only objects no longer there */
     snprintf(m->note, sizeof m->note, "arguments: names and types from DWARF (%zu object%s)",
              a->with, a->with == 1 ? "" : "s");
     return m->note;

@@ -429,7 +429,7 @@ static int tree_enter(void *ctx, const struct cs_thread *t, struct cs_frame *f, 
         if (!(f->node & LEAF)) {
             context_line(rp, t, t->ctx, f->start);
             line(rp, t->tid, f->start, "", depth, "", name,
-                 clipped || rp->no_args
+                 clipped || rp->no_args || !rp->pend.nargs
                      ? ""
                      : tool_args_text(&rp->pend, types_of(rp, f->id), a, sizeof a),
                  clipped ? " { [clipped]" : " {");

@@ -203,6 +203,15 @@ Test(argvals, registers_strings_and_return_values)
     cr_assert(p && fgets(n, sizeof n, p), "no output from %s", cmd);
     pclose(p);
     cr_assert_str_eq(n, "1\n");
+    /* without -g: raw registers, and replay says why */
+    struct e2e_run r;
+    e2e_run_sh(work, &r, "'%s' replay '%s'", E2E_SLEDTRACE, trace);
+    cr_assert(strstr(r.out, "  parse(\"GET /\", 5) = 11\n") &&
+                  strstr(r.out, "  parse(NULL, 0) = 0\n"),
+              "%s", r.out);
+    cr_assert(strstr(r.out, "# arguments: as raw registers: ") && strstr(r.out, ": no DWARF"), "%s",
+              r.out);
+    e2e_run_free(&r);
     e2e_run_free(&t);
     e2e_rmtree(work);
 }
