@@ -286,3 +286,36 @@ Test(argvals, replay_names_and_types_from_dwarf)
     e2e_run_free(&t);
     e2e_rmtree(work);
 }
+
+/* C++ (argvals_cxx.cpp, -g): patterns on demangled names, a member function's `this`, a
+ * reference as its address, a class returned in rax:rdx by its members. */
+Test(argvals, cxx_this_and_names)
+{
+    char work[PATH_MAX], out[PATH_MAX], trace[PATH_MAX];
+    const char *bin = BIN("argvals-cxx");
+    e2e_workdir(work, sizeof work);
+    snprintf(out, sizeof out, "%s/out", work);
+    struct e2e_spec s = {.prog = bin,
+                         .preload = 1,
+                         .outdir = out,
+                         .env = {"SLEDTRACE_ARGS=geo::Box::area;geo::grow"}};
+    struct e2e_run t;
+    e2e_run(work, &s, &t);
+    cr_assert(WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0, "status %#x: %s", t.status, t.err);
+    cr_assert_str_eq(t.err, "");
+    unsigned long long box = 0;
+    const char *a = strstr(t.out, "addr box ");
+    cr_assert(a && sscanf(a, "addr box %llx", &box) == 1, "%s", t.out);
+    e2e_trace_path(trace, sizeof trace, out, bin, t.pid, "fdr");
+    struct e2e_run r;
+    e2e_run_sh(work, &r, "'%s' replay '%s'", E2E_SLEDTRACE, trace);
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "%s", r.err);
+    char want[2][128];
+    snprintf(want[0], sizeof want[0], "  geo::Box::area(this=0x%llx, scale=2) = 24\n", box);
+    snprintf(want[1], sizeof want[1], "  geo::grow(b=0x%llx, by=1) = {w=4, h=5}\n", box);
+    for (int i = 0; i < 2; i++)
+        cr_expect(strstr(r.out, want[i]), "no line ending '%s' in:\n%s", want[i], r.out);
+    e2e_run_free(&r);
+    e2e_run_free(&t);
+    e2e_rmtree(work);
+}
