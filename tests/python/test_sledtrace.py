@@ -335,6 +335,15 @@ def test_call_args_and_retval(tmp_path):
     assert parses == [(("GET /", 5), 11), ((None, 0), 0), ((gone, 1), 3),
                       (("A" * 10, 2), 5), (("x" * 64, 3), 7), (("a\tb\n\"q\"\x01", 4), 9)]
     assert [(c.args, c.retval) for c in calls if c.name == "plain"] == [((), None)]
+    # the same raw in the columns: registers recorded, the first six, rax
+    with sledtrace.open(trace) as t:
+        cols = t.call_columns()
+        ids = {c.func_id: c.name for c in calls}
+    rows = [(ids[cols["func_id"][i]], cols["nargs"][i], cols["arg1"][i], cols["arg2"][i],
+             cols["retval"][i], bool(cols["has_retval"][i])) for i in range(len(cols["func_id"]))]
+    assert ("fib", 1, 6, 0, 8, True) in rows
+    assert [r for r in rows if r[0] == "parse"][1] == ("parse", 2, 0, 0, 0, True)
+    assert [r for r in rows if r[0] == "plain"] == [("plain", 0, 0, 0, 0, False)]
 
 
 def test_calls_stats(data):

@@ -716,6 +716,10 @@ struct closed {
     uint8_t clip;     /* CS_CLIP_START | CS_CLIP_END */
     PyObject *args;   /* a new reference, or NULL: () */
     PyObject *retval; /* a new reference, or NULL: None */
+    /* the same raw, for call_columns: argument registers recorded (at most six kept), rax */
+    uint8_t nargs;
+    bool has_ret;
+    uint64_t v[CS_MAX_ARGS], ret;
 };
 
 typedef struct {
@@ -792,6 +796,14 @@ static int on_close(void *ctx, const struct cs_close *c)
         .repaired = c->repaired,
         .clip = c->clip,
     };
+    struct closed *q = &k->q[k->n - 1];
+    if (c->f->nargs || c->ret) {
+        q->nargs = (uint8_t)(c->f->nargs < CS_MAX_ARGS ? c->f->nargs : CS_MAX_ARGS);
+        for (unsigned i = 0; i < q->nargs; i++)
+            q->v[i] = cs_arg(c->t, c->depth, i);
+        q->has_ret = c->ret != NULL;
+        q->ret = c->ret ? c->ret[0] : 0;
+    }
     if ((c->f->nargs || c->ret) &&
         call_args(c, &k->q[k->n - 1].args, &k->q[k->n - 1].retval) != 0) {
         Py_CLEAR(k->q[k->n - 1].args);
@@ -1219,12 +1231,27 @@ static PyObject *Trace_call_columns(TraceObject *self, PyObject *args, PyObject 
     if (!k)
         return NULL;
     struct colb cols[] = {
-        {"pid", "i", 4, NULL, 0, 0},    {"tid", "i", 4, NULL, 0, 0},
-        {"depth", "I", 4, NULL, 0, 0},  {"func_id", "I", 4, NULL, 0, 0},
-        {"start", "q", 8, NULL, 0, 0},  {"duration", "Q", 8, NULL, 0, 0},
-        {"self", "Q", 8, NULL, 0, 0},   {"start_tsc", "Q", 8, NULL, 0, 0},
-        {"ticks", "q", 8, NULL, 0, 0},  {"self_ticks", "q", 8, NULL, 0, 0},
+        {"pid", "i", 4, NULL, 0, 0},
+        {"tid", "i", 4, NULL, 0, 0},
+        {"depth", "I", 4, NULL, 0, 0},
+        {"func_id", "I", 4, NULL, 0, 0},
+        {"start", "q", 8, NULL, 0, 0},
+        {"duration", "Q", 8, NULL, 0, 0},
+        {"self", "Q", 8, NULL, 0, 0},
+        {"start_tsc", "Q", 8, NULL, 0, 0},
+        {"ticks", "q", 8, NULL, 0, 0},
+        {"self_ticks", "q", 8, NULL, 0, 0},
         {"nested", "?", 1, NULL, 0, 0},
+        /* SLEDTRACE_ARGS: argument registers recorded, the first six (0 past nargs), rax */
+        {"nargs", "B", 1, NULL, 0, 0},
+        {"arg1", "Q", 8, NULL, 0, 0},
+        {"arg2", "Q", 8, NULL, 0, 0},
+        {"arg3", "Q", 8, NULL, 0, 0},
+        {"arg4", "Q", 8, NULL, 0, 0},
+        {"arg5", "Q", 8, NULL, 0, 0},
+        {"arg6", "Q", 8, NULL, 0, 0},
+        {"retval", "Q", 8, NULL, 0, 0},
+        {"has_retval", "?", 1, NULL, 0, 0},
     };
     enum { NCOLS = sizeof cols / sizeof cols[0] };
     struct closed c;
@@ -1237,11 +1264,20 @@ static PyObject *Trace_call_columns(TraceObject *self, PyObject *args, PyObject 
             colb_push(&cols[2], &c.depth) || colb_push(&cols[3], &c.id) ||
             colb_push(&cols[4], &start) || colb_push(&cols[5], &dur) || colb_push(&cols[6], &sf) ||
             colb_push(&cols[7], &c.start) || colb_push(&cols[8], &c.dur) ||
-            colb_push(&cols[9], &c.self) || colb_push(&cols[10], &c.nested)) {
+            colb_push(&cols[9], &c.self) || colb_push(&cols[10], &c.nested) ||
+            colb_push(&cols[11], &c.nargs) || colb_push(&cols[12], &c.v[0]) ||
+            colb_push(&cols[13], &c.v[1]) || colb_push(&cols[14], &c.v[2]) ||
+            colb_push(&cols[15], &c.v[3]) || colb_push(&cols[16], &c.v[4]) ||
+            colb_push(&cols[17], &c.v[5]) || colb_push(&cols[18], &c.ret) ||
+            colb_push(&cols[19], &c.has_ret)) {
+            Py_XDECREF(c.args);
+            Py_XDECREF(c.retval);
             PyErr_NoMemory();
             r = -1;
             break;
         }
+        Py_XDECREF(c.args); /* Call objects' only */
+        Py_XDECREF(c.retval);
     }
     Py_DECREF(k);
     if (r < 0) {
