@@ -15,6 +15,8 @@
 #             `meson test viewers-devtools` installs) with every call of the file in its tree
 #   window    `convert --format chrome --from 100ms --to 110ms`: the DevTools engine must put
 #             every call of the file in its tree, at the depth the file's own nesting gives it
+#   args      SLEDTRACE_ARGS='sqlite3_prepare_v2@arg2/s,arg3,retval' on three statements: replay
+#             must show each statement's SQL text as sqlite3_prepare_v2's second argument
 #   seek      `account --from 300ms --to 300.5ms`: its time the first time (making the seek
 #             index, tools/seek.h), the second time, and without the index (SLEDTRACE_CACHE=off,
 #             reading each thread from its start up to the window); the outputs must be equal
@@ -162,3 +164,17 @@ else
 fi
 printf '  %-10s account %s: %s s from the threads\x27 starts, %s s making the index, %s s with it; %s\n' \
     seek "${w[*]}" "$(secs "$t0" "$t1")" "$(secs "$t1" "$t2")" "$(secs "$t2" "$t3")" "$sv"
+printf 'CREATE TABLE t(a INTEGER, b TEXT);\nINSERT INTO t VALUES(1, "x");\nSELECT count(*) FROM t WHERE a > 0;\n' >"$tmp/q.sql"
+SLEDTRACE_ARGS='sqlite3_prepare_v2@arg2/s,arg3,retval' LD_PRELOAD=$preload SLEDTRACE_OUTPUT=$tmp/args \
+    "$work/sqlite3-xray" :memory: <"$tmp/q.sql" >/dev/null
+"$tool" replay "$(ls "$tmp"/args/*.fdr)" --filter sqlite3_prepare_v2 --filter-only >"$tmp/args.txt" 2>&1
+seen=0
+for q in 'CREATE TABLE t(a INTEGER, b TEXT);' 'INSERT INTO t VALUES(1, \"x\");' 'SELECT count(*) FROM t WHERE a > 0;'; do
+    grep -qF "sqlite3_prepare_v2(" "$tmp/args.txt" && grep -qF "\"$q" "$tmp/args.txt" && seen=$((seen + 1))
+done
+if ((seen == 3)); then
+    av="replay shows the SQL text of all 3 statements as sqlite3_prepare_v2's argument"
+else
+    av="NOT SHOWN: $seen of 3 statements; replay said: $(head -3 "$tmp/args.txt" | tr '\n' ' ')"
+fi
+printf '  %-10s %s\n' args "$av"
