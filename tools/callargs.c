@@ -1,7 +1,7 @@
 /* Writing a call's recorded arguments and return value (callargs.h). Without the program's
- * types (DWARF) a register is a 64-bit number: shown in decimal while it fits in 32 bits (counts,
- * sizes, small signed values' low halves) and in hex beyond (addresses); the string arguments
- * the user asked for (argN/s) are shown as strings instead. */
+ * types (DWARF) a register is a 64-bit number of unknown type: shown as argN=0x... in hex (its
+ * low half may be a negative int, its whole an address), as the issue that asked for them says;
+ * the string arguments the user asked for (argN/s) are shown as strings instead. */
 #include "callargs.h"
 
 #include <inttypes.h>
@@ -29,10 +29,10 @@ static void put(struct out *o, const char *s, size_t n)
     o->n += n;
 }
 
-static void put_num(struct out *o, uint64_t v)
+static void put_hex(struct out *o, uint64_t v)
 {
     char b[24];
-    int n = snprintf(b, sizeof b, v >> 32 ? "0x%" PRIx64 : "%" PRIu64, v);
+    int n = snprintf(b, sizeof b, "0x%" PRIx64, v);
     put(o, b, (size_t)n);
 }
 
@@ -176,17 +176,18 @@ const char *tool_args_text(const struct tool_callargs *a, const struct tool_dw_f
         return buf;
     }
     for (unsigned k = 0; k < a->nargs && k < CS_MAX_ARGS; k++) {
-        if (k)
-            put(&o, ", ", 2);
+        char name[8];
+        int nl = snprintf(name, sizeof name, "%sarg%u=", k ? ", " : "", k + 1);
+        put(&o, name, (size_t)nl);
         if (!a->s[k].have) {
-            put_num(&o, a->v[k]);
+            put_hex(&o, a->v[k]);
             continue;
         }
         unsigned fl = a->s[k].flags;
         if (fl & STF_ARGSTR_NULL)
             put(&o, "NULL", 4);
         else if ((fl & (STF_ARGSTR_FAULT | STF_ARGSTR_SKIPPED)) && a->s[k].n == 0)
-            put_num(&o, a->v[k]); /* unreadable: its address */
+            put_hex(&o, a->v[k]); /* unreadable: its address */
         else
             put_string(&o, a->s[k].b, a->s[k].n,
                        (fl & (STF_ARGSTR_TRUNCATED | STF_ARGSTR_FAULT)) != 0);
@@ -212,7 +213,7 @@ const char *tool_ret_text(const struct tool_callargs *a, const struct tool_dw_fu
     if (dw)
         put_value(&o, a, &dw->ret);
     else
-        put_num(&o, a->ret[0]);
+        put_hex(&o, a->ret[0]);
     buf[o.n] = '\0';
     return buf;
 }

@@ -27,17 +27,17 @@ struct tool_callargs {
  * keeps the others for the running stack of a thread of one context. */
 void tool_callargs_of(struct tool_callargs *a, const struct cs_thread *t, size_t i,
                       const struct cs_frame *f, const uint64_t *ret);
-/* "(5, \"GET /\", 0x7ffd5e3c)" into buf, "" when no argument was recorded: each value in
- * decimal below 2^32 and in hex from there (most are addresses), a string quoted with C escapes
- * and cut with "..." where the runtime cut it; a NULL string pointer as NULL, one that could not
- * be read (or was not, under a seccomp filter) as its address. With the function's DWARF (dw,
+/* "(arg1=0x5, arg2=\"GET /\", arg3=0x7ffd5e3c)" into buf, "" when no argument was recorded:
+ * each register in hex, a string quoted with C escapes and cut with "..." where the runtime cut
+ * it; a NULL string pointer as NULL, one that could not be read (or was not, under a seccomp
+ * filter) as its address. With the function's DWARF (dw,
  * argtypes.h; NULL: none), each parameter by name and type as dwarfargs.h's tool_dw_format
  * writes it: "(n=20)", "(buf=\"GET /\", len=5)", "?" for a value not in a recorded integer
  * register (on the stack, in an SSE register, past the registers recorded), ", ..." after a
  * variadic function's named ones. A buf too short is cut (ends with "..."). Returns buf. */
 const char *tool_args_text(const struct tool_callargs *a, const struct tool_dw_func *dw, char *buf,
                            size_t len);
-/* " = 6765" (rax by the same rule; with dw, the return type's registers: rax, rdx, xmm0, xmm1,
+/* " = 0x1a6d" (rax in hex; with dw, the return type's registers: rax, rdx, xmm0, xmm1,
  * "" for void), "" without a return value. Returns buf. */
 const char *tool_ret_text(const struct tool_callargs *a, const struct tool_dw_func *dw, char *buf,
                           size_t len);

@@ -83,7 +83,7 @@ Test(views, replay_entry_order)
     cr_assert_str_eq(r.o,
                      "100      0.000000100             main {\n"
                      "100      0.000000200               f {\n"
-                     "100      0.000000300      100ns      g(42)\n"
+                     "100      0.000000300      100ns      g(arg1=0x2a)\n"
                      "100      0.000000500      300ns    } f\n"
                      "100      0.000000600               f {\n"
                      "100      0.000000700                 h {\n"
@@ -222,7 +222,7 @@ Test(views, replay_golden)
     struct tr_out r = tr_run(argv);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
     cr_assert_str_eq(r.o,
-                     "100      0.000000300      100ns      g(42)\n"
+                     "100      0.000000300      100ns      g(arg1=0x2a)\n"
                      "100      0.000000200      300ns    f\n"
                      "100      0.000000800      300ns        #9 [repaired]\n"
                      "100      0.000000700      400ns      h [repaired]\n"
@@ -542,7 +542,7 @@ Test(views, replay_window_clips)
     cr_assert_str_eq(
         r.o, "100      0.000000250             main { [clipped]\n"
              "100      0.000000250               f { [clipped]\n"
-             "100      0.000000300      100ns      g(42)\n"
+             "100      0.000000300      100ns      g(arg1=0x2a)\n"
              "100      0.000000500      250ns    } f [clipped]\n"
              "100      0.000000600               f {\n"
              "100      0.000000700                 h {\n"
@@ -570,7 +570,7 @@ Test(views, replay_window_clips)
     r = tr_run(argv);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
     cr_assert_str_eq(
-        r.o, "100      0.000000300      100ns      g(42)\n"
+        r.o, "100      0.000000300      100ns      g(arg1=0x2a)\n"
              "100      0.000000250      250ns    f [clipped]\n"
              "100      0.000000800      250ns        #9 [clipped]\n"
              "100      0.000000700      350ns      h [clipped]\n"
@@ -994,11 +994,11 @@ Test(views, call_arguments_shown)
     struct tr_out r = tr_run(argv);
     cr_assert_eq(r.code, 0, "%s", r.e);
     cr_assert_str_eq(
-        r.o, "100      0.000000100             main(0x123456789, 5) {\n"
-             "100      0.000000200      100ns    f(0x1000000000000000) = 42\n"
-             "100      0.000000310       40ns    f(\"GET /\", NULL, 0xdead0000beef, \"abc\"..., "
-             "\"a\\t\\\"b\\x01\", 6, ...) = 0xffffffffffffffff\n"
-             "100      0.000000400      300ns  } main = 7\n"
+        r.o, "100      0.000000100             main(arg1=0x123456789, arg2=0x5) {\n"
+             "100      0.000000200      100ns    f(arg1=0x1000000000000000) = 0x2a\n"
+             "100      0.000000310       40ns    f(arg1=\"GET /\", arg2=NULL, arg3=0xdead0000beef, "
+             "arg4=\"abc\"..., arg5=\"a\\t\\\"b\\x01\", arg6=0x6, ...) = 0xffffffffffffffff\n"
+             "100      0.000000400      300ns  } main = 0x7\n"
              "# shown: 3 of 3 calls, stack repairs: 0, unmatched exits: 0, "
              "unfinished frames: 0\n"
              "# times: as measured; this trace records no tracer cost (compiler-rt's, or "
@@ -1008,10 +1008,10 @@ Test(views, call_arguments_shown)
     r = tr_run(argv2);
     cr_assert_eq(r.code, 0, "%s", r.e);
     cr_assert_str_eq(
-        r.o, "100      0.000000200      100ns    f(0x1000000000000000) = 42\n"
-             "100      0.000000310       40ns    f(\"GET /\", NULL, 0xdead0000beef, \"abc\"..., "
-             "\"a\\t\\\"b\\x01\", 6, ...) = 0xffffffffffffffff\n"
-             "100      0.000000100      300ns  main(0x123456789, 5) = 7\n"
+        r.o, "100      0.000000200      100ns    f(arg1=0x1000000000000000) = 0x2a\n"
+             "100      0.000000310       40ns    f(arg1=\"GET /\", arg2=NULL, arg3=0xdead0000beef, "
+             "arg4=\"abc\"..., arg5=\"a\\t\\\"b\\x01\", arg6=0x6, ...) = 0xffffffffffffffff\n"
+             "100      0.000000100      300ns  main(arg1=0x123456789, arg2=0x5) = 0x7\n"
              "# shown: 3 of 3 calls, stack repairs: 0, unmatched exits: 0, "
              "unfinished frames: 0\n"
              "# times: as measured; this trace records no tracer cost (compiler-rt's, or "
@@ -1022,15 +1022,18 @@ Test(views, call_arguments_shown)
     cr_assert_eq(r.code, 0, "%s", r.e);
 
     cr_assert(strstr(r.o, "\"name\":\"main\",\"args\":{\"id\":1,\"arg\":4886718345,"
-                          "\"call\":\"(0x123456789, 5) = 7\"}}"),
+                          "\"call\":\"(arg1=0x123456789, arg2=0x5) = 0x7\"}}"),
               "%s", r.o);
     /* the first f: one argument (args.arg) and its value in args.call */
     cr_assert(
-        strstr(r.o, "\"arg\":\"0x1000000000000000\",\"call\":\"(0x1000000000000000) = 42\"}}"),
+        strstr(r.o,
+               "\"arg\":\"0x1000000000000000\",\"call\":\"(arg1=0x1000000000000000) = 0x2a\"}}"),
         "%s", r.o);
     /* the second f's strings, escaped twice (the call's own escapes, then JSON's) */
-    cr_assert(strstr(r.o, "\"call\":\"(\\\"GET /\\\", NULL, 0xdead0000beef, \\\"abc\\\"..., "
-                          "\\\"a\\\\t\\\\\\\"b\\\\x01\\\", 6, ...) = 0xffffffffffffffff\"}}"),
+    cr_assert(strstr(r.o,
+                     "\"call\":\"(arg1=\\\"GET /\\\", arg2=NULL, arg3=0xdead0000beef, "
+                     "arg4=\\\"abc\\\"..., arg5=\\\"a\\\\t\\\\\\\"b\\\\x01\\\", arg6=0x6, ...) = "
+                     "0xffffffffffffffff\"}}"),
               "%s", r.o);
     tr_out_free(&r);
     tr_remove_trace(p);
