@@ -172,6 +172,9 @@ int cmd_dump(int argc, char **argv)
         struct stf_reader_stats st;
         stf_reader_stats(r, &st);
         printf("OK: %" PRIu64 " records, %" PRIu64 " blocks", st.records, st.blocks);
+        if (st.blocks == 0) /* the runtime writes the header at start-up, blocks as it flushes */
+            printf(" (a header alone: the process ended before its first flush, e.g. killed by "
+                   "SIGKILL, or recorded nothing)");
         struct stf_torn torn;
         if (stf_reader_torn(r, &torn))
             print_torn(&torn);

@@ -364,7 +364,11 @@ int cmd_info(int argc, char **argv)
         }
         print_tracer_cost(&calib, has_calib, freq);
         printf("buffer size:   %" PRIu64 " bytes\n", h->buffer_size);
-        printf("blocks:        %" PRIu64 "\n", st.blocks);
+        if (st.blocks == 0)
+            printf("blocks:        0 (a header alone: the process ended before its first flush, "
+                   "e.g. killed by SIGKILL, or recorded nothing)\n");
+        else
+            printf("blocks:        %" PRIu64 "\n", st.blocks);
         printf("records:       %" PRIu64 "\n", st.records);
         for (int k = 0; k <= STF_K_FUNCTION; k++) {
             if (!by_kind[k])

@@ -584,3 +584,43 @@ Test(descendants, nothing_to_trace_loads_no_capstone_and_starts_no_thread)
     e2e_run_free(&r);
     e2e_rmtree(work);
 }
+
+/* A fork child killed with SIGKILL between writing its trace's header and its first block
+ * (issue 27.7: redis's BGSAVE children, killed by its test suite, 3 times a run) leaves the
+ * header alone: every tool reads it as a trace of no block, and dump --verify and info say what
+ * that means; llvm-xray reads it too. Before: "header-only file" from dump --verify, exit 1. */
+Test(exits, killed_before_its_first_flush)
+{
+    char work[PATH_MAX];
+    e2e_workdir(work, sizeof work);
+    struct e2e_run r;
+    e2e_run_sh(
+        work, &r,
+        "env LD_PRELOAD='%s' SLEDTRACE_OUTPUT='%s/out' SLEDTRACE_FLUSH_MS=60000 '%s' >'%s/o' "
+        "&\n" /* e2e_run_sh's exec: in the background subshell */
+        "p=$!; for i in $(seq 100); do grep -q child '%s/o' && break; sleep 0.05; done\n"
+        "c=$(sed -n 's/^child //p' '%s/o'); kill -9 $c; wait $p\n"
+        "t='%s/out/sledtrace.sleeper.'$c.fdr\n"
+        /* its first block is the calibration, written right after the header: the window a
+         * kill must hit to leave the header alone (redis hit it 3 times a run) is made here */
+        "truncate -s 32 \"$t\"; stat -c %%s \"$t\"\n"
+        "'%s' dump --verify \"$t\"; echo \"verify $?\"\n"
+        "'%s' account \"$t\" >/dev/null; echo \"account $?\"\n"
+        "'%s' info \"$t\" | grep '^blocks:'\n"
+        "'%s' fdr-dump --verify \"$t\" >/dev/null 2>&1; echo \"llvm-xray $?\"\n",
+        E2E_PRELOAD, work, BIN("sleeper"), work, work, work, work, E2E_SLEDTRACE, E2E_SLEDTRACE,
+        E2E_SLEDTRACE, E2E_LLVM_XRAY);
+    cr_assert_str_eq(r.out,
+                     "32\n"
+                     "OK: 0 records, 0 blocks (a header alone: the process ended before its "
+                     "first flush, e.g. killed by SIGKILL, or recorded nothing)\n"
+                     "verify 0\n"
+                     "account 0\n"
+                     "blocks:        0 (a header alone: the process ended before its first "
+                     "flush, e.g. killed by SIGKILL, or recorded nothing)\n"
+                     "llvm-xray 0\n",
+                     "stdout: %s\nstderr: %s", r.out, r.err);
+    cr_assert_str_eq(r.err, "");
+    e2e_run_free(&r);
+    e2e_rmtree(work);
+}
