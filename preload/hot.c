@@ -96,7 +96,9 @@
  *    `stable` (the end of the last exit recorded) is taken back; the flush thread writes a
  *    live thread's chunk only up to `stable` (release by the owner after the exit's record,
  *    acquire in write_committed), so nothing written to the file is ever taken back. Entries
- *    only: one (plain) load of the previous record and of str_min_ticks per exit.
+ *    only: one (plain) load of the previous record and of str_min_ticks per exit. A full
+ *    table (256 functions) is written into the chunk as an elided-calls event and emptied
+ *    (spill_elided), so a thread's short calls of any number of functions stay counted.
  *  - Memory ordering: `pos` is stored with release by the owner, pairing with the acquire load in
  *    write_committed (queue.c), which writes out only bytes below it. Under the discard
  *    policy, a thread in a gap reads its next chunk's state with acquire (str_next_chunk_free),
@@ -487,6 +489,59 @@ static int elided_add(struct str_thread *th, uint32_t id, uint64_t dur)
     return 0;
 }
 
+/* The elided table of th is full (elided_add found no slot for another function): its counts go
+ * into the trace now, as the same typed event a thread's end writes (STF_TYPED_ELIDED: account
+ * adds up every one of them), written in place in the chunk, and the table is emptied for the
+ * functions that follow (issue 27.5: it was never reset, so past 256 functions a thread's short
+ * calls were all recorded in full). The event is a record that cannot be taken back: `stable`
+ * moves past it. No stack buffer (the payload, up to 4 KiB, is encoded in the chunk). The
+ * flush thread may read the table at the same time at the process's end (trace_file.c,
+ * str_write_elided_block): a table emptied under it can be counted twice there, as one filled
+ * under it can miss its last calls. */
+static void spill_elided(struct str_cursor *c, struct str_thread *th, uint64_t tsc)
+{
+    uint32_t n = 0;
+    for (unsigned i = 0; i < STR_ELIDED_N; i++)
+        n += atomic_load_explicit(&th->elided[i].id, memory_order_relaxed) != 0 &&
+             atomic_load_explicit(&th->elided[i].count, memory_order_relaxed) != 0;
+    uint32_t len = n * STF_ELIDED_ENTRY;
+    uintptr_t p = room(c, 16 + 16 + len, tsc, NULL, NULL);
+    if (p == 0)
+        return; /* no room: the table stays full, the calls are recorded */
+    uint64_t delta = tsc - c->last_tsc;
+    if (delta > INT32_MAX) {
+        ((uint64_t *)p)[0] = 0x07u | (tsc << 8); /* TSCWrap */
+        ((uint64_t *)p)[1] = tsc >> 56;
+        p += 16;
+        delta = 0;
+    }
+    uint8_t m[16] = {(uint8_t)((STF_M_TYPED_EVENT << 1) | 1u)};
+    uint32_t d = (uint32_t)delta;
+    uint16_t type = STF_TYPED_ELIDED;
+    memcpy(m + 1, &len, 4);
+    memcpy(m + 5, &d, 4);
+    memcpy(m + 9, &type, 2);
+    memcpy((void *)p, m, 8);
+    memcpy((void *)(p + 8), m + 8, 8);
+    uint8_t *e = (uint8_t *)p + 16;
+    for (unsigned i = 0; i < STR_ELIDED_N; i++) {
+        struct str_elided *x = &th->elided[i];
+        uint32_t id = atomic_load_explicit(&x->id, memory_order_relaxed);
+        uint32_t count = atomic_load_explicit(&x->count, memory_order_relaxed);
+        if (id && count) {
+            stf_encode_elided(e, id, count, atomic_load_explicit(&x->ticks, memory_order_relaxed));
+            e += STF_ELIDED_ENTRY;
+        }
+        atomic_store_explicit(&x->count, 0, memory_order_relaxed);
+        atomic_store_explicit(&x->ticks, 0, memory_order_relaxed);
+        atomic_store_explicit(&x->id, 0, memory_order_relaxed);
+    }
+    c->last_tsc = tsc;
+    atomic_store_explicit(&c->pos, (uintptr_t)e, memory_order_release);
+    /* Release: pairs with the flush thread's acquire (write_committed); the event is below. */
+    atomic_store_explicit(&c->stable, (uintptr_t)e, memory_order_release);
+}
+
 /* An exit under SLEDTRACE_MIN_DURATION (the fast path found room, and a delta that fits). A
  * call shorter than the threshold whose entry is the chunk's last record, above `stable`, is
  * taken back: its entry is erased (pos moves back over it, last_tsc to the record before it) and
@@ -503,7 +558,13 @@ exit_elide(struct str_cursor *c, uint64_t n, uint32_t word, uint64_t tsc, uintpt
     struct str_thread *th = str_tls.th;
     if (th && dur < min && p >= atomic_load_explicit(&c->stable, memory_order_relaxed) + 8) {
         uint64_t prev = *(uint64_t *)(p - 8);
-        if ((uint32_t)prev == (word & ~0xeu) && elided_add(th, word >> 4, dur)) {
+        if ((uint32_t)prev == (word & ~0xeu) && !elided_add(th, word >> 4, dur)) {
+            /* the table is full: emptied into the trace; this call, whose entry is no longer
+             * the last record, is recorded (a plain exit), the next ones elided again */
+            spill_elided(c, th, tsc);
+            EXIT_VIA(event_slow(c, n, word, tsc, 0));
+        }
+        if ((uint32_t)prev == (word & ~0xeu)) {
             c->last_tsc -= prev >> 32;
             atomic_store_explicit(&c->pos, p - 8, memory_order_release);
             atomic_signal_fence(memory_order_seq_cst);

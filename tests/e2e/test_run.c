@@ -592,3 +592,55 @@ Test(run, sigterm_reaches_the_program)
     e2e_run_free(&r);
     e2e_rmtree(work);
 }
+
+/* 27.5: the elided table holds 256 functions a thread; when it is full its counts go into the
+ * trace and it is emptied (hot.c, spill_elided). 600 tiny functions called 2000 times each in a
+ * row: every count exact and the trace over 100 times smaller than without the threshold (was
+ * 1.7 times: the functions past the 256th were recorded in full). The 600 called in turn (each
+ * spill then holds calls of count 1): counts exact, the trace valid for both readers, and no
+ * larger than without the threshold by more than a tenth. */
+Test(run, min_duration_past_256_functions)
+{
+    char work[PATH_MAX];
+    const char *bin = BIN("manyshort");
+    e2e_workdir(work, sizeof work);
+    const char *modes[] = {"seq", "mixed"};
+    long size[2][2];
+    for (int m = 0; m < 2; m++)
+        for (int k = 0; k < 2; k++) {
+            char out[PATH_MAX], trace[PATH_MAX];
+            snprintf(out, sizeof out, "%s/out-%s-%d", work, modes[m], k);
+            struct e2e_spec s = {.prog = bin,
+                                 .argv1 = modes[m],
+                                 .preload = 1,
+                                 .outdir = out,
+                                 .env = {k ? "SLEDTRACE_MIN_DURATION=1us" : NULL}};
+            struct e2e_run t, a, v;
+            e2e_run(work, &s, &t);
+            cr_assert_eq(t.status, 0, "%s", t.err);
+            cr_assert_str_empty(t.err, "%s", t.err);
+            e2e_trace_path(trace, sizeof trace, out, bin, t.pid, "fdr");
+            struct stat st;
+            cr_assert_eq(stat(trace, &st), 0);
+            size[m][k] = (long)st.st_size;
+            e2e_run_sh(work, &a,
+                       "'" E2E_SLEDTRACE "' account --format csv '%s' 2>/dev/null | awk -F, "
+                       "'NR > 1 && $1 ~ /^f[0-9]+$/ && $3 == 2000 { n++ } END { print n + 0 }'",
+                       trace);
+            cr_assert_str_eq(a.out, "600\n", "%s %d: functions with 2000 calls: %s", modes[m], k,
+                             a.out);
+            e2e_run_sh(work, &v,
+                       "'" E2E_SLEDTRACE "' dump --verify '%s' >/dev/null && '" E2E_LLVM_XRAY
+                       "' fdr-dump --verify '%s' >/dev/null",
+                       trace, trace);
+            cr_assert(WIFEXITED(v.status) && WEXITSTATUS(v.status) == 0, "%s", v.err);
+            e2e_run_free(&t);
+            e2e_run_free(&a);
+            e2e_run_free(&v);
+        }
+    cr_assert_geq(size[0][0], 100 * size[0][1], "in a row: %ld bytes without, %ld with", size[0][0],
+                  size[0][1]);
+    cr_assert_leq(size[1][1], size[1][0] + size[1][0] / 10, "in turn: %ld bytes without, %ld with",
+                  size[1][0], size[1][1]);
+    e2e_rmtree(work);
+}
