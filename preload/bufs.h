@@ -88,6 +88,9 @@ STR_HIDDEN extern uint64_t str_bytes_written, str_bytes_lost, str_chunks_written
 STR_HIDDEN extern int str_write_error;
 /* SLEDTRACE_MAX_SIZE's cap, under the writer flag (final.c writes the cap's loss marker). */
 STR_HIDDEN extern uint64_t str_max_size, str_capped_events;
+/* trace_file.c: the disk floor (without SLEDTRACE_MAX_SIZE), and whether the trace stopped at it */
+STR_HIDDEN extern uint64_t str_disk_floor;
+STR_HIDDEN extern int str_floor_hit;
 STR_HIDDEN extern int str_capped, str_over_cap;
 /* The header's TSC bits (set once at start-up, buffers.c) and this process's pid (str_begin_file;
  * a fork child's, forks.c): read by every file. */

@@ -16,6 +16,8 @@
  * All of it runs under the writer flag (trace_file.c). Calls queue.c, trace_file.c, freq.c.
  */
 #include "str.h"
+
+#include <errno.h>
 #include "stf.h"
 #include "bufs.h"
 
@@ -162,7 +164,13 @@ static void report_losses(const struct str_losses *lost, uint64_t dropped)
                 "(code run from pthread key destructors, or signal handlers while it exited) were "
                 "not recorded",
                 (unsigned long long)late);
-    if (str_capped)
+    if (str_capped && str_floor_hit) /* the run's own limit: in the trace, not on stderr */
+        str_log(STR_INFO,
+                "trace incomplete: it stopped when the disk's free space fell to %llu bytes "
+                "(half of it when the run started); %llu events after that were not written (a "
+                "loss marker at its end says so)",
+                (unsigned long long)str_disk_floor, (unsigned long long)str_capped_events);
+    else if (str_capped)
         str_log(STR_WARN,
                 "trace incomplete: it stopped at SLEDTRACE_MAX_SIZE (%llu bytes); %llu events "
                 "after that were not written (a loss marker at its end says so)",
@@ -223,15 +231,20 @@ static void final_flush_writes(void)
         str_capped = 1;
     }
     atomic_store_explicit(&str_state, ST_DONE, memory_order_seq_cst);
-    if (str_chunks_written == 0 && !str_write_error) {
-        /* Nothing was recorded: a header-only file is no trace (llvm-xray rejects it). Events
-         * lost on the way are still said (below). */
+    if (str_chunks_written == 0) {
+        /* Nothing was recorded, or nothing could be written (a full disk: issue 27.6): no file
+         * is left, neither a header alone nor an empty sidecar. Events lost on the way are
+         * still said (below); a disk without room is the trace's to say only when the process
+         * recorded something (every process of a run on that disk would say it). */
         str_close_trace_fd();
         unlink(str_trace_path);
         unlink(str_syms_path);
-        str_log(lost.lost_nested || dropped ? STR_WARN : STR_INFO, "no events recorded; removed %s",
+        int full = str_write_error == ENOSPC || str_write_error == EDQUOT || str_floor_hit;
+        str_log(!full && (lost.lost_nested || dropped || str_write_error) ? STR_WARN : STR_INFO,
+                "no events %s; removed %s", full ? "written (no room on the disk)" : "recorded",
                 str_trace_path);
-        report_losses(&lost, dropped);
+        if (!full)
+            report_losses(&lost, dropped);
         return;
     }
     /* The whole run's interval, without waiting: each clock read is bracketed within ~50 ns,

@@ -978,9 +978,16 @@ static int open_outputs(char *path, size_t plen, char *syms, size_t slen)
         return -1;
     }
     snprintf(syms_now, sizeof syms_now, "%s", syms);
-    if (write_syms(syms) != 0)
-        str_log(STR_WARN, "cannot write %s (%s); tools will print ids, not names", syms,
-                strerror(errno));
+    if (write_syms(syms) != 0) {
+        /* Not left empty or cut (issue 27.6: a full disk left 0-byte sidecars the tools
+         * refused): removed, and never appended to. A full disk is said by the trace itself
+         * (trace_file.c), not here: every process of a run would say it. */
+        int err = errno;
+        unlink(syms);
+        syms_now[0] = '\0';
+        str_log(err == ENOSPC || err == EDQUOT ? STR_INFO : STR_WARN,
+                "cannot write %s (%s); tools will print ids, not names", syms, strerror(err));
+    }
     return fd;
 }
 

@@ -30,6 +30,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <stdlib.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -40,6 +41,16 @@ char str_trace_path[4096], str_syms_path[4096];
 static struct stat trace_st;
 uint64_t str_bytes_written, str_bytes_lost, str_chunks_written;
 int str_write_error;
+/* Without SLEDTRACE_MAX_SIZE: the disk's free space must not fall below str_disk_floor (0: no
+ * floor): half of what was free when the run started (SLEDTRACE_DISK_FLOOR, which `sledtrace
+ * run` sets once for every process of its run), else half of what was free when this process
+ * started. Every block's write first asks the file system (one fstatvfs: the flush thread's, never
+ * the hot path's); so processes writing at the same time, each stopping at a floor above zero,
+ * never fill the disk together (issue 27.6: each capped its own trace at half the free space it
+ * saw, and a suite's processes filled an 8 GB disk). str_floor_hit: the trace stopped there. */
+uint64_t str_disk_floor;
+int str_floor_hit;
+
 /* SLEDTRACE_MAX_SIZE: past str_max_size (0: none) nothing more is written; the events of what was
  * not written are counted (str_capped_events) and a loss marker says so at the end. */
 uint64_t str_max_size, str_capped_events;
@@ -178,8 +189,25 @@ static uint64_t events_in(const uint8_t *p, size_t len)
 
 /* Writes one block from two pieces. A block that cannot be written whole (disk full, file size
  * limit) is cut off again, so the file always ends on a block boundary and stays readable. */
+/* Would writing n more bytes take the disk's free space below the floor? */
+static int below_floor(uint64_t n)
+{
+    struct statvfs vfs;
+    if (!str_disk_floor || str_over_cap || fstatvfs(str_trace_fd, &vfs) != 0)
+        return 0;
+    uint64_t avail = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+    return avail < str_disk_floor + n;
+}
+
 static int write_block(const void *a, size_t alen, const void *b, size_t blen)
 {
+    if (!str_capped && below_floor(alen + blen)) {
+        str_capped = str_floor_hit = 1;
+        str_log(STR_INFO,
+                "the disk's free space reached the run's floor (%llu bytes): nothing more "
+                "is written to the trace",
+                (unsigned long long)str_disk_floor);
+    }
     if (str_capped ||
         (str_max_size && !str_over_cap && str_bytes_written + alen + blen > str_max_size)) {
         if (!str_capped)
@@ -365,9 +393,18 @@ int str_begin_file(int fd, const char *path, const char *spath)
     str_capped_events = 0;
     str_freq_written = 0;
     str_max_size = str_cfg.max_size;
+    str_disk_floor = 0;
+    str_floor_hit = 0;
     struct statvfs vfs;
-    if (!str_cfg.max_size_set)
-        str_max_size = fstatvfs(fd, &vfs) == 0 ? (uint64_t)vfs.f_bavail * vfs.f_frsize / 2 : 0;
+    if (!str_cfg.max_size_set) {
+        const char *e = getenv("SLEDTRACE_DISK_FLOOR");
+        char *end;
+        unsigned long long f = e && *e ? strtoull(e, &end, 10) : 0;
+        if (e && *e && !*end)
+            str_disk_floor = f;
+        else if (fstatvfs(fd, &vfs) == 0)
+            str_disk_floor = (uint64_t)vfs.f_bavail * vfs.f_frsize / 2;
+    }
     uint8_t h[STF_HEADER_SIZE];
     struct stf_header hd = {STF_VERSION, STF_TYPE_FDR, str_header_bits, 0, str_cfg.chunk_size};
     stf_encode_header(h, &hd);

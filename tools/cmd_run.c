@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -77,7 +78,9 @@ static void help(FILE *out, bool live)
         "  --buffers N           buffers per thread, 2..4096 (SLEDTRACE_BUFFERS, default 16)\n"
         "  --flush-ms N          flush period, 1..60000 ms (SLEDTRACE_FLUSH_MS, default 100)\n"
         "  --max-size SIZE       stop writing the trace past SIZE bytes (K, M, G, T; 0: no cap;\n"
-        "                        default: half the free space) (SLEDTRACE_MAX_SIZE)\n"
+        "                        default: none, but the run's traces stop when the disk's\n"
+        "                        free space falls to half of what it is at the start)\n"
+        "                        (SLEDTRACE_MAX_SIZE)\n"
         "  --log LEVEL           runtime messages: error, warn (default), info, debug\n"
         "  --min-duration TIME   calls shorter than TIME (10us, 2.5ms) leave no records but\n"
         "                        are counted: account's count and total include them\n"
@@ -647,6 +650,15 @@ static int run_or_live(int argc, char **argv, bool live)
                 ok = setenv(set[k].var, set[k].value, 1) == 0;
         if (ok && exclude_file)
             ok = setenv("SLEDTRACE_EXCLUDE_FILE", excl, 1) == 0;
+        /* one disk budget for the whole run (issue 27.6): its processes stop writing when the
+         * disk's free space falls to half of what it is now (the runtime's trace_file.c) */
+        struct statvfs vfs;
+        char floor[32];
+        if (ok && !getenv("SLEDTRACE_MAX_SIZE") && statvfs(dir, &vfs) == 0) {
+            snprintf(floor, sizeof floor, "%llu",
+                     (unsigned long long)vfs.f_bavail * vfs.f_frsize / 2);
+            ok = setenv("SLEDTRACE_DISK_FLOOR", floor, 1) == 0;
+        }
         if (!ok) {
             tool_err("setenv: %s", strerror(errno));
             _exit(127);

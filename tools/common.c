@@ -465,8 +465,12 @@ static struct stf_syms *load_syms(const char *trace_path, const char *syms_opt, 
         return NULL;
     }
     int rc = stf_syms_load(&s, path, err, sizeof err);
+    struct stat sb;
     if (rc == STF_ERR_IO && errno == ENOENT) {
         tool_err("%s: warning: no symbols file; functions are shown as #id", path);
+    } else if (rc != STF_OK && stat(path, &sb) == 0 && sb.st_size == 0) {
+        /* an empty sidecar (a runtime that found no room on its disk) names nothing: as none */
+        tool_err("%s: warning: empty symbols file; functions are shown as #id", path);
     } else if (rc != STF_OK) {
         tool_err("%s", err[0] ? err : stf_strerror(rc));
         *ok = false;

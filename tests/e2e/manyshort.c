@@ -20,8 +20,9 @@ enum { FUNCS = 600, CALLS = 2000 };
 #define F100(n)                                                                                    \
     F10(n##0)                                                                                      \
     F10(n##1) F10(n##2) F10(n##3) F10(n##4) F10(n##5) F10(n##6) F10(n##7) F10(n##8) F10(n##9)
-F100(1)
-F100(2) F100(3) F100(4) F100(5) F100(6)
+// clang-format off
+F100(1) F100(2) F100(3) F100(4) F100(5) F100(6)
+// clang-format on
 
 #define P1(n) f##n,
 #define P10(n)                                                                                     \
