@@ -414,7 +414,16 @@ static int write_syms(const char *path)
     }
     for (unsigned i = 0; i < nobjs; i++)
         syms_object(&f, i);
-    return out_close(&f);
+    if (out_close(&f) == 0)
+        return 0;
+    /* Not left empty or cut (issue 27.6: a full disk left 0-byte sidecars the tools refused):
+     * the file this call created goes (only that one: a name it could not create is someone
+     * else's), and is never appended to. */
+    int err = errno;
+    unlink(path);
+    syms_now[0] = '\0';
+    errno = err;
+    return -1;
 }
 
 static void syms_finish(const char *text, size_t len)
@@ -979,12 +988,9 @@ static int open_outputs(char *path, size_t plen, char *syms, size_t slen)
     }
     snprintf(syms_now, sizeof syms_now, "%s", syms);
     if (write_syms(syms) != 0) {
-        /* Not left empty or cut (issue 27.6: a full disk left 0-byte sidecars the tools
-         * refused): removed, and never appended to. A full disk is said by the trace itself
-         * (trace_file.c), not here: every process of a run would say it. */
+        /* a full disk is said by the trace itself (trace_file.c), not here: every process of a
+         * run on that disk would say it */
         int err = errno;
-        unlink(syms);
-        syms_now[0] = '\0';
         str_log(err == ENOSPC || err == EDQUOT ? STR_INFO : STR_WARN,
                 "cannot write %s (%s); tools will print ids, not names", syms, strerror(err));
     }

@@ -193,7 +193,10 @@ static uint64_t events_in(const uint8_t *p, size_t len)
 static int below_floor(uint64_t n)
 {
     struct statvfs vfs;
-    if (!str_disk_floor || str_over_cap || fstatvfs(str_trace_fd, &vfs) != 0)
+    /* under a seccomp filter fstatfs may kill the process (threads.c): the floor is not asked */
+    if (!str_disk_floor || str_over_cap ||
+        atomic_load_explicit(&str_seccomp_filter, memory_order_relaxed) ||
+        fstatvfs(str_trace_fd, &vfs) != 0)
         return 0;
     uint64_t avail = (uint64_t)vfs.f_bavail * vfs.f_frsize;
     return avail < str_disk_floor + n;
