@@ -75,8 +75,10 @@ trap 'rm -rf "$work"' EXIT
 pkg=$work/root
 meson install -C "$build" --no-rebuild --destdir "$pkg" >&2
 
-version=$(meson introspect --projectinfo "$build" |
+base=$(meson introspect --projectinfo "$build" |
     python3 -c 'import json, sys; print(json.load(sys.stdin)["version"])')
+# with the commit count and hash, so that a later build's package orders after an earlier one's
+version=$("$root/scripts/version.sh" "$root" "$base")
 libdir=$(meson introspect --buildoptions "$build" |
     python3 -c 'import json, sys; print([o["value"] for o in json.load(sys.stdin) if o["name"] == "libdir"][0])')
 arch=$(dpkg --print-architecture)

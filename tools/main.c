@@ -11,9 +11,7 @@ int cmd_order(int argc, char **argv);   /* cmd_order.c */
 int cmd_top(int argc, char **argv);     /* cmd_top.c */
 int cmd_slowest(int argc, char **argv); /* cmd_slowest.c */
 
-#ifndef SLEDTRACE_VERSION
-#define SLEDTRACE_VERSION "unknown"
-#endif
+#include "version.h" /* SLEDTRACE_BUILD_VERSION: generated, with the commit */
 
 static void usage(FILE *out)
 {
@@ -70,7 +68,7 @@ int main(int argc, char **argv)
         return EXIT_OK;
     }
     if (strcmp(cmd, "--version") == 0) {
-        printf("sledtrace %s\n", SLEDTRACE_VERSION);
+        printf("sledtrace %s\n", SLEDTRACE_BUILD_VERSION);
         return EXIT_OK;
     }
     if (strcmp(cmd, "run") == 0)
