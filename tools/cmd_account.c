@@ -97,7 +97,8 @@ static void help(FILE *out)
           "                     still leaves out its hidden callees); elided calls are\n"
           "                     left out; the footer says what was filtered\n"
           "  --tid N            only thread N\n"
-          "  --sort KEY         total (default), self, count, max (descending), name, id\n"
+          "  --sort KEY         total (default), self, count, max, median, p99, mean (of a\n"
+          "                     call), selfcall (self time per call): descending; name, id\n"
           "  --top N            only the first N rows (per thread with --per-thread)\n"
           "  --by-arg N         rows per function and value of its argument N (1..6, recorded\n"
           "                     with SLEDTRACE_ARGS): which fib(n) costs what; a row's total\n"
@@ -122,6 +123,7 @@ struct fstat {
     uint32_t tix;     /* thread index (--per-thread), else 0 */
     uint32_t argslot; /* --by-arg: the argument's value (ARG_LARGE: 2^32 - 1 or more), else 0 */
     uint64_t count, total, self, min, max;
+    uint64_t sum;        /* the finished calls' durations, nested ones too (--sort mean) */
     uint64_t unfinished; /* entered, never exited: open at the end or cut at a loss marker */
     /* calls shorter than SLEDTRACE_MIN_DURATION, taken back by the runtime and counted in an
      * elided-calls event (stf.h): in count and total, in no per-call column */
@@ -351,6 +353,7 @@ static inline int on_close(void *ctx, const struct cs_close *c)
     if (dur > f->max)
         f->max = dur;
     f->count++;
+    f->sum += dur;
     /* total: the union of the function's finished calls on this thread - only the outermost
      * frame of a recursion adds its duration (the nested ones lie inside it) */
     if (!c->f->same_below || g_by_arg) /* --by-arg: a row's calls rarely nest in each other */
@@ -542,6 +545,7 @@ static int fmerge(struct fstat *d, const struct fstat *s)
     if (s->max > d->max)
         d->max = s->max;
     d->count += s->count;
+    d->sum += s->sum;
     d->total += s->total;
     d->self += s->self;
     d->unfinished += s->unfinished;
@@ -599,7 +603,18 @@ static int acct_merge(void *arg, size_t k)
     return rc;
 }
 
-enum sort_key { S_TOTAL, S_SELF, S_COUNT, S_MAX, S_NAME, S_ID };
+enum sort_key {
+    S_TOTAL,
+    S_SELF,
+    S_COUNT,
+    S_MAX,
+    S_NAME,
+    S_ID,
+    S_MEDIAN,
+    S_P99,
+    S_MEAN,
+    S_SELFCALL
+};
 
 struct row {
     const struct fstat *f;
@@ -645,6 +660,20 @@ static int row_cmp(const void *pa, const void *pb)
         break;
     case S_MAX:
         c = cmp_u64_desc(a->f->max, b->f->max);
+        break;
+    case S_MEDIAN: /* per call: of the finished calls (none: 0, last) */
+        c = cmp_u64_desc(rank(a->f, a->f->count, 50), rank(b->f, b->f->count, 50));
+        break;
+    case S_P99:
+        c = cmp_u64_desc(rank(a->f, a->f->count, 99), rank(b->f, b->f->count, 99));
+        break;
+    case S_MEAN: /* the finished calls' durations, summed per call (recursion counted again) */
+        c = cmp_u64_desc(a->f->count ? a->f->sum / a->f->count : 0,
+                         b->f->count ? b->f->sum / b->f->count : 0);
+        break;
+    case S_SELFCALL:
+        c = cmp_u64_desc(a->f->count ? self_of(a->f) / a->f->count : 0,
+                         b->f->count ? self_of(b->f) / b->f->count : 0);
         break;
     case S_NAME:
         c = strcmp(row_name(a), row_name(b));
@@ -847,9 +876,10 @@ int cmd_account(int argc, char **argv)
                 return EXIT_USAGE;
             fmt = (enum format)k;
         } else if ((m = tool_option(argc, argv, &i, "account", "--sort", &v)) != 0) {
-            static const char *const keys[] = {"total", "self", "count",
-                                               "max",   "name", "id"}; /* enum sort_key */
-            int k = m < 0 ? -1 : tool_choice("account", "sort key", v, keys, 6);
+            static const char *const keys[] = {"total", "self",   "count", "max",  "name",
+                                               "id",    "median", "p99",   "mean", "selfcall"};
+            /* enum sort_key */
+            int k = m < 0 ? -1 : tool_choice("account", "sort key", v, keys, 10);
             if (k < 0)
                 return EXIT_USAGE;
             g_sort = (enum sort_key)k;

@@ -1200,3 +1200,45 @@ Test(views, account_by_arg)
     tr_out_free(&r);
     tr_remove_trace(p);
 }
+
+/* account --sort median, p99, mean, selfcall (issue 28.4): per-call keys, descending. f: 10,
+ * 10 and 100 ns (median 10, p99 100, mean 40); g: 50 (all 50); h: 30 and 30 (all 30). */
+Test(views, account_sort_per_call)
+{
+    struct tg g;
+    tg_init(&g, 5, 1000000000, 4096);
+    tg_block_begin(&g, 100, 100, 0, 900);
+    uint64_t t = 1000;
+    static const struct {
+        uint32_t id;
+        uint64_t dur;
+    } calls[] = {{F, 10}, {F, 10}, {F, 100}, {G, 50}, {H, 30}, {H, 30}};
+    for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++) {
+        tg_func(&g, calls[i].id, STF_ENTER, t);
+        tg_func(&g, calls[i].id, STF_EXIT, t += calls[i].dur);
+        t += 5;
+    }
+    tg_block_end(&g);
+    char *p = tr_write_trace(&g, false);
+    tr_write_syms(p, "sledtrace-syms\t1\no\t0\t0x0\t/bin/prog\nf\t0\t2\t0x1100\tf\n"
+                     "f\t0\t3\t0x1200\tg\nf\t0\t4\t0x1300\th\n");
+    tg_free(&g);
+    static const char *const keys[][2] = {
+        {"median", "g,h,f"}, {"p99", "f,g,h"}, {"mean", "g,f,h"}, {"selfcall", "g,f,h"}};
+    for (size_t k = 0; k < 4; k++) {
+        const char *argv[] = {tr_bin(),   "account",  p,     "--sort",
+                              keys[k][0], "--format", "csv", NULL};
+        struct tr_out r = tr_run(argv);
+        cr_assert_eq(r.code, 0, "%s", r.e);
+        char order[64] = "";
+        for (const char *l = strchr(r.o, '\n'); l && l[1]; l = strchr(l + 1, '\n')) {
+            size_t n = strcspn(l + 1, ",");
+            if (order[0])
+                strcat(order, ",");
+            strncat(order, l + 1, n);
+        }
+        cr_assert_str_eq(order, keys[k][1], "--sort %s: %s", keys[k][0], r.o);
+        tr_out_free(&r);
+    }
+    tr_remove_trace(p);
+}
