@@ -628,6 +628,11 @@ static int run_or_live(int argc, char **argv, bool live)
     sigaction(SIGINT, &ign, &oldint);
     sigaction(SIGQUIT, &ign, &oldquit);
 
+    /* the child writes exec's errno here when PROG cannot be started (close-on-exec: a started
+     * PROG closes it), so that no "no trace found" follows the real error (issue 28.8) */
+    int xfd[2] = {-1, -1};
+    if (pipe2(xfd, O_CLOEXEC) != 0)
+        xfd[0] = xfd[1] = -1;
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
@@ -665,10 +670,23 @@ static int run_or_live(int argc, char **argv, bool live)
         }
         execvp(prog[0], prog);
         int e = errno;
+        if (xfd[1] >= 0 && write(xfd[1], &e, sizeof e) < 0) {
+            /* the parent then says what it would for any program that left no trace */
+        }
         tool_err("%s: %s", prog[0], strerror(e));
         _exit(e == EACCES || e == ENOEXEC ? 126 : 127);
     }
 
+    bool exec_failed = false;
+    if (xfd[1] >= 0) {
+        close(xfd[1]);
+        int e;
+        ssize_t r;
+        while ((r = read(xfd[0], &e, sizeof e)) < 0 && errno == EINTR) {
+        }
+        exec_failed = r == (ssize_t)sizeof e;
+        close(xfd[0]);
+    }
     atomic_store_explicit(&run_child, pid, memory_order_relaxed);
     struct sigaction fwd = {.sa_handler = forward};
     sigemptyset(&fwd.sa_mask);
@@ -701,7 +719,7 @@ static int run_or_live(int argc, char **argv, bool live)
             tool_printable_to(shown, strlen(traces[k]) < PATH_MAX ? traces[k] : "?");
             fprintf(stderr, "sledtrace: trace written to %s\n", shown);
         }
-        if (n == 0)
+        if (n == 0 && !exec_failed) /* else the child said why */
             explain_no_trace(dir, pid, prog[0]);
         if (WIFSIGNALED(st))
             tool_err("%s: killed by signal %d (%s)", prog[0], WTERMSIG(st),

@@ -708,3 +708,17 @@ Test(run, a_run_has_one_disk_budget)
 {
     share_the_disk(true, 23 * 1024);
 }
+
+/* 28.8: a program that cannot be started is said once, by the child that tried: no "no trace
+ * found" after it; exit status 127 as a shell's. */
+Test(run, a_program_that_cannot_start_is_said_once)
+{
+    char work[PATH_MAX];
+    e2e_workdir(work, sizeof work);
+    struct e2e_run r;
+    e2e_run_sh(work, &r, "cd '%s' && '" E2E_SLEDTRACE "' run -- ./nope", work);
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 127, "status %#x", r.status);
+    cr_assert_str_eq(r.err, "sledtrace: ./nope: No such file or directory\n");
+    e2e_run_free(&r);
+    e2e_rmtree(work);
+}
