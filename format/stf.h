@@ -693,6 +693,9 @@ const char *stf_syms_lookup(const struct stf_syms *s, uint32_t objid, uint32_t f
 uint64_t stf_syms_address(const struct stf_syms *s, uint32_t objid, uint32_t fid);
 /* Functions named or with an empty name (ids left unnamed as ambiguous are not counted). */
 size_t stf_syms_count(const struct stf_syms *s);
+/* Functions of object objid listed with an empty name (its file had no symbol for them: a
+ * stripped binary), and in *total (if not NULL) all its functions listed. */
+size_t stf_syms_unnamed(const struct stf_syms *s, uint32_t objid, size_t *total);
 /* Path of object objid as the sidecar gives it (object 0 is the executable), or NULL. */
 const char *stf_syms_object(const struct stf_syms *s, uint32_t objid);
 /* Its load bias when traced ('o' line): a function's address there less it is the file's own

@@ -734,6 +734,19 @@ size_t stf_syms_count(const struct stf_syms *s)
     return n;
 }
 
+size_t stf_syms_unnamed(const struct stf_syms *s, uint32_t objid, size_t *total)
+{
+    size_t n = 0, all = 0;
+    for (size_t i = 0; s && i < s->nsyms; i++)
+        if (s->syms[i].objid == objid && !s->syms[i].ambiguous) {
+            all++;
+            n += !s->syms[i].name;
+        }
+    if (total)
+        *total = all;
+    return n;
+}
+
 size_t stf_syms_warnings(const struct stf_syms *s)
 {
     return s ? s->nwarn : 0;

@@ -385,6 +385,18 @@ static void syms_warnings(const struct stf_syms *s, const char *path)
         tool_err("warning: %s", stf_syms_warning(s, i));
     if (n > MAX_WARNINGS_SHOWN)
         tool_err("warning: %s: %zu more warnings not shown", path, n - MAX_WARNINGS_SHOWN);
+    /* an object most of whose functions have no name was stripped when traced: said, with the
+     * way out, rather than #13-style names without a word (issue 28.8) */
+    for (size_t i = 0; i < stf_syms_objects(s); i++) {
+        uint32_t objid = stf_syms_object_id(s, i);
+        size_t all, none = stf_syms_unnamed(s, objid, &all);
+        const char *obj = stf_syms_object(s, objid);
+        if (all && 2 * none > all)
+            tool_err("warning: %s: %zu of its %zu functions have no name (no symbol table when "
+                     "traced: stripped?); they show as #ID; --syms with an unstripped build of "
+                     "it names them",
+                     obj ? obj : "an object", none, all);
+    }
 }
 
 /* --syms BINARY (its names in bin): the binary must be the traced executable, object 0, whose

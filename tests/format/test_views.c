@@ -1242,3 +1242,31 @@ Test(views, account_sort_per_call)
     }
     tr_remove_trace(p);
 }
+
+/* 28.8: a trace of a stripped binary (the sidecar lists its functions without names) says why
+ * its functions show as #ID, and what names them; one unnamed function among named ones does
+ * not. */
+Test(views, stripped_binary_said)
+{
+    struct tg g;
+    tg_init(&g, 5, 1000000000, 4096);
+    tg_block_begin(&g, 100, 100, 0, 900);
+    tg_func(&g, MAIN, STF_ENTER, 1000);
+    tg_func(&g, F, STF_ENTER, 1100);
+    tg_func(&g, F, STF_EXIT, 1200);
+    tg_func(&g, MAIN, STF_EXIT, 1300);
+    tg_block_end(&g);
+    char *p = tr_write_trace(&g, false);
+    tg_free(&g);
+    tr_write_syms(
+        p, "sledtrace-syms\t1\no\t0\t0x0\t/bin/prog\nf\t0\t1\t0x1000\t\nf\t0\t2\t0x1100\t\n");
+    const char *argv[] = {tr_bin(), "account", p, NULL};
+    struct tr_out r = tr_run(argv);
+    cr_assert_eq(r.code, 0, "%s", r.e);
+    cr_assert_str_eq(r.e, "sledtrace: warning: /bin/prog: 2 of its 2 functions have no name (no "
+                          "symbol table when traced: stripped?); they show as #ID; --syms with an "
+                          "unstripped build of it names them\n");
+    cr_assert(strstr(r.o, "  #2\n"), "%s", r.o);
+    tr_out_free(&r);
+    tr_remove_trace(p);
+}
