@@ -193,6 +193,26 @@ check_man() {
         not_ok "$name: libsledtrace(3) describes every variable the runtime reads" \
             "missing: ${missing[*]}"
     fi
+    # Every command `sledtrace --help` lists is in sledtrace(1)'s SYNOPSIS and the README's
+    # Commands block, and COMMANDS (above) is that list (issue 28.5: diff, order, top were not).
+    local listed synopsis readme
+    listed=$("$tool" --help | sed -n 's/^  \([a-z][a-z]*\) .*/\1/p' | sort -u | tr '\n' ' ')
+    text=$(LC_ALL=C.UTF-8 MANWIDTH=200 man -l "$page1" 2>&1)
+    synopsis=$(sed -n '/^SYNOPSIS/,/^DESCRIPTION/p' <<<"$text")
+    readme=$(sed -n '/^### Commands/,/^| command/p' "$SOURCE_ROOT/README.md")
+    missing=()
+    for cmd in $listed; do
+        grep -qE "^ +sledtrace $cmd( |$)" <<<"$synopsis" || missing+=("SYNOPSIS:$cmd")
+        grep -qE "^sledtrace $cmd( |$)" <<<"$readme" || missing+=("README:$cmd")
+    done
+    [[ "$listed" == "$(printf '%s\n' "${COMMANDS[@]}" | sort | tr '\n' ' ')" ]] ||
+        missing+=("--help lists: $listed")
+    if ((${#missing[@]} == 0)); then
+        ok "$name: sledtrace(1)'s SYNOPSIS and README's Commands list every command of --help"
+    else
+        not_ok "$name: sledtrace(1)'s SYNOPSIS and README's Commands list every command of --help" \
+            "missing: ${missing[*]}"
+    fi
 }
 
 # completions SCRIPT DIR WORD...: what SCRIPT, sourced alone into bash in directory DIR, offers
