@@ -143,6 +143,9 @@ with sledtrace.open(sys.argv[2]) as t:
 
 # The commands of `sledtrace --help`; help_options TOOL COMMAND: the options the command's --help
 # lists, one per line (those that begin its indented option lines: "  -o, --output DIR ...").
+# The build's version as scripts/version.sh makes it now (the commit may have moved since meson
+# configured the tests): what --version and the package say.
+VERSION=$("$SOURCE_ROOT/scripts/version.sh" "$SOURCE_ROOT" "$BASE_VERSION")
 COMMANDS=(run live info dump account convert replay stack flamegraph graph diff order slowest top)
 help_options() {
     "$1" "$2" --help 2>&1 | grep -E '^ +-' |
