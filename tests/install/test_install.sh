@@ -28,13 +28,13 @@
 # scratch root: the files are where Debian puts them (/usr, the multiarch libdir, compressed
 # manual pages, copyright and changelog.gz) and everything above works from there.
 # Output: TAP, one line per check. Run by meson (tests/install/meson.build), which sets:
-#   MESON BUILD_ROOT SOURCE_ROOT BINDIR LIBDIR INCLUDEDIR MANDIR DATADIR VERSION FIB CC CLANG
+#   MESON BUILD_ROOT SOURCE_ROOT BINDIR LIBDIR INCLUDEDIR MANDIR DATADIR BASE_VERSION FIB CC CLANG
 #   XRAY_NOLINK DEB_BUILD, and PYTHON (empty when the Python module is not built)
 set -uo pipefail
 # meson points LD_LIBRARY_PATH at the build tree's libraries: nothing here may use them.
 unset LD_LIBRARY_PATH
 : "${MESON:?}" "${BUILD_ROOT:?}" "${SOURCE_ROOT:?}" "${BINDIR:?}" "${LIBDIR:?}" "${INCLUDEDIR:?}" \
-    "${MANDIR:?}" "${DATADIR:?}" "${VERSION:?}" "${FIB:?}" "${CC:?}" "${CLANG:?}" "${XRAY_NOLINK:?}" \
+    "${MANDIR:?}" "${DATADIR:?}" "${BASE_VERSION:?}" "${FIB:?}" "${CC:?}" "${CLANG:?}" "${XRAY_NOLINK:?}" \
     "${DEB_BUILD:?}"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/sledtrace-install.XXXXXX") || exit 1
