@@ -199,6 +199,7 @@ Architecture: $arch
 Maintainer: $maintainer
 Installed-Size: $size
 Depends: $depends
+Recommends: bash-completion
 Suggests: clang, llvm
 Section: devel
 Priority: optional
@@ -210,8 +211,11 @@ Description: function tracer for programs built with clang -fxray-instrument
  which llvm-xray reads too.
  .
  The sledtrace command runs programs under the runtime and analyses their
- traces: per-function statistics, call trees, aggregated call stacks, flame
- graphs, call graphs, Chrome trace JSON and llvm-xray's YAML.
+ traces: per-function statistics (account), call trees (replay), aggregated
+ call stacks and flame graphs, call graphs, the slowest calls of a function,
+ comparisons between traces or builds (diff), a live view (top, live), link
+ order files (order), and exports to Chrome trace JSON, Perfetto and
+ llvm-xray's YAML.
  .
  The package also holds the runtime's control API (sledtrace.h) and
  libsledtrace-format, a library for programs that read the traces, each with
@@ -238,5 +242,7 @@ log "Depends: $depends"
 if ((lintian)) && command -v lintian >/dev/null; then
     log "lintian $deb"
     lintian --info --display-info --pedantic "$deb" >&2 || true
+elif ((lintian)); then
+    log "lintian is not installed: the package is not checked (apt-get install lintian)"
 fi
 printf '%s\n' "$deb"

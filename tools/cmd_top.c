@@ -37,7 +37,7 @@ static void help(FILE *out)
           "                     [--min-duration TIME]\n"
           "\n"
           "Follow a trace the runtime is still writing (it reaches the file every\n"
-          "SLEDTRACE_FLUSH_MS, default 1000 ms) and show, refreshed, the functions with the\n"
+          "SLEDTRACE_FLUSH_MS, default 100 ms) and show, refreshed, the functions with the\n"
           "most self time in the last interval, their self time and calls overall, calls per\n"
           "second and events the runtime dropped. Calls count once they have returned. Quits\n"
           "when the traced process has ended, or on 'q'.\n"
