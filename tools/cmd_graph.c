@@ -23,6 +23,7 @@
 #include "seek.h"
 #include "window.h"
 
+#include <fnmatch.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +35,8 @@ static void help(FILE *out)
           "                       [--min-duration TIME]\n"
           "\n"
           "Writes the call graph as Graphviz DOT (render with 'dot -Tsvg'): one node per\n"
-          "function (name, calls, total time), one edge per caller -> callee pair (calls and\n"
+          "function (name, calls, total time; filled from white to red by self time), one\n"
+          "edge per caller -> callee pair (calls and\n"
           "total time of the callee under that caller). A node's total is account's: the\n"
           "time the function was on the stack, per thread, summed over threads (recursion\n"
           "counted once). An edge's total is the time a call of the callee made by that\n"
@@ -44,6 +46,12 @@ static void help(FILE *out)
           "thread's last timestamp (account leaves them out of its times).\n"
           "\n"
           "  -o OUT        output file (default: stdout)\n"
+          "  --focus P     only the functions matching P (comma-separated globs on the names\n"
+          "                shown), everything they call and everything that calls them,\n"
+          "                transitively (uftrace graph FUNC)\n"
+          "  --min-share PCT\n"
+          "                leave out the functions whose total is under PCT percent of the\n"
+          "                largest (and their edges)\n"
           "  --tid N       only thread N\n"
           "  --from TIME, --to TIME\n"
           "                only the time in this window (since the earliest thread start,\n"
@@ -67,7 +75,8 @@ static void help(FILE *out)
 
 struct gnode {
     uint32_t id;
-    uint64_t calls, total;
+    uint64_t calls, total, self;
+    bool keep; /* drawn (--focus, --min-share) */
 };
 
 struct gedge {
@@ -155,6 +164,7 @@ static int on_close(void *ctx, const struct cs_close *c)
     /* every call counts; a duration counts at the outermost frame of its function (node) or of
      * its caller -> callee pair (edge): the ones nested in it lie inside it */
     n->calls++;
+    n->self += c->self;
     if (!fr->same_below)
         n->total += c->dur;
     if (parent) {
@@ -181,6 +191,77 @@ static void dot_escape(FILE *f, const char *s)
     }
 }
 
+/* --focus: the nodes whose names match a pattern (fnmatch globs, comma-separated), their callees
+ * and their callers, transitively (uftrace graph FUNC's call tree and back-trace), are kept; the
+ * others go. --min-share: then the nodes whose total is under pct percent of the largest node
+ * total go too (and so the edges that touch them). Returns how many nodes are kept. */
+static size_t select_nodes(struct graph *g, const char *focus, double pct)
+{
+    size_t kept = 0;
+    if (!focus) {
+        for (size_t i = 0; i < g->nn; i++)
+            g->n[i].keep = true;
+    } else {
+        char buf[24];
+        for (size_t i = 0; i < g->nn; i++) {
+            const char *name = stf_syms_name(g->syms, g->n[i].id, buf, sizeof buf);
+            g->n[i].keep = false;
+            for (const char *p = focus; *p;) {
+                size_t l = strcspn(p, ",");
+                char pat[256];
+                snprintf(pat, sizeof pat, "%.*s", (int)(l < sizeof pat ? l : sizeof pat - 1), p);
+                if (fnmatch(pat, name, 0) == 0)
+                    g->n[i].keep = true;
+                p += l + (p[l] == ',');
+            }
+        }
+        /* callees down, then callers up: until nothing changes (the graph is small) */
+        bool *down = calloc(g->nn ? g->nn : 1, sizeof *down), *up = calloc(g->nn ? g->nn : 1, 1);
+        if (!down || !up) {
+            free(down);
+            free(up);
+            return 0;
+        }
+        for (size_t i = 0; i < g->nn; i++)
+            down[i] = up[i] = g->n[i].keep;
+        for (bool more = true; more;) {
+            more = false;
+            for (size_t k = 0; k < g->ne; k++) {
+                bool fadded, tadded;
+                long a = u64map_get(&g->nmap, g->e[k].from, &fadded);
+                long b = u64map_get(&g->nmap, g->e[k].to, &tadded);
+                if (a < 0 || b < 0)
+                    continue;
+                if (down[a] && !down[b])
+                    down[b] = more = true;
+                if (up[b] && !up[a])
+                    up[a] = more = true;
+            }
+        }
+        for (size_t i = 0; i < g->nn; i++)
+            g->n[i].keep = down[i] || up[i];
+        free(down);
+        free(up);
+    }
+    uint64_t top = 0;
+    for (size_t i = 0; i < g->nn; i++)
+        if (g->n[i].keep && cs_ticks(g->n[i].total) > top)
+            top = cs_ticks(g->n[i].total);
+    for (size_t i = 0; i < g->nn; i++) {
+        if (g->n[i].keep && pct > 0 && (double)cs_ticks(g->n[i].total) < pct / 100 * (double)top)
+            g->n[i].keep = false;
+        kept += g->n[i].keep;
+    }
+    return kept;
+}
+
+static bool kept(struct graph *g, uint32_t id)
+{
+    bool added;
+    long i = u64map_get(&g->nmap, id, &added);
+    return i >= 0 && !added && g->n[i].keep;
+}
+
 static void dot_time(FILE *f, uint64_t ticks, uint64_t freq)
 {
     char b[32];
@@ -200,9 +281,23 @@ int cmd_graph(int argc, char **argv)
     int32_t tid = 0;
     bool have_tid = false;
     struct tool_window win = {0};
+    const char *focus = NULL, *v;
+    double min_share = 0;
     for (int i = 1; i < argc; i++) {
         int m;
-        if ((m = tool_window_option(argc, argv, &i, "graph", &win)) != 0) {
+        if ((m = tool_option(argc, argv, &i, "graph", "--focus", &focus)) != 0) {
+            if (m < 0)
+                return EXIT_USAGE;
+        } else if ((m = tool_option(argc, argv, &i, "graph", "--min-share", &v)) != 0) {
+            char *end;
+            if (m < 0)
+                return EXIT_USAGE;
+            min_share = strtod(v, &end);
+            if (*end || !(min_share >= 0 && min_share <= 100)) {
+                tool_err("graph: --min-share needs a percentage 0..100, not '%s'", v);
+                return EXIT_USAGE;
+            }
+        } else if ((m = tool_window_option(argc, argv, &i, "graph", &win)) != 0) {
             if (m < 0)
                 return EXIT_USAGE;
         } else if ((m = tool_tid_option(argc, argv, &i, "graph", &tid)) != 0) {
@@ -265,9 +360,12 @@ int cmd_graph(int argc, char **argv)
     FILE *f = status == EXIT_OK ? tool_out_open(&o, out) : NULL;
     if (status == EXIT_OK && !f)
         status = EXIT_BAD_TRACE;
+    size_t shown = f ? select_nodes(&g, focus, min_share) : 0;
     if (f) {
         fputs("digraph calls {\n  node [shape=box];\n", f);
         for (size_t i = 0; i < g.nn; i++) {
+            if (!g.n[i].keep)
+                continue;
             char buf[24];
             const char *name = stf_syms_name(syms, g.n[i].id, buf, sizeof buf);
             fprintf(f, "  f%" PRIu32 " [label=\"", g.n[i].id);
@@ -277,10 +375,26 @@ int cmd_graph(int argc, char **argv)
             fputs("\"];\n", f);
         }
         for (size_t i = 0; i < g.ne; i++) {
+            if (!kept(&g, g.e[i].from) || !kept(&g, g.e[i].to))
+                continue;
             fprintf(f, "  f%" PRIu32 " -> f%" PRIu32 " [label=\"calls: %" PRIu64 "\\ntotal: ",
                     g.e[i].from, g.e[i].to, g.e[i].calls);
             dot_time(f, g.e[i].total, freq);
             fputs("\"];\n", f);
+        }
+        /* the hot functions stand out: fill from white to red by self time (the largest's
+         * red), in attribute lines of their own after the graph's */
+        uint64_t top_self = 0;
+        for (size_t i = 0; i < g.nn; i++)
+            if (g.n[i].keep && cs_ticks(g.n[i].self) > top_self)
+                top_self = cs_ticks(g.n[i].self);
+        for (size_t i = 0; i < g.nn && top_self; i++) {
+            if (!g.n[i].keep)
+                continue;
+            double share = (double)cs_ticks(g.n[i].self) / (double)top_self;
+            int c = 255 - (int)(share * 200 + 0.5);
+            fprintf(f, "  f%" PRIu32 " [style=filled, fillcolor=\"#ff%02x%02x\"];\n", g.n[i].id, c,
+                    c);
         }
         fprintf(f,
                 "  // calls: %" PRIu64 ", stack repairs: %" PRIu64 ", unmatched exits: %" PRIu64
@@ -288,6 +402,9 @@ int cmd_graph(int argc, char **argv)
                 cs.calls, cs.repairs, cs.unmatched, cs.gaps);
         if (cs.win)
             fprintf(f, "  // window: calls clipped at its edges: %" PRIu64 "\n", cs.clipped);
+        if (focus || min_share > 0)
+            fprintf(f, "  // drawn: %zu of %zu functions (--focus '%s', --min-share %g)\n", shown,
+                    g.nn, focus ? focus : "*", min_share);
         tool_window_note(f, "  // ", &win, g.shown, cs.calls);
         struct vtimes vt = tool_trace_times(&tr);
         tool_times_note(f, "  // ", &vt, 0);

@@ -440,6 +440,11 @@ Test(exports, graph_exact_edges)
                      "  f1 -> f2 [label=\"calls: 2\\ntotal: 1.300us\"];\n"
                      "  f1 -> f3 [label=\"calls: 1\\ntotal: 50ns\"];\n"
                      "  f2 -> f4 [label=\"calls: 1\\ntotal: 580ns\"];\n"
+                     /* self: main 1.75 us (red), f 1.32, #4 580 ns, #3 50 ns (issue 28.3) */
+                     "  f1 [style=filled, fillcolor=\"#ff3737\"];\n"
+                     "  f2 [style=filled, fillcolor=\"#ff6868\"];\n"
+                     "  f3 [style=filled, fillcolor=\"#fff9f9\"];\n"
+                     "  f4 [style=filled, fillcolor=\"#ffbdbd\"];\n"
                      "  // calls: 7, stack repairs: 1, unmatched exits: 0, gaps: 0\n"
                      "  // times: as measured; this trace records no tracer cost (compiler-rt's, "
                      "or an older sledtrace's), so each call's figures include the tracer's own\n"

@@ -267,6 +267,10 @@ Test(filters, graph_draws_the_shown_calls)
                      "  f3 [label=\"lex\\ncalls: 1\\ntotal: 20ns\"];\n"
                      "  f4 -> f16777217 [label=\"calls: 1\\ntotal: 100ns\"];\n"
                      "  f4 -> f3 [label=\"calls: 1\\ntotal: 20ns\"];\n"
+                     /* filled by self time: get 180 ns (red), inflate 100, lex 20 */
+                     "  f16777217 [style=filled, fillcolor=\"#ff9090\"];\n"
+                     "  f4 [style=filled, fillcolor=\"#ff3737\"];\n"
+                     "  f3 [style=filled, fillcolor=\"#ffe9e9\"];\n"
                      "  // calls: 8, stack repairs: 0, unmatched exits: 0, gaps: 0\n"
                      "  // filters: --filter 'ns::Box::get': 4 of 8 calls shown\n"
                      "  // times: as measured; this trace records no tracer cost (compiler-rt's, "
@@ -277,7 +281,7 @@ Test(filters, graph_draws_the_shown_calls)
     r = run("graph", p, d2, 0);
     cr_assert(strstr(r.o, "  f1 -> f2 [label=\"calls: 1\\ntotal: 500ns\"];\n"
                           "  f1 -> f4 [label=\"calls: 1\\ntotal: 100ns\"];\n"
-                          "  // calls"),
+                          "  f2 [style=filled"),
               "%s", r.o);
     cr_assert(!strstr(r.o, "log") && !strstr(r.o, "lex"), "%s", r.o);
     tr_out_free(&r);

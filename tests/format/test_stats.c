@@ -233,6 +233,13 @@ Test(stats, graph_nodes_and_edges_agree)
                      "  f5 -> f6 [label=\"calls: 2\\ntotal: 90ns\"];\n"
                      "  f6 -> f5 [label=\"calls: 1\\ntotal: 30ns\"];\n"
                      "  f1 -> f5 [label=\"calls: 1\\ntotal: 110ns\"];\n"
+                     /* filled by self time: fib the most (red), main 240 ns */
+                     "  f1 [style=filled, fillcolor=\"#ffb0b0\"];\n"
+                     "  f2 [style=filled, fillcolor=\"#ff3737\"];\n"
+                     "  f3 [style=filled, fillcolor=\"#fff8f8\"];\n"
+                     "  f4 [style=filled, fillcolor=\"#fff8f8\"];\n"
+                     "  f5 [style=filled, fillcolor=\"#fff2f2\"];\n"
+                     "  f6 [style=filled, fillcolor=\"#ffe8e8\"];\n"
                      "  // calls: 12, stack repairs: 0, unmatched exits: 0, gaps: 0\n"
                      "  // times: as measured; this trace records no tracer cost (compiler-rt's, "
                      "or an older sledtrace's), so each call's figures include the tracer's own\n"
@@ -246,6 +253,34 @@ Test(stats, graph_nodes_and_edges_agree)
     cr_assert(strstr(r.o, "  f2 [label=\"fib\\ncalls: 9\\ntotal: 1.130us\"];\n"), "%s", r.o);
     cr_assert(strstr(r.o, "  f2 -> f2 [label=\"calls: 6\\ntotal: 550ns\"];\n"), "%s", r.o);
     cr_assert(strstr(r.o, "  f2 -> f3 [label=\"calls: 2\\ntotal: 70ns\"];\n"), "%s", r.o);
+    tr_out_free(&r);
+    /* --focus q: q, what it calls (p) and what calls it, transitively (p, main); the rest
+     * (fib, g, other) is not drawn (issue 28.3) */
+    const char *fv[] = {tr_bin(), "graph", p, "--tid", "100", "--focus", "q", NULL};
+    r = tr_run(fv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert(strstr(r.o, "  f1 [label=\"main\\ncalls: 1\\ntotal: 1.000us\"];\n"
+                          "  f5 [label=\"p\\ncalls: 2\\ntotal: 110ns\"];\n"
+                          "  f6 [label=\"q\\ncalls: 2\\ntotal: 90ns\"];\n"
+                          "  f5 -> f6 [label=\"calls: 2\\ntotal: 90ns\"];\n"
+                          "  f6 -> f5 [label=\"calls: 1\\ntotal: 30ns\"];\n"
+                          "  f1 -> f5 [label=\"calls: 1\\ntotal: 110ns\"];\n"),
+              "%s", r.o);
+    cr_assert(!strstr(r.o, "fib") && strstr(r.o, "  // drawn: 3 of 6 functions"), "%s", r.o);
+    tr_out_free(&r);
+    /* --min-share 50: only main (1000 ns) and fib (630) have half of the largest total */
+    const char *mv[] = {tr_bin(), "graph", p, "--tid", "100", "--min-share", "50", NULL};
+    r = tr_run(mv);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert(strstr(r.o, "  f1 [label") && strstr(r.o, "  f2 [label") &&
+                  !strstr(r.o, "  f3 [label") && strstr(r.o, "  f1 -> f2 [label") &&
+                  !strstr(r.o, "f5"),
+              "%s", r.o);
+    tr_out_free(&r);
+    const char *bv[] = {tr_bin(), "graph", p, "--min-share", "x", NULL};
+    r = tr_run(bv);
+    cr_assert_eq(r.code, 2);
+    cr_assert_str_eq(r.e, "sledtrace: graph: --min-share needs a percentage 0..100, not 'x'\n");
     tr_out_free(&r);
     tr_remove_trace(p);
 }
