@@ -34,7 +34,7 @@
 static void help(FILE *out)
 {
     fputs("usage: sledtrace convert TRACE --format fdr -o OUT\n"
-          "       sledtrace convert TRACE --format chrome|yaml|perfetto [-o OUT]\n"
+          "       sledtrace convert TRACE --format chrome|yaml|perfetto|speedscope [-o OUT]\n"
           "                         [--syms FILE [--force-syms]]\n"
           "       sledtrace convert TRACE --format chrome|perfetto [--from TIME] [--to TIME]\n"
           "                         [--tid N] [--filter P] [--exclude P] [--max-depth N]\n"
@@ -72,6 +72,10 @@ static void help(FILE *out)
           "                   a begin and an end event per call on a track per thread,\n"
           "                   interned names, under a quarter of the Chrome JSON's size;\n"
           "                   custom/typed events and loss markers as instant events.\n"
+          "  --format speedscope\n"
+          "                   speedscope's own JSON (speedscope.app): a profile per thread,\n"
+          "                   frames named by the functions alone (the Chrome JSON's per-call\n"
+          "                   args would split them); takes what perfetto takes\n"
           "  --format yaml    the YAML of 'llvm-xray convert --output-format=yaml', one record\n"
           "                   per line, grouped by thread, names from the symbols file.\n"
           "  -o OUT           output file (written beside it and renamed over it when whole);\n"
@@ -215,20 +219,23 @@ int cmd_convert(int argc, char **argv)
     }
     if (!tool_default_trace(&path, "convert"))
         return EXIT_USAGE;
-    static const char *const formats[] = {"fdr", "chrome", "yaml", "perfetto"};
-    int k = tool_choice("convert", "format", format, formats, 4);
+    static const char *const formats[] = {"fdr", "chrome", "yaml", "perfetto", "speedscope"};
+    int k = tool_choice("convert", "format", format, formats, 5);
     if (k < 0)
         return EXIT_USAGE;
     if ((k == 0 || k == 2) && (tool_window_timed(&win) || tool_window_filtered(&win) || have_tid)) {
-        tool_err("convert: --from, --to, --tid and the call filters are for --format chrome and "
-                 "perfetto only");
+        tool_err("convert: --from, --to, --tid and the call filters are for --format chrome, "
+                 "perfetto and speedscope only");
         return EXIT_USAGE;
     }
-    if (k == 3 && win.min_ns) {
-        tool_err("convert: --min-duration is for --format chrome only (perfetto writes a call's "
-                 "begin at its entry)");
+    if ((k == 3 || k == 4) && win.min_ns) {
+        tool_err("convert: --min-duration is for --format chrome only (%s writes a call's "
+                 "begin at its entry)",
+                 formats[k]);
         return EXIT_USAGE;
     }
+    if (k == 4)
+        return convert_speedscope(path, out, syms, &win, have_tid ? &tid : NULL);
     if (k == 1)
         return convert_chrome(path, out, syms, &win, have_tid ? &tid : NULL);
     if (k == 3)

@@ -23,6 +23,9 @@ int convert_chrome(const char *path, const char *out, const char *syms_opt,
 int convert_perfetto(const char *path, const char *out, const char *syms_opt,
                      const struct tool_window *win, const int32_t *tid);
 int convert_yaml(const char *path, const char *out, const char *syms_opt);
+/* convert_speedscope.c: speedscope's own format; takes what perfetto takes. */
+int convert_speedscope(const char *path, const char *out, const char *syms_opt,
+                       const struct tool_window *win, const int32_t *tid);
 
 /* Pieces of convert_chrome.c for another writer of the same JSON (sledtrace slowest -o), so that
  * both write times and names alike (convert_chrome.c's top explains the grid). */

@@ -481,7 +481,8 @@ Test(exports, bad_inputs_fail_cleanly)
     const char *a1[] = {tr_bin(), "convert", "x.fdr", "--format", "svg", NULL};
     struct tr_out r = tr_run(a1);
     cr_assert_eq(r.code, 2);
-    cr_assert(strstr(r.e, "unknown format 'svg' (fdr, chrome, yaml, perfetto)"), "%s", r.e);
+    cr_assert(strstr(r.e, "unknown format 'svg' (fdr, chrome, yaml, perfetto, speedscope)"), "%s",
+              r.e);
     tr_out_free(&r);
     const char *a2[] = {tr_bin(), "convert", "x.fdr", "--format", "fdr", NULL};
     r = tr_run(a2);
@@ -505,4 +506,28 @@ Test(exports, bad_inputs_fail_cleanly)
     tr_out_free(&r);
     unlink(empty);
     free(empty);
+}
+
+/* convert --format speedscope (issue 28.6): speedscope's own format, frames named by the
+ * functions alone; every profile ordered and nested, and as many calls per function as account
+ * counts (speedscope_check.py), on the recorded traces: two threads, a lossy one (calls cut at a
+ * gap close there), one with events. */
+Test(exports, speedscope_matches_account)
+{
+    static const char *const traces[] = {"real-mt", "real-lossy", "real-events"};
+    for (size_t i = 0; i < 3; i++) {
+        char cmd[4096];
+        snprintf(cmd, sizeof cmd,
+                 "cd '%s' && '%s' convert %s.fdr --format speedscope -o /tmp/ss.$$.json && "
+                 "'%s' account %s.fdr --format csv >/tmp/ss.$$.csv 2>/dev/null && "
+                 "python3 '%s/../speedscope_check.py' /tmp/ss.$$.json /tmp/ss.$$.csv; "
+                 "r=$?; rm -f /tmp/ss.$$.json /tmp/ss.$$.csv; exit $r",
+                 getenv("SLEDTRACE_DATA"), tr_bin(), traces[i], tr_bin(), traces[i],
+                 getenv("SLEDTRACE_DATA"));
+        const char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+        struct tr_out r = tr_run(argv);
+        cr_assert_eq(r.code, 0, "%s: %s%s", traces[i], r.o, r.e);
+        cr_assert(strncmp(r.o, "ok ", 3) == 0, "%s: %s", traces[i], r.o);
+        tr_out_free(&r);
+    }
 }
