@@ -788,6 +788,11 @@ static uintptr_t put_string(const struct str_cursor *c, uintptr_t p, unsigned k,
     long got = 0;
     if (ptr == 0) {
         flags = STF_ARGSTR_NULL;
+    } else if (ptr < 65536 || ptr >= (1ull << 47)) {
+        /* never a user-space mapping (below vm.mmap_min_addr's floor, or past the canonical
+         * user half): said unreadable without the system call (an integer argument given /s
+         * costs nothing then) */
+        flags = STF_ARGSTR_FAULT;
     } else if (atomic_load_explicit(&str_seccomp_filter, memory_order_relaxed)) {
         flags = STF_ARGSTR_SKIPPED;
     } else {
