@@ -777,3 +777,36 @@ Test(host, buffers_that_cannot_be_allocated)
     e2e_run_free(&t);
     e2e_rmtree(work);
 }
+
+/* Arguments on everything (issue 26), the way the host breaks were tried: every function of
+ * hostile.c records all six argument registers, arg1 as a string (most are integers: never a
+ * user-space address, no system call; the others, one system call each) and its return value,
+ * while the program forks from busy threads, profiles with SIGPROF and backtrace(), cancels
+ * asynchronously, longjmps out of handlers, calls traced code from a 20 kHz timer's handler on
+ * a small alternate stack, and churns threads. Each must end as untraced (exit 0) with every call
+ * in its trace; small-altstack hung before a string argument that cannot be an address was
+ * skipped without the system call (its handler outlasted the timer's period). */
+Test(host, arguments_recorded_everywhere, .timeout = 120)
+{
+    const char *bin = BIN("hostile-pie-nort");
+    static const char *const modes[] = {"fork-busy",   "sigprof",        "cancel-async",
+                                        "longjmp-out", "small-altstack", "fork-raw"};
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        char out[PATH_MAX];
+        struct e2e_run t;
+        run_hostile(bin, modes[i],
+                    ENV("SLEDTRACE_ARGS=*@args,arg1/s,retval", "SLEDTRACE_BUFFER_KB=4"), &t, out,
+                    sizeof out);
+        if (strcmp(modes[i], "small-altstack") == 0 && strstr(t.err, "side ring full") == NULL)
+            check_parent_trace(bin, out, &t, modes[i]); /* exact counts (its own test's rule) */
+        struct e2e_run v; /* every trace whole (the processes' of the fork modes too) */
+        e2e_run_sh(out, &v,
+                   "sh -c 'for t in \"$0\"/*.fdr; do \"$1\" dump --verify \"$t\" "
+                   ">/dev/null || echo BAD $t; done' '%s' '%s'",
+                   out, E2E_SLEDTRACE);
+        cr_assert_str_eq(v.out, "", "%s: %s", modes[i], v.out);
+        e2e_run_free(&v);
+        e2e_run_free(&t);
+        e2e_rmtree(out);
+    }
+}
