@@ -42,7 +42,7 @@
 #   zstd-fuzzer  tests/fuzzer -s 5 -i 600 (fixed seed and count: the same work each way)
 #   zstd-zstream tests/zstreamtest -s 5 -i 300
 #   sqlite3      testfixture on every SQLITE_STRIDE-th file (default 3: about 370 of 1110)
-#                of the veryquick suite (test/permutations.test, in its order), one
+#                of the veryquick suite (test/permutations.test, sorted), one
 #                testfixture process per file, each in a fresh directory
 #   redis        ./runtest --clients 2 on the units in REDIS_UNITS below (server processes,
 #                BGSAVE and AOF rewrite forks, replication, SIGTERM/SIGKILL, DEBUG SEGFAULT)
@@ -143,7 +143,9 @@ sqlite3_list() { # the files of testfixture's veryquick suite (permutations.test
     local d=$src/sqlite3
     [[ -s $d/veryquick.list ]] && return 0
     printf '%s\n' 'source [file join [file dirname $argv0] permutations.test]' \
-        'array set o $::testspec(veryquick)' 'foreach f $o(-files) { puts $f }' 'exit 0' >"$d/test/hs_list.tcl"
+        'array set o $::testspec(veryquick)' 'set l {}' \
+        'foreach f $o(-files) { if {[file pathtype $f] eq "relative"} { set f [file join $::testdir $f] }; lappend l $f }' \
+        'puts [join [lsort $l] \n]' 'exit 0' >"$d/test/hs_list.tcl"
     mkdir -p "$work/run-sqlite3"
     (cd "$work/run-sqlite3" && env -u LD_PRELOAD "$d/bld-hs/testfixture" "$d/test/hs_list.tcl") |
         grep '\.test$' >"$d/veryquick.list"
