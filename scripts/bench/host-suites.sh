@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2317 # the run_ functions are called as "run_$s"
 # Real programs' own test suites under the preload (issue 27): zstd 1.5.4, sqlite3 3.40.1 and
 # redis 7.0.15 from Debian 12's source packages, built with clang and sleds on every function
 # (-fxray-instrument -fxray-instruction-threshold=1, no XRay runtime), each suite run twice:
@@ -19,7 +20,7 @@
 #                 the traced runs cap each trace. A process that reaches the cap goes on
 #                 untraced and the runtime says so on stderr: counted with the other stderr
 #                 lines below.
-#   SQLITE_STRIDE which of veryquick's files sqlite3 runs: every Nth (default 3; 1: all)
+#   SQLITE_STRIDE which of veryquick's files sqlite3 runs: every Nth (default 1: all)
 #   HS_BUILD_ONLY=1  fetch and build only
 #   HS_KEEP=1     keep the traces (WORKDIR/traces/SUITE), else removed once checked
 #   CLANG         (default clang: Debian 12's clang 14)
@@ -41,12 +42,14 @@
 #   zstd-cli     tests/cli-tests/run.py, every case
 #   zstd-fuzzer  tests/fuzzer -s 5 -i 600 (fixed seed and count: the same work each way)
 #   zstd-zstream tests/zstreamtest -s 5 -i 300
-#   sqlite3      testfixture on every SQLITE_STRIDE-th file (default 3: about 370 of 1110)
+#   sqlite3      testfixture on every file (SQLITE_STRIDE: every Nth) of the 1110
 #                of the veryquick suite (test/permutations.test, sorted), one
 #                testfixture process per file, each in a fresh directory
 #   redis        ./runtest --clients 2 on the units in REDIS_UNITS below (server processes,
 #                BGSAVE and AOF rewrite forks, replication, SIGTERM/SIGKILL, DEBUG SEGFAULT)
 set -uo pipefail
+# one brace group: bash reads it whole before running it, so editing the script while it runs is safe
+{
 root=$(cd "$(dirname "$0")/../.." && pwd)
 work=${1:-$root/build/bench/host-suites}
 mkdir -p "$work" || exit 2
@@ -59,10 +62,11 @@ done
 CLANG=${CLANG:-clang}
 SUITES=${SUITES:-zstd sqlite3 redis}
 SUITES=${SUITES//zstd-all/zstd}
+# shellcheck disable=SC2001 # a word boundary
 SUITES=$(echo "$SUITES" | sed 's/\bzstd\b\([^-]\|$\)/zstd-play zstd-cli zstd-fuzzer zstd-zstream\1/')
 SUITE_TIMEOUT=${SUITE_TIMEOUT:-1200}
 HS_MAX_SIZE=${HS_MAX_SIZE:-64M}
-SQLITE_STRIDE=${SQLITE_STRIDE:-3}
+SQLITE_STRIDE=${SQLITE_STRIDE:-1}
 src=$work/src
 logs=$work/logs
 mkdir -p "$src" "$logs"
@@ -142,6 +146,7 @@ build_sqlite3() {
 sqlite3_list() { # the files of testfixture's veryquick suite (permutations.test), one a line
     local d=$src/sqlite3
     [[ -s $d/veryquick.list ]] && return 0
+    # shellcheck disable=SC2016 # Tcl's $
     printf '%s\n' 'source [file join [file dirname $argv0] permutations.test]' \
         'array set o $::testspec(veryquick)' 'set l {}' \
         'foreach f $o(-files) { if {[file pathtype $f] eq "relative"} { set f [file join $::testdir $f] }; lappend l $f }' \
@@ -191,13 +196,19 @@ run_zstd-cli() {
 }
 
 run_zstd-fuzzer() {
-    (cd "$src/zstd/tests" && timeout "$SUITE_TIMEOUT" ./fuzzer -s5 -i600) >"$2" 2>&1
-    if (($? == 0)); then echo "ok fuzzer"; else echo "fail fuzzer"; fi
+    if (cd "$src/zstd/tests" && timeout "$SUITE_TIMEOUT" ./fuzzer -s5 -i600) >"$2" 2>&1; then
+        echo "ok fuzzer"
+    else
+        echo "fail fuzzer"
+    fi
 }
 
 run_zstd-zstream() {
-    (cd "$src/zstd/tests" && timeout "$SUITE_TIMEOUT" ./zstreamtest -s5 -i300) >"$2" 2>&1
-    if (($? == 0)); then echo "ok zstreamtest"; else echo "fail zstreamtest"; fi
+    if (cd "$src/zstd/tests" && timeout "$SUITE_TIMEOUT" ./zstreamtest -s5 -i300) >"$2" 2>&1; then
+        echo "ok zstreamtest"
+    else
+        echo "fail zstreamtest"
+    fi
 }
 
 run_sqlite3() {
@@ -319,7 +330,7 @@ run_suite() {
             <(grep '^fail ' "$logs/$s.traced.results" | sort -u) | sed 's/^fail //')
         if [[ -n $only ]]; then
             printf '  TRACED-ONLY failures (%s; output in %s):\n' "$(echo "$only" | wc -l)" "$logs/$s.traced.log"
-            echo "$only" | sed 's/^/    /'
+            printf "    %s\n" "$only"
         else
             printf '  traced-only failures: none\n'
         fi
@@ -342,3 +353,4 @@ for s in $SUITES; do
 done
 rm -rf "$work/proof-cache"
 exit $status
+}
