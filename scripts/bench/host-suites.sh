@@ -330,7 +330,7 @@ run_suite() {
             <(grep '^fail ' "$logs/$s.traced.results" | sort -u) | sed 's/^fail //')
         if [[ -n $only ]]; then
             printf '  TRACED-ONLY failures (%s; output in %s):\n' "$(echo "$only" | wc -l)" "$logs/$s.traced.log"
-            printf "    %s\n" "$only"
+            while read -r l; do printf "    %s\n" "$l"; done <<<"$only"
         else
             printf '  traced-only failures: none\n'
         fi
