@@ -212,7 +212,7 @@ run_zstd-zstream() {
 }
 
 run_sqlite3() {
-    local d=$src/sqlite3 f rc dir=$work/run-sqlite3 end=$((SECONDS + SUITE_TIMEOUT)) i=0 path
+    local d=$src/sqlite3 f rc dir=$work/run-sqlite3 end=$((SECONDS + SUITE_TIMEOUT)) i=0 path t0
     : >"$2"
     while read -r path; do
         i=$((i + 1))
@@ -224,9 +224,10 @@ run_sqlite3() {
             echo "fail $f.test (not run: suite timeout)"
             continue
         fi
+        t0=$(now)
         (cd "$dir" && timeout $((end - SECONDS)) "$d/bld-hs/testfixture" "$path") >"$dir.out" 2>&1
         rc=$?
-        { echo "==== $f.test (exit $rc)"; cat "$dir.out"; } >>"$2"
+        { echo "==== $f.test (exit $rc, $(secs "$t0" "$(now)") s)"; cat "$dir.out"; } >>"$2"
         # the summary counts the tests; "!Failures on these tests: A B" names the failed ones
         awk -v f="$f" -v rc="$rc" '
             /^!Failures on these tests:/ { for (i = 5; i <= NF; i++) { print "fail", $i; nf++ } }
