@@ -177,7 +177,11 @@ unit/type/string unit/type/incr unit/type/hash unit/type/set unit/type/list-3 un
 unit/other unit/multi unit/quit unit/pubsub unit/introspection unit/introspection-2
 unit/limits unit/bitops unit/shutdown unit/networking unit/latency-monitor unit/oom-score-adj
 integration/rdb integration/aof integration/logging integration/redis-cli
-integration/redis-benchmark integration/replication-4 integration/shutdown"
+integration/redis-benchmark integration/replication-4 integration/shutdown
+unit/type/zset unit/type/stream-cgroups unit/scripting unit/acl unit/maxmemory unit/aofrw
+unit/lazyfree unit/tracking unit/wait unit/hyperloglog integration/replication-2
+integration/replication-3 integration/psync2 integration/block-repl integration/aof-multi-part
+integration/corrupt-dump integration/failover integration/dismiss-mem"
 
 run_zstd-play() {
     local t=$src/zstd/tests rc
