@@ -263,12 +263,13 @@ run_redis() {
 
 # ---- one suite, both ways ----------------------------------------------------------------------
 now() { date +%s%N; }
+rtlines='sledtrace: (error|warning|info|debug): '
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", (b - a) / 1e9 }'; }
 
 check_traces() { # DIR: sets the trace figures
     local f
     n_fdr=0 bytes=0 headeronly=0 empty=0 vfail=0 afail=0 vnames="" anames=""
-    bytes=$(find "$1" -type f -printf '%s\n' 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')
+    bytes=$(find "$1" -type f -printf '%s\n' 2>/dev/null | awk '{ s += $1 } END { printf "%.0f", s }')
     empty=$(find "$1" -type f -size 0 2>/dev/null | wc -l)
     for f in "$1"/*.fdr; do
         [[ -e $f ]] || continue
@@ -311,10 +312,14 @@ run_suite() {
             "run_$s" "$mode" "$logs/$s.$mode.log" >"$res"
         fi
         t1=$(now)
+        eval "load_$mode=\$(cut -d' ' -f1-3 /proc/loadavg)"
         eval "wall_$mode=\$(secs $t0 $t1)"
         eval "pass_$mode=\$(grep -c '^ok ' \"\$res\")"
         eval "fail_$mode=\$(grep -c '^fail ' \"\$res\")"
-        eval "sled_$mode=\$(cat \"\$logs/\$s.\$mode.log\"* 2>/dev/null | grep -c sledtrace)"
+        # the runtime's own lines ("sledtrace: LEVEL: ", perhaps after a progress line's text),
+        # and any other line naming sledtrace (a path of libsledtrace.so in a crash report)
+        eval "sled_$mode=\$(cat \"\$logs/\$s.\$mode.log\"* 2>/dev/null | grep -Ec \"\$rtlines\")"
+        eval "other_$mode=\$(cat \"\$logs/\$s.\$mode.log\"* 2>/dev/null | grep -v -E \"\$rtlines\" | grep -c sledtrace)"
     done
     check_traces "$traces"
     # shellcheck disable=SC2154 # set by eval above
@@ -322,14 +327,16 @@ run_suite() {
         printf '%s\n' "== $s"
         printf '  tests       untraced %s passed, %s failed; traced %s passed, %s failed\n' \
             "$pass_untraced" "$fail_untraced" "$pass_traced" "$fail_traced"
-        printf '  wall        untraced %s s, traced %s s, ratio %s\n' "$wall_untraced" "$wall_traced" \
-            "$(awk -v a="$wall_untraced" -v b="$wall_traced" 'BEGIN { printf "%.2f", (a > 0 ? b / a : 0) }')"
+        printf '  wall        untraced %s s, traced %s s, ratio %s (load average at the end of each: %s; %s)\n' "$wall_untraced" "$wall_traced" \
+            "$(awk -v a="$wall_untraced" -v b="$wall_traced" 'BEGIN { printf "%.2f", (a > 0 ? b / a : 0) }')" \
+            "$load_untraced" "$load_traced"
         printf '  traces      %s processes, %s bytes (%s MB), %s header-only, %s empty files\n' "$n_fdr" "$bytes" \
             "$(awk -v b="$bytes" 'BEGIN { printf "%.1f", b / 1e6 }')" "$headeronly" "$empty"
         printf '  verify      %s rejected by dump --verify%s\n' "$vfail" "${vnames:+:$vnames}"
         printf '  account     %s rejected by account%s\n' "$afail" "${anames:+:$anames}"
-        printf '  stderr      %s lines naming sledtrace traced (%s of them about SLEDTRACE_MAX_SIZE), %s untraced (suite output and server logs)\n' \
-            "$sled_traced" "$(cat "$logs/$s.traced.log"* 2>/dev/null | grep sledtrace | grep -c SLEDTRACE_MAX_SIZE)" "$sled_untraced"
+        printf '  stderr      %s runtime lines traced (%s of them about SLEDTRACE_MAX_SIZE), %s untraced; other lines naming sledtrace: %s traced, %s untraced (suite output and server logs)\n' \
+            "$sled_traced" "$(cat "$logs/$s.traced.log"* 2>/dev/null | grep -E "$rtlines" | grep -c SLEDTRACE_MAX_SIZE)" \
+            "$sled_untraced" "$other_traced" "$other_untraced"
         local only
         only=$(comm -13 <(grep '^fail ' "$logs/$s.untraced.results" | sort -u) \
             <(grep '^fail ' "$logs/$s.traced.results" | sort -u) | sed 's/^fail //')
@@ -339,9 +346,10 @@ run_suite() {
         else
             printf '  traced-only failures: none\n'
         fi
-        if ((sled_traced > sled_untraced)); then
-            printf '  sledtrace lines (first 5):\n'
-            cat "$logs/$s.traced.log"* | grep sledtrace | sort | uniq -c | sort -rn | head -5 | sed 's/^/    /'
+        if ((sled_traced + other_traced > sled_untraced + other_untraced)); then
+            printf '  lines naming sledtrace, traced (the most frequent 5; numbers made alike):\n'
+            cat "$logs/$s.traced.log"* | grep -a sledtrace | sed -E 's/.*(sledtrace: )/\1/; s/0x[0-9a-f]+/0x_/g; s/[0-9]+/N/g' |
+                sort | uniq -c | sort -rn | head -5 | sed 's/^/    /'
         fi
     } | tee -a "$logs/summary.txt"
     [[ ${HS_KEEP:-0} == 1 ]] || rm -rf "$traces"
