@@ -237,7 +237,8 @@ run_sqlite3() {
             /^!Failures on these tests:/ { for (i = 5; i <= NF; i++) { print "fail", $i; nf++ } }
             /^[0-9]+ errors out of [0-9]+ tests/ { total = $5; errs = $1; seen = 1 }
             END {
-                if (!seen) { print "fail " f ".test (exit " rc ", no summary)"; exit }
+                # exit 0 without a summary: a file that skips itself (win32*.test on Linux)
+                if (!seen) { print (rc == 0 ? "skip " : "fail ") f ".test (exit " rc ", no summary)"; exit }
                 for (i = nf; i < errs; i++) print "fail " f ".test#" i
                 for (i = errs; i < total; i++) print "ok " f ".test#" i
             }' "$dir.out"
