@@ -366,5 +366,6 @@ for s in $SUITES; do
     run_suite "$s" || status=1
 done
 rm -rf "$work/proof-cache"
+rmdir "$work/traces" 2>/dev/null
 exit $status
 }
