@@ -92,6 +92,132 @@ static inline const char *stf_tracer_name(uint32_t id)
     }
 }
 
+/* Waiting (issue 28.1). The runtime interposes the common blocking calls of libc (condition
+ * variables, contended mutexes and rwlocks, semaphores, joins, futex waits, poll and friends,
+ * sleeps, waits for children, reads and writes on descriptors, accept...) and records the time a
+ * thread spends in one as a call of a pseudo-function "[wait] NAME" in its caller's frame, so
+ * that no view counts blocked time as the caller's self time. They are object 0's ids just below
+ * the tracer's own; the numbering is part of the format (append only). A wait during which the
+ * thread came back on another CPU has a NewCPUId record just before its exit record. */
+enum {
+    STF_FID_WAIT_FIRST = 0xffffc0,
+    STF_FID_RESERVED_FIRST = STF_FID_WAIT_FIRST, /* object 0's ids from here on are pseudo */
+};
+enum stf_wait {
+    STF_WAIT_COND_WAIT,
+    STF_WAIT_COND_TIMEDWAIT,
+    STF_WAIT_COND_CLOCKWAIT,
+    STF_WAIT_MUTEX_LOCK,
+    STF_WAIT_MUTEX_TIMEDLOCK,
+    STF_WAIT_RWLOCK_RDLOCK,
+    STF_WAIT_RWLOCK_WRLOCK,
+    STF_WAIT_SEM_WAIT,
+    STF_WAIT_SEM_TIMEDWAIT,
+    STF_WAIT_SEM_CLOCKWAIT,
+    STF_WAIT_JOIN,
+    STF_WAIT_TIMEDJOIN,
+    STF_WAIT_CLOCKJOIN,
+    STF_WAIT_BARRIER,
+    STF_WAIT_FUTEX,
+    STF_WAIT_POLL,
+    STF_WAIT_PPOLL,
+    STF_WAIT_SELECT,
+    STF_WAIT_PSELECT,
+    STF_WAIT_EPOLL_WAIT,
+    STF_WAIT_EPOLL_PWAIT,
+    STF_WAIT_NANOSLEEP,
+    STF_WAIT_CLOCK_NANOSLEEP,
+    STF_WAIT_SLEEP,
+    STF_WAIT_USLEEP,
+    STF_WAIT_WAIT,
+    STF_WAIT_WAITPID,
+    STF_WAIT_WAIT4,
+    STF_WAIT_WAITID,
+    STF_WAIT_READ,
+    STF_WAIT_WRITE,
+    STF_WAIT_READV,
+    STF_WAIT_WRITEV,
+    STF_WAIT_RECV,
+    STF_WAIT_RECVFROM,
+    STF_WAIT_RECVMSG,
+    STF_WAIT_SEND,
+    STF_WAIT_SENDTO,
+    STF_WAIT_SENDMSG,
+    STF_WAIT_ACCEPT,
+    STF_WAIT_ACCEPT4,
+    STF_WAIT_CONNECT,
+    STF_WAIT_PAUSE,
+    STF_WAIT_SIGSUSPEND,
+    STF_WAIT_SIGWAIT,
+    STF_WAIT_SIGWAITINFO,
+    STF_WAIT_SIGTIMEDWAIT,
+    STF_WAIT_N
+};
+_Static_assert(STF_WAIT_N <= STF_FID_TRACER_FIRST - STF_FID_WAIT_FIRST, "wait ids overflow");
+
+/* The pseudo-function's name for a wait id ("[wait] pthread_cond_wait"), NULL for any other. */
+static inline const char *stf_wait_name(uint32_t id)
+{
+    static const char *const names[STF_WAIT_N] = {
+        "[wait] pthread_cond_wait",
+        "[wait] pthread_cond_timedwait",
+        "[wait] pthread_cond_clockwait",
+        "[wait] pthread_mutex_lock",
+        "[wait] pthread_mutex_timedlock",
+        "[wait] pthread_rwlock_rdlock",
+        "[wait] pthread_rwlock_wrlock",
+        "[wait] sem_wait",
+        "[wait] sem_timedwait",
+        "[wait] sem_clockwait",
+        "[wait] pthread_join",
+        "[wait] pthread_timedjoin_np",
+        "[wait] pthread_clockjoin_np",
+        "[wait] pthread_barrier_wait",
+        "[wait] futex",
+        "[wait] poll",
+        "[wait] ppoll",
+        "[wait] select",
+        "[wait] pselect",
+        "[wait] epoll_wait",
+        "[wait] epoll_pwait",
+        "[wait] nanosleep",
+        "[wait] clock_nanosleep",
+        "[wait] sleep",
+        "[wait] usleep",
+        "[wait] wait",
+        "[wait] waitpid",
+        "[wait] wait4",
+        "[wait] waitid",
+        "[wait] read",
+        "[wait] write",
+        "[wait] readv",
+        "[wait] writev",
+        "[wait] recv",
+        "[wait] recvfrom",
+        "[wait] recvmsg",
+        "[wait] send",
+        "[wait] sendto",
+        "[wait] sendmsg",
+        "[wait] accept",
+        "[wait] accept4",
+        "[wait] connect",
+        "[wait] pause",
+        "[wait] sigsuspend",
+        "[wait] sigwait",
+        "[wait] sigwaitinfo",
+        "[wait] sigtimedwait",
+    };
+    uint32_t k = id - STF_FID_WAIT_FIRST;
+    return k < STF_WAIT_N ? names[k] : NULL;
+}
+
+/* The name of any pseudo-function (the tracer's or a wait), NULL for a function of the program. */
+static inline const char *stf_pseudo_name(uint32_t id)
+{
+    const char *n = stf_tracer_name(id);
+    return n ? n : stf_wait_name(id);
+}
+
 struct stf_header {
     uint16_t version;
     uint16_t type;

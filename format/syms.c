@@ -787,9 +787,9 @@ uint32_t stf_syms_object_id(const struct stf_syms *s, size_t i)
 
 const char *stf_syms_name(const struct stf_syms *s, uint32_t id, char *buf, size_t buflen)
 {
-    const char *tracer = stf_tracer_name(id);
-    if (tracer)
-        return tracer;
+    const char *pseudo = stf_pseudo_name(id);
+    if (pseudo)
+        return pseudo;
     uint32_t objid, fid;
     stf_syms_split(s, id, &objid, &fid);
     const char *n = stf_syms_lookup(s, objid, fid);

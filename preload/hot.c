@@ -946,3 +946,33 @@ void stp_event_ret(uint32_t id, const uint64_t *saved)
     atomic_signal_fence(memory_order_seq_cst);
     c->nest = n;
 }
+
+/* ---- waits (waits.c) ----------------------------------------------------------------------
+ * An entry or exit of a wait pseudo-call when the thread is on another CPU than the trace last
+ * said (the cursor's cpu): a NewCPUId record (cpu, now) goes just before it, which so has a
+ * delta of 0 from it (a NewCPUId sets the delta base, as at a block's start). So the reader knows
+ * the CPU at each end of the wait: one that differs was descheduled and moved. Only when the
+ * chunk has room for both without a slow path: otherwise the record alone (a block that a switch
+ * starts has a NewCPUId of its own). A nested level, a held fork child, a strict thread:
+ * event_slow's plain record. */
+void str_event_cpu(uint32_t id, uint32_t action, uint16_t cpu)
+{
+    struct str_cursor *c = &str_cursor;
+    uint64_t n = enter(c);
+    uint32_t word = (id << 4) | (action << 1);
+    if (__builtin_expect(n != 0 || str_tls.held, 0))
+        EXIT_VIA(event_slow(c, n, word, 0, 0));
+    uint64_t tsc = rdtsc();
+    if (side_pending(c))
+        str_drain_side(c);
+    uintptr_t p = atomic_load_explicit(&c->pos, memory_order_relaxed);
+    if (p + STF_META_SIZE + 24 <= atomic_load_explicit(&c->end, memory_order_relaxed)) {
+        stf_meta_new_cpu((uint8_t *)p, cpu, tsc);
+        c->last_tsc = tsc;
+        c->cpu = cpu;
+        atomic_store_explicit(&c->pos, p + STF_META_SIZE, memory_order_release);
+    }
+    record(c, 0, word, tsc, 0);
+    atomic_signal_fence(memory_order_seq_cst);
+    c->nest = n;
+}

@@ -378,6 +378,9 @@ void str_config_load(void)
     v = getenv("SLEDTRACE_ARGS");
     if (v && *v)
         str_cfg.args = keep("SLEDTRACE_ARGS", v);
+    v = getenv("SLEDTRACE_WAITS");
+    if (v)
+        str_cfg.waits = keep("SLEDTRACE_WAITS", v);
     v = getenv("SLEDTRACE_RUN_PID");
     if (v && *v && strtol(v, NULL, 10) != (long)getpid())
         str_cfg.descendant = 1;

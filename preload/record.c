@@ -41,6 +41,7 @@ void str_start_block(struct str_cursor *cur, struct str_thread *th, uint64_t tsc
     stf_meta_walltime(p + 32, wall.tv_sec, (uint32_t)(wall.tv_nsec / 1000));
     stf_meta_pid(p + 48, th->pid);
     stf_meta_new_cpu(p + 64, (uint16_t)(aux & 0xfff), tsc);
+    cur->cpu = aux & 0xfff;
     cur->last_tsc = tsc;
     atomic_store_explicit(&c->state, STR_FILLING, memory_order_relaxed);
     /* pos before end: pos == 0 must imply end == 0 (see struct str_cursor in str.h). */

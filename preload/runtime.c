@@ -750,9 +750,9 @@ static int add_object(const char *path, uintptr_t bias, const struct stat *st)
         stp_object_close(obj);
         return ADD_NONE;
     }
-    if (stp_object_nfuncs(obj) >= STF_FID_TRACER_FIRST ||
+    if (stp_object_nfuncs(obj) >= STF_FID_RESERVED_FIRST ||
         (num >= PACKED_OBJECTS && base + stp_object_nfuncs(obj) >= ID_END)) {
-        /* Its ids would reach the tracer's own pseudo-functions (stf.h). */
+        /* Its ids would reach the pseudo-functions (the tracer's, the waits: stf.h). */
         str_log(STR_WARN, "%s: %zu functions, more than a trace can number; left alone", path,
                 stp_object_nfuncs(obj));
         stp_object_close(obj);
@@ -1078,6 +1078,7 @@ static void start(void)
     str_threads_early();
     str_context_early();
     str_config_load();
+    str_waits_early();
     if (str_cfg.disable)
         return;
 
@@ -1405,6 +1406,8 @@ static int switch_all(int on, const char *name)
         switch_object(&objs[0], &sw);
     each_object(switch_one, &sw);
     patched_now = name ? patched_now : on;
+    if (!name)
+        str_waits_switch(on);
     pthread_mutex_unlock(&objs_lock);
     if (sw.changed)
         str_log(STR_WARN,

@@ -45,9 +45,10 @@ struct str_config {
     uint64_t max_size;        /* bytes, 0 = no cap; else half the free space at start-up */
     uint64_t min_duration_ns; /* SLEDTRACE_MIN_DURATION: shorter calls are counted, not recorded */
     const char *args;         /* SLEDTRACE_ARGS: functions recording their arguments (args.c) */
-    const char *cache_dir;    /* SLEDTRACE_CACHE, else the XDG cache directory; NULL = off */
-    const char *run_id; /* SLEDTRACE_RUN_ID (set by `sledtrace run`): written in the sidecar */
-    int descendant;     /* SLEDTRACE_RUN_PID (set by `sledtrace run`) names another process */
+    const char *waits;     /* SLEDTRACE_WAITS: the waiting calls recorded (waits.c); NULL = all */
+    const char *cache_dir; /* SLEDTRACE_CACHE, else the XDG cache directory; NULL = off */
+    const char *run_id;    /* SLEDTRACE_RUN_ID (set by `sledtrace run`): written in the sidecar */
+    int descendant;        /* SLEDTRACE_RUN_PID (set by `sledtrace run`) names another process */
 };
 
 STR_HIDDEN extern struct str_config str_cfg;
@@ -157,6 +158,10 @@ struct str_cursor {
      * last exit recorded, or at the block's head); the flush thread writes a thread's current
      * chunk only up to it. Release by the owner, acquire by the flush thread. */
     _Atomic uintptr_t stable;
+    /* The CPU of the last NewCPUId record written through this cursor (a block's head, a
+     * wait's: waits.c): what a reader of the trace knows of the thread's CPU. Owner only; the
+     * hot path never reads it. */
+    uint32_t cpu;
 };
 
 enum { STR_NEST_STRICT = 0x80 };
@@ -272,6 +277,24 @@ STR_HIDDEN void str_thread_unstrict(void);
 /* SLEDTRACE_MIN_DURATION in clock ticks, 0 while unknown (the flush thread sets it once it has
  * calibrated the clock) or when off. */
 STR_HIDDEN extern _Atomic uint64_t str_min_ticks;
+/* hot.c, for waits.c: an entry or exit (action) of wait pseudo-function id, the thread on CPU
+ * cpu, another than the cursor's: a NewCPUId record (cpu) first. */
+STR_HIDDEN void str_event_cpu(uint32_t id, uint32_t action, uint16_t cpu);
+/* ---- waits.c ---- */
+/* Resolves the interposed waiting calls' libc definitions and the runtime's own code range
+ * (calls from there are the runtime's, never recorded); at start-up, before any event. */
+STR_HIDDEN void str_waits_early(void);
+/* One interposed call in progress (waits.c): begin says whether it is recorded. */
+struct str_wait {
+    uint32_t id;  /* 0: not recorded */
+    uint32_t cpu; /* the CPU at its entry */
+};
+STR_HIDDEN int str_wait_begin(struct str_wait *w, unsigned which, const void *ret_addr);
+STR_HIDDEN void str_wait_end(struct str_wait *w);
+/* Whether a futex operation (its op argument) waits: threads.c's syscall() records those. */
+STR_HIDDEN int str_wait_futex_op(long op);
+/* The sleds were switched on or off (runtime.c): the waits follow. */
+STR_HIDDEN void str_waits_switch(int on);
 /* Events dropped by strict threads (hot.c), reported at exit. */
 STR_HIDDEN extern _Atomic uint64_t str_strict_dropped;
 /* Events of threads already retired (run from pthread key destructors), reported at exit. */

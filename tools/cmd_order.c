@@ -143,7 +143,7 @@ static int read_trace(const char *path, struct olist *l, struct heap *h, struct 
     while ((rc = tool_trace_next(&t, &it)) == STF_OK) {
         if (it.kind != STF_K_FUNCTION || (it.action != STF_ENTER && it.action != STF_ENTER_ARGS))
             continue;
-        if (stf_tracer_name(it.func_id))
+        if (stf_pseudo_name(it.func_id))
             continue;
         bool added;
         long k = u64map_get(&ids, it.func_id, &added);

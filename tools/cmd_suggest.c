@@ -215,8 +215,8 @@ static int read_rows(const char *csv, const struct stf_syms *syms, const char *t
             p++;
         uint32_t id = (uint32_t)v[C_ID], objid, fid;
         stf_syms_split(syms, id, &objid, &fid);
-        /* the tracer's own pseudo-functions: no trampoline's cost, never the program's */
-        if (!name || (objid == 0 && fid >= STF_FID_TRACER_FIRST) ||
+        /* pseudo-functions (the tracer's, the waits): no trampoline's cost, nothing to patch */
+        if (!name || (objid == 0 && fid >= STF_FID_RESERVED_FIRST) ||
             strncmp(name, "[sledtrace] ", 12) == 0) {
             free(name);
             continue;

@@ -66,7 +66,8 @@ struct e2e_trace {
     int32_t tid[E2E_MAX_TIDS];
     long tid_enters[E2E_MAX_TIDS];
     long records;        /* function records of the program's functions */
-    long tracer_records; /* function records of the tracer's pseudo-functions (stf.h) */
+    long tracer_records; /* function records of pseudo-functions (the tracer's, waits: stf.h) */
+    long open_waits;     /* waits entered and never left (the process died in one) */
     long blocks;
     char error[512]; /* first reader error or call-stack violation, "" if none */
     int unbalanced;  /* threads whose stack was not empty at the end */

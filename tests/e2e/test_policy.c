@@ -161,8 +161,8 @@ static void read_seq(const char *trace, struct seq *q)
     struct stf_item it;
     int rc;
     while ((rc = stf_reader_next(r, &it)) == STF_OK) {
-        if (it.kind != STF_K_FUNCTION || stf_tracer_name(it.func_id))
-            continue; /* the program's records only: the tracer's pseudo-calls fall elsewhere */
+        if (it.kind != STF_K_FUNCTION || stf_pseudo_name(it.func_id))
+            continue; /* the program's records only: the pseudo-calls (the tracer's, waits) */
         if (q->n == cap)
             q->v = realloc(q->v, (cap *= 2) * sizeof *q->v);
         q->v[q->n++] = (it.func_id << 4) | it.action;
