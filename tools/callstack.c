@@ -376,6 +376,15 @@ static int feed_item(struct callstack *cs, const struct stf_item *it, const stru
         if (it->kind == STF_M_TYPED_EVENT &&
             stf_decode_context(it->event_type, it->payload, it->payload_len, &to, &from, &how))
             return ctx_switch(cs, t, to, from, it->tsc, ops, ctx);
+        if (it->kind == STF_M_NEW_CPU) {
+            /* a wait, whose both ends' CPUs the runtime records (preload/waits.c); any other
+             * frame's CPU at its entry is not known */
+            if (t->cpu1 && t->cpu1 != it->cpu + 1u && t->depth &&
+                stf_wait_name(t->st[t->depth - 1].id))
+                t->st[t->depth - 1].moved = 1;
+            t->cpu1 = it->cpu + 1u;
+            return 0;
+        }
         if (it->kind == STF_M_CUSTOM_EVENT || it->kind == STF_M_TYPED_EVENT)
             t->last = it->tsc;
         if (it->kind == STF_M_CALL_ARG && t->args_open && t->depth)

@@ -80,7 +80,11 @@ struct cs_frame {
      * callee pair (ex: UINT32_MAX for a top-level frame), see the top of this file. */
     uint32_t fx, ex;
     uint8_t clip; /* CS_CLIP_START: entered before the window (start is the window's start) */
-    uint8_t vis;  /* free for window.c: the call filters' state (tool_window_vis; 0: unknown) */
+    /* A wait (stf.h, "[wait] NAME") that ended on another CPU than it began on (a NewCPUId
+     * with another CPU than the thread's last one while it was the innermost frame): it was
+     * descheduled, visibly. The runtime records the CPU at both ends of a wait only. */
+    uint8_t moved;
+    uint8_t vis; /* free for window.c: the call filters' state (tool_window_vis; 0: unknown) */
 };
 
 /* Open frames by function (and by caller -> callee pair): for dense number fx (ex), index + 1 of
@@ -134,6 +138,7 @@ struct cs_thread {
     size_t nstrs, capstrs;
     uint64_t ret[4];
     bool has_ret;
+    uint32_t cpu1; /* the thread's CPU (its last NewCPUId) + 1; 0 while unknown */
 };
 
 enum { CS_MAX_ARGS = 6 };
@@ -225,9 +230,9 @@ struct callstack {
     const struct tool_window *window;
 };
 
-/* Feed one record: function records and loss markers change the stack; CPU changes, TSC wraps,
- * call arguments and events only make their thread known (and events move its last timestamp);
- * other records are ignored. 0, -1 on allocation failure, or a callback's non-zero value. */
+/* Feed one record: function records and loss markers change the stack; a CPU change marks the
+ * innermost open frame `moved` when it is a wait and the CPU is another; TSC wraps, call arguments and events
+ * only make their thread known (and events move its last timestamp); other records are ignored. 0, -1 on allocation failure, or a callback's non-zero value. */
 int cs_feed(struct callstack *cs, const struct stf_item *it, const struct cs_ops *ops, void *ctx);
 /* Feed n function records of thread (pid, tid) (stf_cursor_funcs): exactly what cs_feed of each
  * as a function record item would do, in order; the same return values. */

@@ -52,7 +52,11 @@ static void help(FILE *out)
           "duration at its exit (TIME: exit). An exit closes the nearest open frame of its\n"
           "function; frames above it close at the same time, marked [repaired]. At a loss\n"
           "marker the thread's open frames close with [gap] and '-- N events lost --'\n"
-          "follows; frames open at the end close with [unfinished].\n"
+          "follows; frames open at the end close with [unfinished]. A [wait] during which\n"
+          "its thread came back on another CPU (it was descheduled) ends with [migrated].\n"
+          "Times are wall time. '[wait] NAME' lines are the time the thread spent blocked\n"
+          "in libc's NAME (a lock, a condition variable, a sleep, a read...), in its\n"
+          "caller's frame; '[sledtrace] ...' lines are the tracer's own.\n"
           "In exit order each call is one line, printed when it returns (callees first;\n"
           "TIME: entry, so 'sort -s -k2,2n' gives entry order).\n"
           "\n"
@@ -114,6 +118,9 @@ struct replay {
     uint8_t pend_str[CS_MAX_ARGS][STR_KEEP];
     uint64_t ret_next[4], ret_of[2][4];
     bool has_ret_next, has_ret_of[2];
+    /* A CPU change (NewCPUId) read before the next stack item (cpu + 1, 0: none), fed to the
+     * walker just before that item, so that it marks the frame it happened in ([migrated]) */
+    uint32_t cpu_next, cpu_of[2];
     /* entry order with --min-duration: a second cursor looks ahead for a call's end */
     struct stf_cursor *look;
     const struct stf_cursor *main;
@@ -250,12 +257,14 @@ static const char *ret_only(struct replay *rp, char *buf, size_t len, uint32_t i
     return tool_ret_text(&r, types_of(rp, id), buf, len);
 }
 
-/* What ends a closing line: [clipped] for a call crossing the window's edge, [repaired]. */
+/* What ends a closing line: [clipped] for a call crossing the window's edge, [repaired],
+ * [migrated] for a call during which its thread came back on another CPU (descheduled). */
 static const char *close_mark(const struct cs_close *c)
 {
-    if (c->clip)
-        return c->repaired ? " [clipped] [repaired]" : " [clipped]";
-    return c->repaired ? " [repaired]" : "";
+    static char buf[48];
+    snprintf(buf, sizeof buf, "%s%s%s", c->clip ? " [clipped]" : "",
+             c->repaired ? " [repaired]" : "", c->f->moved ? " [migrated]" : "");
+    return buf;
 }
 
 /* ---- exit order ------------------------------------------------------------------------- */
@@ -551,6 +560,8 @@ static int next_stack_item(struct tool_trace *tr, struct stf_item *it, uint8_t *
         if (it->kind == STF_M_TYPED_EVENT &&
             stf_decode_retval(it->event_type, it->payload, it->payload_len, rp->ret_next))
             rp->has_ret_next = true; /* the exit record next */
+        if (it->kind == STF_M_NEW_CPU)
+            rp->cpu_next = it->cpu + 1u;
         if ((it->kind == STF_M_CUSTOM_EVENT &&
              stf_decode_loss(it->payload, it->payload_len, &lost)) ||
             (it->kind == STF_M_TYPED_EVENT &&
@@ -608,16 +619,20 @@ static int walk_entry(struct tool_trace *tr, struct callstack *cs, struct replay
     uint8_t pay[2][STACK_PAYLOAD];
     int which = 0;
     rp->has_ret_next = false;
+    rp->cpu_next = 0;
     *rc = next_stack_item(tr, &cur, pay[which], rp);
     rp->has_ret_of[which] = rp->has_ret_next;
+    rp->cpu_of[which] = rp->cpu_next;
     memcpy(rp->ret_of[which], rp->ret_next, sizeof rp->ret_next);
     while (*rc == STF_OK) {
         which ^= 1;
         rp->pend_nargs = 0;
         memset(&rp->pend, 0, sizeof rp->pend);
         rp->has_ret_next = false;
+        rp->cpu_next = 0;
         *rc = next_stack_item(tr, &nxt, pay[which], rp);
         rp->has_ret_of[which] = rp->has_ret_next; /* nxt's */
+        rp->cpu_of[which] = rp->cpu_next;
         memcpy(rp->ret_of[which], rp->ret_next, sizeof rp->ret_next);
         if (!(cur.kind == STF_K_FUNCTION && cur.action == STF_ENTER_ARGS)) {
             rp->pend_nargs = 0; /* not cur's: a misplaced CallArgument (the reader warned) */
@@ -645,6 +660,15 @@ static int walk_entry(struct tool_trace *tr, struct callstack *cs, struct replay
                                  .payload = rv,
                                  .payload_len = STF_RETVAL_PAYLOAD};
             if (cs_feed(cs, &r, &ops, rp) != 0)
+                return -1;
+        }
+        if (rp->cpu_of[which ^ 1]) { /* a CPU change before cur */
+            struct stf_item m = {.kind = STF_M_NEW_CPU,
+                                 .pid = cur.pid,
+                                 .tid = cur.tid,
+                                 .tsc = cur.tsc,
+                                 .cpu = (uint16_t)(rp->cpu_of[which ^ 1] - 1)};
+            if (cs_feed(cs, &m, &ops, rp) != 0)
                 return -1;
         }
         if (cs_feed(cs, &cur, &ops, rp) != 0)

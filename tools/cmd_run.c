@@ -88,6 +88,9 @@ static void help(FILE *out, bool live)
         "  --args PATTERNS       record the arguments and return values of the functions\n"
         "                        PATTERNS names: PATTERN[@argN,argN/s,args,retval],...\n"
         "                        (SLEDTRACE_ARGS)\n"
+        "  --waits LIST          the blocking calls recorded as '[wait] NAME' pseudo-calls:\n"
+        "                        all (default), none, or names: pthread_*,read\n"
+        "                        (SLEDTRACE_WAITS)\n"
         "%s"
         "  --preload LIB         runtime library to preload (default: found next to sledtrace)\n",
         live ? "live" : "run",
@@ -472,6 +475,7 @@ static int run_or_live(int argc, char **argv, bool live)
         {"--log", "SLEDTRACE_LOG", {"error", "warn", "info", "debug", NULL}, 0, 0, 0, NULL, 0},
         {"--min-duration", "SLEDTRACE_MIN_DURATION", {NULL}, 0, 0, 0, NULL, 1},
         {"--args", "SLEDTRACE_ARGS", {NULL}, 0, 0, 0, NULL, 0},
+        {"--waits", "SLEDTRACE_WAITS", {NULL}, 0, 0, 0, NULL, 0},
     };
     enum { NSET = sizeof set / sizeof set[0] };
     const char *out = NULL, *preload = NULL, *exclude_file = NULL;
