@@ -730,9 +730,9 @@ enum format { F_TEXT, F_CSV, F_JSON };
 
 /* The time columns, in their order: two sums, then per call (mean, self/call, then ranks). */
 enum { NCOLS = 9 };
-static const char *const col_names[NCOLS] = {"total_ns",  "self_ns", "mean_ns", "selfcall_ns",
-                                             "min_ns",    "median_ns", "p90_ns", "p99_ns",
-                                             "max_ns"};
+static const char *const col_names[NCOLS] = {"total_ns",    "self_ns", "mean_ns",
+                                             "selfcall_ns", "min_ns",  "median_ns",
+                                             "p90_ns",      "p99_ns",  "max_ns"};
 
 /* A thread's wall time: from its first to its last record that account reads (function
  * records and loss markers), in ticks. */
@@ -862,9 +862,9 @@ static void put_header(enum format fmt, bool per_thread)
                per_thread ? "pid,tid," : "", g_elided ? ",elided,elided_ns" : "",
                g_corrected ? ",approx" : "");
     else if (fmt == F_TEXT)
-        printf("%10s %12s %7s %12s %12s %12s %12s %12s %12s %12s %12s %10s  %s\n", "count",
-               "total", "share", "self", "mean", "self/call", "min", "median", "p90", "p99", "max",
-               "id", "function");
+        printf("%10s %12s %7s %12s %12s %12s %12s %12s %12s %12s %12s %10s  %s\n", "count", "total",
+               "share", "self", "mean", "self/call", "min", "median", "p90", "p99", "max", "id",
+               "function");
 }
 
 int cmd_account(int argc, char **argv)
