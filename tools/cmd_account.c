@@ -15,7 +15,9 @@
  *
  * Memory grows with the number of functions, threads and the stack depth, never with the trace
  * length (with --per-thread, statistics are kept per (thread, function) pair, so memory grows
- * with functions x threads): count, total, self, min and max are exact. median/p90/p99 follow
+ * with functions x threads): count, total, self, min and max are exact, and so are mean (sum:
+ * every finished call's duration, nested ones too, / the finished calls) and self/call (self /
+ * the finished calls), both rounded to the nearest tick, then nanosecond. median/p90/p99 follow
  * the nearest-rank rule: the q-quantile of n durations is the k-th smallest, k = ceil(q * n)
  * (1-based), always one of the durations recorded. They are exact while a function has at most
  * EXACT_MAX finished calls (its durations are kept, at most 8 KiB); past that, the durations
@@ -47,13 +49,16 @@ static void help(FILE *out)
           "                         [--from TIME] [--to TIME] [--filter P] [--exclude P]\n"
           "                         [--max-depth N] [--min-duration TIME] [--tid N]\n"
           "\n"
-          "Per-function call statistics: count, total, self, min, median, p90, p99, max.\n"
+          "Per-function call statistics: count, total, self, mean, self/call, min, median,\n"
+          "p90, p99, max.\n"
           "total is the time the function was on the stack (at least one of its calls\n"
           "open; the union of its finished calls), per thread, summed over the threads: a\n"
           "recursive function's nested calls lie inside its outermost one and add nothing.\n"
           "self is the time in the function's own code (callees excluded), summed over its\n"
-          "calls. min, median, p90, p99 and max are per call: one call's duration, entry to\n"
-          "exit, callees included.\n"
+          "calls. mean, self/call, min, median, p90, p99 and max are per call: mean is the\n"
+          "calls' durations (entry to exit, callees included; a recursion's nested calls\n"
+          "too) summed and divided by the finished calls, self/call is self divided by the\n"
+          "finished calls (both rounded to the nearest), the others one call's duration.\n"
           "share is total as a percentage of the summed wall time of all threads (each\n"
           "thread from its first to its last record), as perf report's percentages are\n"
           "shares of all threads' samples, so it never exceeds 100%; with --per-thread,\n"
@@ -97,8 +102,8 @@ static void help(FILE *out)
           "                     still leaves out its hidden callees); elided calls are\n"
           "                     left out; the footer says what was filtered\n"
           "  --tid N            only thread N\n"
-          "  --sort KEY         total (default), self, count, max, median, p99, mean (of a\n"
-          "                     call), selfcall (self time per call): descending; name, id\n"
+          "  --sort KEY         total (default), self, count, max, median, p99, mean,\n"
+          "                     selfcall (self/call): descending; name, id\n"
           "  --top N            only the first N rows (per thread with --per-thread)\n"
           "  --by-arg N         rows per function and value of its argument N (1..6, recorded\n"
           "                     with SLEDTRACE_ARGS): which fib(n) costs what; a row's total\n"
@@ -123,7 +128,7 @@ struct fstat {
     uint32_t tix;     /* thread index (--per-thread), else 0 */
     uint32_t argslot; /* --by-arg: the argument's value (ARG_LARGE: 2^32 - 1 or more), else 0 */
     uint64_t count, total, self, min, max;
-    uint64_t sum;        /* the finished calls' durations, nested ones too (--sort mean) */
+    uint64_t sum;        /* the finished calls' durations, nested ones too (mean) */
     uint64_t unfinished; /* entered, never exited: open at the end or cut at a loss marker */
     /* calls shorter than SLEDTRACE_MIN_DURATION, taken back by the runtime and counted in an
      * elided-calls event (stf.h): in count and total, in no per-call column */
@@ -429,6 +434,20 @@ static uint64_t self_of(const struct fstat *f)
     return cs_ticks(f->self);
 }
 
+/* mean: the finished calls' durations (each call's own, a recursion's nested calls too; elided
+ * calls not) per finished call, in ticks rounded to the nearest; 0 without a finished call. */
+static uint64_t mean_of(const struct fstat *f)
+{
+    return f->count ? f->sum / f->count + (f->sum % f->count >= f->count - f->count / 2) : 0;
+}
+
+/* self/call: self as shown per finished call, in ticks rounded to the nearest. */
+static uint64_t selfcall_of(const struct fstat *f)
+{
+    uint64_t s = self_of(f);
+    return f->count ? s / f->count + (s % f->count >= f->count - f->count / 2) : 0;
+}
+
 /* An elided-calls event (SLEDTRACE_MIN_DURATION): each function's calls and time, added to its
  * count and total. With --per-thread, the thread's, once the walker knows it. */
 static int add_elided(struct acct *a, const struct stf_item *it)
@@ -667,13 +686,11 @@ static int row_cmp(const void *pa, const void *pb)
     case S_P99:
         c = cmp_u64_desc(rank(a->f, a->f->count, 99), rank(b->f, b->f->count, 99));
         break;
-    case S_MEAN: /* the finished calls' durations, summed per call (recursion counted again) */
-        c = cmp_u64_desc(a->f->count ? a->f->sum / a->f->count : 0,
-                         b->f->count ? b->f->sum / b->f->count : 0);
+    case S_MEAN: /* the mean column: per finished call (recursion counted again) */
+        c = cmp_u64_desc(mean_of(a->f), mean_of(b->f));
         break;
     case S_SELFCALL:
-        c = cmp_u64_desc(a->f->count ? self_of(a->f) / a->f->count : 0,
-                         b->f->count ? self_of(b->f) / b->f->count : 0);
+        c = cmp_u64_desc(selfcall_of(a->f), selfcall_of(b->f));
         break;
     case S_NAME:
         c = strcmp(row_name(a), row_name(b));
@@ -711,8 +728,11 @@ static void json_str(const char *s)
 
 enum format { F_TEXT, F_CSV, F_JSON };
 
-static const char *const col_names[] = {"total_ns", "self_ns", "min_ns", "median_ns",
-                                        "p90_ns",   "p99_ns",  "max_ns"};
+/* The time columns, in their order: two sums, then per call (mean, self/call, then ranks). */
+enum { NCOLS = 9 };
+static const char *const col_names[NCOLS] = {"total_ns",    "self_ns", "mean_ns",
+                                             "selfcall_ns", "min_ns",  "median_ns",
+                                             "p90_ns",      "p99_ns",  "max_ns"};
 
 /* A thread's wall time: from its first to its last record that account reads (function
  * records and loss markers), in ticks. */
@@ -742,23 +762,24 @@ static void put_row(enum format fmt, bool per_thread, const struct cs_thread *th
     uint64_t n = f->count;
     char share[32];
     fmt_share(share, sizeof share, total_of(f), wall_ticks, fmt == F_TEXT);
-    uint64_t v[7] = {
-        total_of(f), self_of(f), f->min, rank(f, n, 50), rank(f, n, 90), rank(f, n, 99), f->max,
+    uint64_t v[NCOLS] = {
+        total_of(f),    self_of(f),     mean_of(f),     selfcall_of(f), f->min,
+        rank(f, n, 50), rank(f, n, 90), rank(f, n, 99), f->max,
     };
     /* corrected times: which figures are within the calibration's spread or the clock's step
      * (tools/DESIGN.md, "Corrected times"): bit k for column k */
     unsigned approx = 0;
     if (g_corrected) {
         double sums = 2.0 * (double)(n + f->unfinished) * g_spread + g_step;
-        for (int k = 0; k < 7; k++)
+        for (int k = 0; k < NCOLS; k++)
             if ((double)v[k] < (k < 2 ? sums : g_step > 2 * g_spread ? g_step : 2 * g_spread))
                 approx |= 1u << k;
         if (total_signed(f) < 0)
             approx |= 1u;
         if ((int64_t)f->self < 0)
-            approx |= 2u;
+            approx |= 2u | 8u; /* self and self/call */
     }
-    for (int k = 0; k < 7; k++)
+    for (int k = 0; k < NCOLS; k++)
         v[k] = tool_ticks_to_ns(v[k], freq);
     /* count: every call entered; the other columns: only the calls that exited (none: '-'
      * in text, 0 in csv and json) */
@@ -768,7 +789,7 @@ static void put_row(enum format fmt, bool per_thread, const struct cs_thread *th
             printf("%" PRId32 ",%" PRId32 ",", th->pid, th->tid);
         csv_field(row_name(r));
         printf(",%" PRIu32 ",%" PRIu64, f->id, all);
-        for (int k = 0; k < 7; k++) {
+        for (int k = 0; k < NCOLS; k++) {
             printf(",%" PRIu64, n ? v[k] : 0);
             if (k == 0)
                 printf(",%s", share);
@@ -778,7 +799,7 @@ static void put_row(enum format fmt, bool per_thread, const struct cs_thread *th
             printf(",%" PRIu64 ",%" PRIu64, f->elided, tool_ticks_to_ns(f->elided_ticks, freq));
         if (g_corrected) {
             putchar(',');
-            for (int k = 0, first_col = 1; k < 7; k++)
+            for (int k = 0, first_col = 1; k < NCOLS; k++)
                 if (n && (approx >> k & 1)) {
                     printf("%s%s", first_col ? "" : ";", col_names[k]);
                     first_col = 0;
@@ -790,7 +811,7 @@ static void put_row(enum format fmt, bool per_thread, const struct cs_thread *th
         fputs(per_thread ? "      {\"function\": " : "    {\"function\": ", stdout);
         json_str(row_name(r));
         printf(", \"id\": %" PRIu32 ", \"count\": %" PRIu64, f->id, all);
-        for (int k = 0; k < 7; k++) {
+        for (int k = 0; k < NCOLS; k++) {
             printf(", \"%s\": %" PRIu64, col_names[k], n ? v[k] : 0);
             if (k == 0)
                 printf(", \"share_pct\": %s", share);
@@ -801,7 +822,7 @@ static void put_row(enum format fmt, bool per_thread, const struct cs_thread *th
                    tool_ticks_to_ns(f->elided_ticks, freq));
         if (g_corrected) {
             fputs(", \"approx\": [", stdout);
-            for (int k = 0, first_col = 1; k < 7; k++)
+            for (int k = 0, first_col = 1; k < NCOLS; k++)
                 if (n && (approx >> k & 1)) {
                     printf("%s\"%s\"", first_col ? "" : ", ", col_names[k]);
                     first_col = 0;
@@ -811,7 +832,7 @@ static void put_row(enum format fmt, bool per_thread, const struct cs_thread *th
         putchar('}');
     } else {
         printf("%10" PRIu64, all);
-        for (int k = 0; k < 7; k++) {
+        for (int k = 0; k < NCOLS; k++) {
             char b[32];
             if (n && (approx >> k & 1)) {
                 b[0] = '~';
@@ -836,13 +857,14 @@ static void put_row(enum format fmt, bool per_thread, const struct cs_thread *th
 static void put_header(enum format fmt, bool per_thread)
 {
     if (fmt == F_CSV)
-        printf("%sfunction,id,count,total_ns,share_pct,self_ns,min_ns,median_ns,p90_ns,p99_ns,"
-               "max_ns,unfinished%s%s\n",
+        printf("%sfunction,id,count,total_ns,share_pct,self_ns,mean_ns,selfcall_ns,min_ns,"
+               "median_ns,p90_ns,p99_ns,max_ns,unfinished%s%s\n",
                per_thread ? "pid,tid," : "", g_elided ? ",elided,elided_ns" : "",
                g_corrected ? ",approx" : "");
     else if (fmt == F_TEXT)
-        printf("%10s %12s %7s %12s %12s %12s %12s %12s %12s %10s  %s\n", "count", "total", "share",
-               "self", "min", "median", "p90", "p99", "max", "id", "function");
+        printf("%10s %12s %7s %12s %12s %12s %12s %12s %12s %12s %12s %10s  %s\n", "count", "total",
+               "share", "self", "mean", "self/call", "min", "median", "p90", "p99", "max", "id",
+               "function");
 }
 
 int cmd_account(int argc, char **argv)
@@ -1098,8 +1120,8 @@ int cmd_account(int argc, char **argv)
         if (status == EXIT_OK && elided)
             fprintf(foot,
                     "# elided: %" PRIu64 " calls shorter than the runtime's SLEDTRACE_MIN_DURATION "
-                    "were counted, not recorded: count and total include them; self, min, median, "
-                    "p90, p99 and max are of the recorded calls only\n",
+                    "were counted, not recorded: count and total include them; self, mean, "
+                    "self/call, min, median, p90, p99 and max are of the recorded calls only\n",
                     elided);
         if (status == EXIT_OK && a.cs.gaps)
             fprintf(foot,

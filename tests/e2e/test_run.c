@@ -318,7 +318,7 @@ Test(run, interposed_clock_does_not_scale_the_times)
     e2e_trace_path(trace, sizeof trace, out, bin, t.pid, "fdr");
     e2e_run_sh(work, &a, "'" E2E_SLEDTRACE "' account --format csv '%s'", trace);
     cr_assert_eq(a.status, 0, "%s", a.err);
-    long median = csv_field_of(a.out, "slow", 8); /* median_ns */
+    long median = csv_field_of(a.out, "slow", 10); /* median_ns */
     cr_assert(median >= 180000 && median <= 1000000, "slow's median %ld ns, not about 200 us",
               median);
     e2e_run_free(&t);
@@ -342,18 +342,27 @@ Test(run, min_duration_counts_what_it_does_not_record)
     e2e_run_sh(work, &a, "'" E2E_SLEDTRACE "' account --format csv '%s'", trace);
     cr_assert_eq(a.status, 0, "%s", a.err);
     /* approx: the trace records the tracer's cost (calibration), so the times are corrected */
-    static const char header[] = "function,id,count,total_ns,share_pct,self_ns,min_ns,median_ns,"
-                                 "p90_ns,p99_ns,max_ns,unfinished,elided,elided_ns,approx\n";
+    static const char header[] = "function,id,count,total_ns,share_pct,self_ns,mean_ns,"
+                                 "selfcall_ns,min_ns,median_ns,p90_ns,p99_ns,max_ns,unfinished,"
+                                 "elided,elided_ns,approx\n";
     cr_assert(strncmp(a.out, header, strlen(header)) == 0, "%s", a.out);
-    /* columns: 3 count, 13 elided */
+    /* columns: 3 count, 4 total_ns, 7 mean_ns, 15 elided, 16 elided_ns */
     cr_assert_eq(csv_field_of(a.out, "outer", 3), 2000);
     cr_assert_eq(csv_field_of(a.out, "slow", 3), 2000);
     cr_assert_eq(csv_field_of(a.out, "quick", 3), 10000, "quick's count must stay exact");
-    cr_assert_eq(csv_field_of(a.out, "outer", 13), 0, "a 200 us call was elided");
-    cr_assert_eq(csv_field_of(a.out, "slow", 13), 0, "a 200 us call was elided");
-    long elided = csv_field_of(a.out, "quick", 13);
+    cr_assert_eq(csv_field_of(a.out, "outer", 15), 0, "a 200 us call was elided");
+    cr_assert_eq(csv_field_of(a.out, "slow", 15), 0, "a 200 us call was elided");
+    long elided = csv_field_of(a.out, "quick", 15);
     cr_assert_gt(elided, 5000, "only %ld of 10000 quick calls elided", elided);
-    cr_assert_not_null(strstr(a.err, "calls shorter than the runtime's SLEDTRACE_MIN_DURATION"),
+    /* quick (a leaf) is in total with its elided calls, and its mean is of the recorded calls
+     * only: the rest of total over the rest of count (within the ns roundings) */
+    long rec_ns = csv_field_of(a.out, "quick", 4) - csv_field_of(a.out, "quick", 16);
+    long mean = csv_field_of(a.out, "quick", 7), want = rec_ns / (10000 - elided);
+    cr_assert(mean >= want - 1 && mean <= want + 1, "quick's mean %ld ns, not %ld ns", mean, want);
+    cr_assert_not_null(strstr(a.err, "calls shorter than the runtime's SLEDTRACE_MIN_DURATION "
+                                     "were counted, not recorded: count and total include them; "
+                                     "self, mean, self/call, min, median, p90, p99 and max are "
+                                     "of the recorded calls only\n"),
                        "%s", a.err);
     /* the records left are balanced and valid */
     struct e2e_trace *tr = malloc(sizeof *tr);

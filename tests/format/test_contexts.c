@@ -69,11 +69,13 @@ Test(contexts, account_and_stack)
     char *p = write_syms_trace(&g);
     const char *acc[] = {tr_bin(), "account", p, "--format", "csv", "--sort", "id", NULL};
     struct tr_out r = run(acc);
-    cr_assert_str_eq(r.o, "function,id,count,total_ns,share_pct,self_ns,min_ns,median_ns,p90_ns,"
-                          "p99_ns,max_ns,unfinished\n"
-                          "main,1,1,1100,100.00,300,1100,1100,1100,1100,1100,0\n"
-                          "f,2,2,800,72.73,800,400,400,400,400,400,0\n"
-                          "g,3,1,500,45.45,500,500,500,500,500,500,0\n");
+    cr_assert_str_eq(
+        r.o,
+        "function,id,count,total_ns,share_pct,self_ns,mean_ns,selfcall_ns,min_ns,median_ns,p90_ns,"
+        "p99_ns,max_ns,unfinished\n"
+        "main,1,1,1100,100.00,300,1100,300,1100,1100,1100,1100,1100,0\n"
+        "f,2,2,800,72.73,800,400,400,400,400,400,400,400,0\n"
+        "g,3,1,500,45.45,500,500,500,500,500,500,500,500,0\n");
     cr_assert(strstr(r.e, "calls: 4, stack repairs: 0, unmatched exits: 0, unfinished frames: 0"),
               "%s", r.e);
     tr_out_free(&r);
@@ -117,9 +119,9 @@ Test(contexts, loss_drops_every_context)
     char *p = write_syms_trace(&g);
     const char *acc[] = {tr_bin(), "account", p, "--format", "csv", "--sort", "id", NULL};
     struct tr_out r = run(acc);
-    cr_assert(strstr(r.o, "\nmain,1,1,0,0.00,0,0,0,0,0,0,1\n"), "%s", r.o);
+    cr_assert(strstr(r.o, "\nmain,1,1,0,0.00,0,0,0,0,0,0,0,0,1\n"), "%s", r.o);
     cr_assert(strstr(r.o, "\nf,2,2,100,"), "%s", r.o);
-    cr_assert(strstr(r.o, ",1\ng,3,1,0,0.00,0,0,0,0,0,0,1\n"), "%s", r.o);
+    cr_assert(strstr(r.o, ",1\ng,3,1,0,0.00,0,0,0,0,0,0,0,0,1\n"), "%s", r.o);
     cr_assert(strstr(r.e, "gaps: 1 (5 events dropped by the runtime); 3 frames open at a gap"),
               "%s", r.e);
     tr_out_free(&r);
@@ -153,7 +155,7 @@ Test(contexts, parked_at_the_end)
     const char *acc[] = {tr_bin(), "account", p, "--format", "csv", "--sort", "id", NULL};
     struct tr_out r = run(acc);
     cr_assert(strstr(r.o, "\nmain,1,1,400,"), "%s", r.o);
-    cr_assert(strstr(r.o, "\ng,3,1,0,0.00,0,0,0,0,0,0,1\n"), "%s", r.o);
+    cr_assert(strstr(r.o, "\ng,3,1,0,0.00,0,0,0,0,0,0,0,0,1\n"), "%s", r.o);
     cr_assert(strstr(r.e, "unfinished frames: 1"), "%s", r.e);
     tr_out_free(&r);
     char *json = tg_tmpname(".json");
@@ -227,7 +229,7 @@ Test(contexts, inconsistent_from)
     char *p = write_syms_trace(&g);
     const char *acc[] = {tr_bin(), "account", p, "--format", "csv", "--sort", "id", NULL};
     struct tr_out r = run(acc);
-    cr_assert(strstr(r.o, "\nmain,1,1,0,0.00,0,0,0,0,0,0,1\n"), "%s", r.o);
+    cr_assert(strstr(r.o, "\nmain,1,1,0,0.00,0,0,0,0,0,0,0,0,1\n"), "%s", r.o);
     cr_assert(strstr(r.o, "\nf,2,1,100,"), "%s", r.o);
     cr_assert(strstr(r.o, "\ng,3,1,500,"), "%s", r.o);
     cr_assert(strstr(r.e, "calls: 2, stack repairs: 0, unmatched exits: 0, unfinished frames: 0"),

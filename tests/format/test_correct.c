@@ -75,23 +75,26 @@ static struct tr_out run(const char *const *argv)
 
 /* Every column of account's csv, corrected: durations lose exactly the gaps inside them, self
  * times what their callees' gaps leave, and a call measured shorter than the correction keeps its
- * sign in the sums (a's self is -2, shown 0 and marked). */
+ * sign in the sums (a's self is -2, shown 0 and marked, its mean and self/call too). f's mean
+ * is (27 + 6) / 2 = 16.5, rounded to 17 ns, its self/call 27 / 2 = 13.5, rounded to 14 ns. */
 Test(correct, account_csv_exact)
 {
     char *p = write_trace(true);
     const char *argv[] = {tr_bin(), "account", p, "--format", "csv", "--sort", "name", NULL};
     struct tr_out r = run(argv);
-    cr_assert_str_eq(
-        r.o, "function,id,count,total_ns,share_pct,self_ns,min_ns,median_ns,p90_ns,p99_ns,max_ns,"
-             "unfinished,approx\n"
-             "[sledtrace] thread set-up,16777215,1,90,33.58,90,90,90,90,90,90,0,\n"
-             "a,6,1,0,0.00,0,0,0,0,0,0,0,total_ns;self_ns;min_ns;median_ns;p90_ns;p99_ns;max_ns\n"
-             "b,7,1,16,5.97,16,16,16,16,16,16,0,\n"
-             "f,2,2,33,12.31,27,6,6,27,27,27,0,\n"
-             "g,3,1,6,2.24,6,6,6,6,6,6,0,\n"
-             "h,4,1,8,2.99,8,8,8,8,8,8,0,\n"
-             "k,5,1,16,5.97,16,16,16,16,16,16,0,\n"
-             "main,1,1,151,56.34,94,151,151,151,151,151,0,\n");
+    cr_assert_str_eq(r.o,
+                     "function,id,count,total_ns,share_pct,self_ns,mean_ns,selfcall_ns,min_ns,"
+                     "median_ns,p90_ns,p99_ns,max_ns,"
+                     "unfinished,approx\n"
+                     "[sledtrace] thread set-up,16777215,1,90,33.58,90,90,90,90,90,90,90,90,0,\n"
+                     "a,6,1,0,0.00,0,0,0,0,0,0,0,0,0,total_ns;self_ns;mean_ns;selfcall_ns;min_ns;"
+                     "median_ns;p90_ns;p99_ns;max_ns\n"
+                     "b,7,1,16,5.97,16,16,16,16,16,16,16,16,0,\n"
+                     "f,2,2,33,12.31,27,17,14,6,6,27,27,27,0,\n"
+                     "g,3,1,6,2.24,6,6,6,6,6,6,6,6,0,\n"
+                     "h,4,1,8,2.99,8,8,8,8,8,8,8,8,0,\n"
+                     "k,5,1,16,5.97,16,16,16,16,16,16,16,16,0,\n"
+                     "main,1,1,151,56.34,94,151,94,151,151,151,151,151,0,\n");
     /* share: of the corrected wall time, 151 + 117 (thread 200: 4900 to 5017) = 268 */
     cr_assert(strstr(r.e, "# share: of 268ns, the summed wall time of 2 threads"), "%s", r.e);
     cr_assert(strstr(r.e, "# times: corrected: 62ns of tracer time taken out (18.8% of the "
@@ -121,15 +124,17 @@ Test(correct, approximate_figures_are_marked)
     struct tr_out r = run(argv);
     const char *a = strstr(r.o, "\n         1         ~0ns   0.00%         ~0ns         ~0ns");
     cr_assert(a, "%s", r.o);
-    cr_assert(strstr(r.o, "        33ns  12.31%         27ns          6ns"), "%s", r.o);
+    cr_assert(
+        strstr(r.o, "        33ns  12.31%         27ns         17ns         14ns          6ns"),
+        "%s", r.o);
     tr_out_free(&r);
     const char *argv2[] = {tr_bin(), "account", p, "--format", "json", "--sort", "name", NULL};
     r = run(argv2);
-    cr_assert(strstr(r.o,
-                     "\"function\": \"b\", \"id\": 7, \"count\": 1, \"total_ns\": 16, "
-                     "\"share_pct\": 5.97, \"self_ns\": 16, \"min_ns\": 16, \"median_ns\": 16, "
-                     "\"p90_ns\": 16, \"p99_ns\": 16, \"max_ns\": 16, \"unfinished\": 0, "
-                     "\"approx\": []}"),
+    cr_assert(strstr(r.o, "\"function\": \"b\", \"id\": 7, \"count\": 1, \"total_ns\": 16, "
+                          "\"share_pct\": 5.97, \"self_ns\": 16, \"mean_ns\": 16, \"selfcall_ns\": "
+                          "16, \"min_ns\": 16, \"median_ns\": 16, "
+                          "\"p90_ns\": 16, \"p99_ns\": 16, \"max_ns\": 16, \"unfinished\": 0, "
+                          "\"approx\": []}"),
               "%s", r.o);
     cr_assert(strstr(r.o, "\"times\": \"corrected\", \"tracer_removed_ns\": 62}}"), "%s", r.o);
     tr_out_free(&r);

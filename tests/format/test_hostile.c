@@ -67,12 +67,14 @@ Test(hostile, malformed_sidecar_line_is_skipped)
     char *p = four_calls_trace(syms, sizeof syms - 1);
     struct tr_out r = account_csv(p);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
-    cr_assert_str_eq(r.o, "function,id,count,total_ns,share_pct,self_ns,min_ns,median_ns,p90_ns,"
-                          "p99_ns,max_ns,unfinished\n"
-                          "one,1,1,10,0.33,10,10,10,10,10,10,0\n"
-                          "#2,2,1,20,0.66,20,20,20,20,20,20,0\n"
-                          "three,3,1,30,0.99,30,30,30,30,30,30,0\n"
-                          "four,4,1,40,1.32,40,40,40,40,40,40,0\n");
+    cr_assert_str_eq(
+        r.o,
+        "function,id,count,total_ns,share_pct,self_ns,mean_ns,selfcall_ns,min_ns,median_ns,p90_ns,"
+        "p99_ns,max_ns,unfinished\n"
+        "one,1,1,10,0.33,10,10,10,10,10,10,10,10,0\n"
+        "#2,2,1,20,0.66,20,20,20,20,20,20,20,20,0\n"
+        "three,3,1,30,0.99,30,30,30,30,30,30,30,30,0\n"
+        "four,4,1,40,1.32,40,40,40,40,40,40,40,40,0\n");
     char *s = stf_syms_path_for(p);
     char want[512];
     snprintf(want, sizeof want,
@@ -293,20 +295,21 @@ Test(hostile, control_bytes_in_names_are_escaped_in_text_outputs)
     names_shown("account", o, 1, "  ", "\n");
     free(o);
     o = run_clean((const char *[]){"account", p, "--format", "csv", NULL});
-    cr_assert_str_eq(o,
-                     "function,id,count,total_ns,share_pct,self_ns,min_ns,median_ns,p90_ns,"
-                     "p99_ns,max_ns,unfinished\n"
-                     "clear\\x1b[2J,1,1,980,100.00,20,980,980,980,980,980,0\n"
-                     "bell\\x07|tab\\x09here|del\\x7f,2,1,960,97.96,20,960,960,960,960,960,0\n"
-                     "cr\\x0dforged,3,1,940,95.92,20,940,940,940,940,940,0\n"
-                     "csi\\xc2\\x9b2J,4,1,920,93.88,20,920,920,920,920,920,0\n"
-                     "raw\\x9b|bad\\xff|cut\\xe2\\x80,5,1,900,91.84,20,900,900,900,900,900,0\n"
-                     "rtl\\xe2\\x80\\xaeevil|iso\\xe2\\x81\\xa6x,6,1,880,89.80,20,880,880,880,"
-                     "880,880,0\n"
-                     "\"back\\\\slash \"\"q\"\" a;b <c> & caf\xc3\xa9\",7,1,860,87.76,20,860,860,"
-                     "860,860,860,0\n"
-                     "osc\\x1b]0;title\\x07,8,1,840,85.71,20,840,840,840,840,840,0\n"
-                     "new,9,1,820,83.67,820,820,820,820,820,820,0\n");
+    cr_assert_str_eq(
+        o,
+        "function,id,count,total_ns,share_pct,self_ns,mean_ns,selfcall_ns,min_ns,median_ns,p90_ns,"
+        "p99_ns,max_ns,unfinished\n"
+        "clear\\x1b[2J,1,1,980,100.00,20,980,20,980,980,980,980,980,0\n"
+        "bell\\x07|tab\\x09here|del\\x7f,2,1,960,97.96,20,960,20,960,960,960,960,960,0\n"
+        "cr\\x0dforged,3,1,940,95.92,20,940,20,940,940,940,940,940,0\n"
+        "csi\\xc2\\x9b2J,4,1,920,93.88,20,920,20,920,920,920,920,920,0\n"
+        "raw\\x9b|bad\\xff|cut\\xe2\\x80,5,1,900,91.84,20,900,20,900,900,900,900,900,0\n"
+        "rtl\\xe2\\x80\\xaeevil|iso\\xe2\\x81\\xa6x,6,1,880,89.80,20,880,20,880,880,880,"
+        "880,880,0\n"
+        "\"back\\\\slash \"\"q\"\" a;b <c> & caf\xc3\xa9\",7,1,860,87.76,20,860,20,860,860,"
+        "860,860,860,0\n"
+        "osc\\x1b]0;title\\x07,8,1,840,85.71,20,840,20,840,840,840,840,840,0\n"
+        "new,9,1,820,83.67,820,820,820,820,820,820,820,820,0\n");
     free(o);
     o = run_clean((const char *[]){"replay", p, NULL});
     /* "name {" at the entry, "} name" at the exit; the innermost call is one line */

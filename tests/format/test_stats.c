@@ -73,36 +73,43 @@ static char *recursive_trace(void)
 
 /* account: total is the time the function is on the stack (outermost frames; for the call that
  * never returned, the finished calls nested in it), per call figures stay per call (nearest
- * rank: g's median of 20 and 50 ns is 20 ns). */
+ * rank: g's median of 20 and 50 ns is 20 ns). mean is every finished call's duration, nested
+ * ones too, per finished call: fib's 8 finished calls sum to 1030 + 210 = 1240 ns, a mean of
+ * 155 ns (not total / count: 830 / 9); self/call 810 / 8 = 101.25, rounded to 101 ns; on
+ * thread 200, 210 / 3 = 70 ns and self 200 / 3 = 66.7, rounded to 67 ns. */
 Test(stats, recursion_counted_once)
 {
     char *p = recursive_trace();
     const char *argv[] = {tr_bin(), "account", p, "--format", "csv", "--sort", "id", NULL};
     struct tr_out r = tr_run(argv);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
-    cr_assert_str_eq(r.o, "function,id,count,total_ns,share_pct,self_ns,min_ns,median_ns,p90_ns,"
-                          "p99_ns,max_ns,unfinished\n"
-                          "main,1,1,1000,66.67,240,1000,1000,1000,1000,1000,0\n"
-                          "fib,2,9,830,55.33,810,10,100,600,600,600,1\n"
-                          "g,3,2,70,4.67,70,20,20,50,50,50,0\n"
-                          "other,4,1,50,3.33,20,50,50,50,50,50,0\n"
-                          "p,5,2,110,7.33,40,30,30,110,110,110,0\n"
-                          "q,6,2,90,6.00,70,10,10,90,90,90,0\n");
+    cr_assert_str_eq(
+        r.o,
+        "function,id,count,total_ns,share_pct,self_ns,mean_ns,selfcall_ns,min_ns,median_ns,p90_ns,"
+        "p99_ns,max_ns,unfinished\n"
+        "main,1,1,1000,66.67,240,1000,240,1000,1000,1000,1000,1000,0\n"
+        "fib,2,9,830,55.33,810,155,101,10,100,600,600,600,1\n"
+        "g,3,2,70,4.67,70,35,35,20,20,50,50,50,0\n"
+        "other,4,1,50,3.33,20,50,20,50,50,50,50,50,0\n"
+        "p,5,2,110,7.33,40,70,20,30,30,110,110,110,0\n"
+        "q,6,2,90,6.00,70,50,35,10,10,90,90,90,0\n");
     tr_out_free(&r);
     const char *argv2[] = {tr_bin(), "account", p,   "--per-thread", "--format", "csv",
                            "--sort", "id",      NULL};
     r = tr_run(argv2);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
-    cr_assert_str_eq(r.o, "pid,tid,function,id,count,total_ns,share_pct,self_ns,min_ns,median_ns,"
-                          "p90_ns,p99_ns,max_ns,unfinished\n"
-                          "100,100,main,1,1,1000,100.00,240,1000,1000,1000,1000,1000,0\n"
-                          "100,100,fib,2,5,630,63.00,610,30,150,600,600,600,0\n"
-                          "100,100,g,3,1,20,2.00,20,20,20,20,20,20,0\n"
-                          "100,100,other,4,1,50,5.00,20,50,50,50,50,50,0\n"
-                          "100,100,p,5,2,110,11.00,40,30,30,110,110,110,0\n"
-                          "100,100,q,6,2,90,9.00,70,10,10,90,90,90,0\n"
-                          "100,200,fib,2,4,200,40.00,200,10,100,100,100,100,1\n"
-                          "100,200,g,3,1,50,10.00,50,50,50,50,50,50,0\n");
+    cr_assert_str_eq(
+        r.o,
+        "pid,tid,function,id,count,total_ns,share_pct,self_ns,mean_ns,selfcall_ns,min_ns,median_ns,"
+        "p90_ns,p99_ns,max_ns,unfinished\n"
+        "100,100,main,1,1,1000,100.00,240,1000,240,1000,1000,1000,1000,1000,0\n"
+        "100,100,fib,2,5,630,63.00,610,206,122,30,150,600,600,600,0\n"
+        "100,100,g,3,1,20,2.00,20,20,20,20,20,20,20,20,0\n"
+        "100,100,other,4,1,50,5.00,20,50,20,50,50,50,50,50,0\n"
+        "100,100,p,5,2,110,11.00,40,70,20,30,30,110,110,110,0\n"
+        "100,100,q,6,2,90,9.00,70,50,35,10,10,90,90,90,0\n"
+        "100,200,fib,2,4,200,40.00,200,70,67,10,100,100,100,100,1\n"
+        "100,200,g,3,1,50,10.00,50,50,50,50,50,50,50,50,0\n");
     tr_out_free(&r);
     tr_remove_trace(p);
 }
@@ -117,19 +124,26 @@ Test(stats, share_of_wall_time)
     struct tr_out r = tr_run(argv);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
     cr_assert_str_eq(
-        r.o, "     count        total   share         self          min       median          p90"
+        r.o, "     count        total   share         self         mean    self/call          min  "
+             "     median          p90"
              "          p99          max         id  function\n"
-             "         1      1.000us  66.67%        240ns      1.000us      1.000us      1.000us"
+             "         1      1.000us  66.67%        240ns      1.000us        240ns      1.000us  "
+             "    1.000us      1.000us"
              "      1.000us      1.000us          1  main\n"
-             "         9        830ns  55.33%        810ns         10ns        100ns        600ns"
+             "         9        830ns  55.33%        810ns        155ns        101ns         10ns  "
+             "      100ns        600ns"
              "        600ns        600ns          2  fib  (1 unfinished)\n"
-             "         2        110ns   7.33%         40ns         30ns         30ns        110ns"
+             "         2        110ns   7.33%         40ns         70ns         20ns         30ns  "
+             "       30ns        110ns"
              "        110ns        110ns          5  p\n"
-             "         2         90ns   6.00%         70ns         10ns         10ns         90ns"
+             "         2         90ns   6.00%         70ns         50ns         35ns         10ns  "
+             "       10ns         90ns"
              "         90ns         90ns          6  q\n"
-             "         2         70ns   4.67%         70ns         20ns         20ns         50ns"
+             "         2         70ns   4.67%         70ns         35ns         35ns         20ns  "
+             "       20ns         50ns"
              "         50ns         50ns          3  g\n"
-             "         1         50ns   3.33%         20ns         50ns         50ns         50ns"
+             "         1         50ns   3.33%         20ns         50ns         20ns         50ns  "
+             "       50ns         50ns"
              "         50ns         50ns          4  other\n"
              "# functions: 6, calls: 16, stack repairs: 0, unmatched exits: 0, unfinished "
              "frames: 1\n"
@@ -144,19 +158,25 @@ Test(stats, share_of_wall_time)
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
     cr_assert_str_eq(
         r.o, "thread 100/100 (wall time 1.000us)\n"
-             "     count        total   share         self          min       median          p90"
+             "     count        total   share         self         mean    self/call          min  "
+             "     median          p90"
              "          p99          max         id  function\n"
-             "         1      1.000us 100.00%        240ns      1.000us      1.000us      1.000us"
+             "         1      1.000us 100.00%        240ns      1.000us        240ns      1.000us  "
+             "    1.000us      1.000us"
              "      1.000us      1.000us          1  main\n"
-             "         5        630ns  63.00%        610ns         30ns        150ns        600ns"
+             "         5        630ns  63.00%        610ns        206ns        122ns         30ns  "
+             "      150ns        600ns"
              "        600ns        600ns          2  fib\n"
              "\n"
              "thread 100/200 (wall time 500ns)\n"
-             "     count        total   share         self          min       median          p90"
+             "     count        total   share         self         mean    self/call          min  "
+             "     median          p90"
              "          p99          max         id  function\n"
-             "         4        200ns  40.00%        200ns         10ns        100ns        100ns"
+             "         4        200ns  40.00%        200ns         70ns         67ns         10ns  "
+             "      100ns        100ns"
              "        100ns        100ns          2  fib  (1 unfinished)\n"
-             "         1         50ns  10.00%         50ns         50ns         50ns         50ns"
+             "         1         50ns  10.00%         50ns         50ns         50ns         50ns  "
+             "       50ns         50ns"
              "         50ns         50ns          3  g\n"
              "\n"
              "# threads: 2, functions: 6, calls: 16, stack repairs: 0, unmatched exits: 0, "
@@ -174,7 +194,8 @@ Test(stats, share_of_wall_time)
              "{\"trace\": \"%s\",\n"
              "  \"functions\": [\n"
              "    {\"function\": \"main\", \"id\": 1, \"count\": 1, \"total_ns\": 1000, "
-             "\"share_pct\": 66.67, \"self_ns\": 240, \"min_ns\": 1000, \"median_ns\": 1000, "
+             "\"share_pct\": 66.67, \"self_ns\": 240, \"mean_ns\": 1000, \"selfcall_ns\": 240, "
+             "\"min_ns\": 1000, \"median_ns\": 1000, "
              "\"p90_ns\": 1000, \"p99_ns\": 1000, \"max_ns\": 1000, \"unfinished\": 0}\n"
              "  ],\n"
              "  \"summary\": {\"functions\": 6, \"calls\": 16, \"stack_repairs\": 0, "
@@ -310,10 +331,12 @@ Test(stats, percentiles_of_few_calls_are_exact)
     const char *argv[] = {tr_bin(), "account", p, "--format", "csv", "--sort", "id", NULL};
     struct tr_out r = tr_run(argv);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
-    cr_assert_str_eq(r.o, "function,id,count,total_ns,share_pct,self_ns,min_ns,median_ns,p90_ns,"
-                          "p99_ns,max_ns,unfinished\n"
-                          "fib,2,2,40,0.87,40,10,10,30,30,30,0\n"
-                          "g,3,3,1900,41.30,1900,300,600,1000,1000,1000,0\n");
+    cr_assert_str_eq(
+        r.o,
+        "function,id,count,total_ns,share_pct,self_ns,mean_ns,selfcall_ns,min_ns,median_ns,p90_ns,"
+        "p99_ns,max_ns,unfinished\n"
+        "fib,2,2,40,0.87,40,20,20,10,10,30,30,30,0\n"
+        "g,3,3,1900,41.30,1900,633,633,300,600,1000,1000,1000,0\n");
     tr_out_free(&r);
     tr_remove_trace(p);
 }
@@ -331,9 +354,9 @@ static uint64_t nearest_rank(const uint64_t *v, size_t n, unsigned pct)
     return v[k - 1];
 }
 
-/* Function id's csv row: count, then total, self, min, median, p90, p99, max (ns); the share
- * (between total and self) is skipped. */
-static void csv_row(const char *csv, const char *name, uint64_t out[8])
+/* Function id's csv row: count, then total, self, mean, self/call, min, median, p90, p99, max
+ * (ns); the share (between total and self) is skipped. */
+static void csv_row(const char *csv, const char *name, uint64_t out[10])
 {
     char pat[64];
     snprintf(pat, sizeof pat, "\n%s,", name);
@@ -342,9 +365,16 @@ static void csv_row(const char *csv, const char *name, uint64_t out[8])
     unsigned id;
     int n = sscanf(l + strlen(pat),
                    "%u,%" SCNu64 ",%" SCNu64 ",%*f,%" SCNu64 ",%" SCNu64 ",%" SCNu64 ",%" SCNu64
-                   ",%" SCNu64 ",%" SCNu64,
-                   &id, &out[0], &out[1], &out[2], &out[3], &out[4], &out[5], &out[6], &out[7]);
-    cr_assert_eq(n, 9, "%s", l);
+                   ",%" SCNu64 ",%" SCNu64 ",%" SCNu64 ",%" SCNu64,
+                   &id, &out[0], &out[1], &out[2], &out[3], &out[4], &out[5], &out[6], &out[7],
+                   &out[8], &out[9]);
+    cr_assert_eq(n, 11, "%s", l);
+}
+
+/* a / n rounded to the nearest (halves up), as account's mean and self/call are. */
+static uint64_t div_nearest(uint64_t a, uint64_t n)
+{
+    return (2 * a + n) / (2 * n);
 }
 
 /* n calls of id of durations d[0..n), one after another from *tsc, 10 ns apart; their sum. */
@@ -392,15 +422,17 @@ Test(stats, percentiles_of_many_short_calls_are_exact)
     char *p = account_csv(&g, &r);
     qsort(dg, NG, sizeof *dg, cmp_u64);
     static const unsigned pcts[] = {50, 90, 99}; /* 127, 230 and 253 ns: rows 0 and 1 */
-    uint64_t f[8];
+    uint64_t f[10];
     csv_row(r.o, "g", f);
     cr_assert_eq(f[0], NG);
     cr_assert_eq(f[1], sum);
-    cr_assert_eq(f[3], 0);
-    cr_assert_eq(f[7], 255);
+    cr_assert_eq(f[3], div_nearest(sum, NG)); /* mean and self/call: every call a leaf */
+    cr_assert_eq(f[4], div_nearest(sum, NG));
+    cr_assert_eq(f[5], 0);
+    cr_assert_eq(f[9], 255);
     for (int k = 0; k < 3; k++)
-        cr_assert_eq(f[4 + k], nearest_rank(dg, NG, pcts[k]), "g p%u: %" PRIu64 ", exact %" PRIu64,
-                     pcts[k], f[4 + k], nearest_rank(dg, NG, pcts[k]));
+        cr_assert_eq(f[6 + k], nearest_rank(dg, NG, pcts[k]), "g p%u: %" PRIu64 ", exact %" PRIu64,
+                     pcts[k], f[6 + k], nearest_rank(dg, NG, pcts[k]));
     tr_out_free(&r);
     tr_remove_trace(p);
 }
@@ -434,26 +466,30 @@ Test(stats, percentiles_of_many_calls_within_the_stated_bound)
     qsort(dg, NG, sizeof *dg, cmp_u64);
     static const unsigned pcts[] = {50, 90, 99};
 
-    uint64_t f[8];
+    uint64_t f[10];
     csv_row(r.o, "fib", f);
     cr_assert_eq(f[0], NF);
     cr_assert_eq(f[1], sumf);
     cr_assert_eq(f[2], sumf);
-    cr_assert_eq(f[3], df[0]);
+    cr_assert_eq(f[3], div_nearest(sumf, NF)); /* mean, self/call: exact past the kept ones */
+    cr_assert_eq(f[4], div_nearest(sumf, NF));
+    cr_assert_eq(f[5], df[0]);
     for (int k = 0; k < 3; k++)
-        cr_assert_eq(f[4 + k], nearest_rank(df, NF, pcts[k]),
-                     "fib p%u: %" PRIu64 ", exact %" PRIu64, pcts[k], f[4 + k],
+        cr_assert_eq(f[6 + k], nearest_rank(df, NF, pcts[k]),
+                     "fib p%u: %" PRIu64 ", exact %" PRIu64, pcts[k], f[6 + k],
                      nearest_rank(df, NF, pcts[k]));
-    cr_assert_eq(f[7], df[NF - 1]);
+    cr_assert_eq(f[9], df[NF - 1]);
 
     csv_row(r.o, "g", f);
     cr_assert_eq(f[0], NG);
     cr_assert_eq(f[1], sumg);
     cr_assert_eq(f[2], sumg);
-    cr_assert_eq(f[3], dg[0]);
-    cr_assert_eq(f[7], dg[NG - 1]);
+    cr_assert_eq(f[3], div_nearest(sumg, NG));
+    cr_assert_eq(f[4], div_nearest(sumg, NG));
+    cr_assert_eq(f[5], dg[0]);
+    cr_assert_eq(f[9], dg[NG - 1]);
     for (int k = 0; k < 3; k++) {
-        uint64_t want = nearest_rank(dg, NG, pcts[k]), got = f[4 + k];
+        uint64_t want = nearest_rank(dg, NG, pcts[k]), got = f[6 + k];
         uint64_t err = got > want ? got - want : want - got;
         cr_assert_leq(err * 256, want, "g p%u: %" PRIu64 ", exact %" PRIu64 ", beyond 1/256",
                       pcts[k], got, want);

@@ -42,13 +42,17 @@ Test(tools, account_text_golden)
     struct tr_out r = tr_run(argv);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
     cr_assert_str_eq(
-        r.o, "     count        total   share         self          min       median          p90"
+        r.o, "     count        total   share         self         mean    self/call          min  "
+             "     median          p90"
              "          p99          max         id  function\n"
-             "         1      3.000us 100.00%      1.650us      3.000us      3.000us      3.000us"
+             "         1      3.000us 100.00%      1.650us      3.000us      1.650us      3.000us  "
+             "    3.000us      3.000us"
              "      3.000us      3.000us          1  main\n"
-             "         2      1.300us  43.33%      1.300us        300ns        300ns      1.000us"
+             "         2      1.300us  43.33%      1.300us        650ns        650ns        300ns  "
+             "      300ns      1.000us"
              "      1.000us      1.000us          2  f\n"
-             "         1         50ns   1.67%         50ns         50ns         50ns         50ns"
+             "         1         50ns   1.67%         50ns         50ns         50ns         50ns  "
+             "       50ns         50ns"
              "         50ns         50ns          3  #3\n"
              "# functions: 3, calls: 4, stack repairs: 0, unmatched exits: 0, "
              "unfinished frames: 0\n"
@@ -70,18 +74,22 @@ Test(tools, account_csv_sort_top)
     const char *argv[] = {tr_bin(), "account", p, "--format", "csv", "--sort", "count", NULL};
     struct tr_out r = tr_run(argv);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
-    cr_assert_str_eq(r.o, "function,id,count,total_ns,share_pct,self_ns,min_ns,median_ns,p90_ns,"
-                          "p99_ns,max_ns,unfinished\n"
-                          "f,2,2,1300,43.33,1300,300,300,1000,1000,1000,0\n"
-                          "main,1,1,3000,100.00,1650,3000,3000,3000,3000,3000,0\n"
-                          "#3,3,1,50,1.67,50,50,50,50,50,50,0\n");
+    cr_assert_str_eq(
+        r.o,
+        "function,id,count,total_ns,share_pct,self_ns,mean_ns,selfcall_ns,min_ns,median_ns,p90_ns,"
+        "p99_ns,max_ns,unfinished\n"
+        "f,2,2,1300,43.33,1300,650,650,300,300,1000,1000,1000,0\n"
+        "main,1,1,3000,100.00,1650,3000,1650,3000,3000,3000,3000,3000,0\n"
+        "#3,3,1,50,1.67,50,50,50,50,50,50,50,50,0\n");
     tr_out_free(&r);
     const char *argv2[] = {tr_bin(),      "account", p,   "--format=csv",
                            "--sort=name", "--top",   "1", NULL};
     r = tr_run(argv2);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
-    cr_assert_str_eq(r.o, "function,id,count,total_ns,share_pct,self_ns,min_ns,median_ns,p90_ns,"
-                          "p99_ns,max_ns,unfinished\n#3,3,1,50,1.67,50,50,50,50,50,50,0\n");
+    cr_assert_str_eq(
+        r.o,
+        "function,id,count,total_ns,share_pct,self_ns,mean_ns,selfcall_ns,min_ns,median_ns,p90_ns,"
+        "p99_ns,max_ns,unfinished\n#3,3,1,50,1.67,50,50,50,50,50,50,50,50,0\n");
     tr_out_free(&r);
     const char *argv3[] = {tr_bin(), "account", p, "--sort", "bogus", NULL};
     r = tr_run(argv3);
@@ -106,11 +114,13 @@ Test(tools, account_repairs_and_unmatched)
     const char *argv[] = {tr_bin(), "account", p, "--format", "csv", "--sort", "id", NULL};
     struct tr_out r = tr_run(argv);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
-    cr_assert_str_eq(r.o, "function,id,count,total_ns,share_pct,self_ns,min_ns,median_ns,p90_ns,"
-                          "p99_ns,max_ns,unfinished\n"
-                          "#1,1,1,100,51.28,10,100,100,100,100,100,0\n"
-                          "#2,2,1,90,46.15,90,90,90,90,90,90,0\n"
-                          "#4,4,1,0,0.00,0,0,0,0,0,0,1\n");
+    cr_assert_str_eq(
+        r.o,
+        "function,id,count,total_ns,share_pct,self_ns,mean_ns,selfcall_ns,min_ns,median_ns,p90_ns,"
+        "p99_ns,max_ns,unfinished\n"
+        "#1,1,1,100,51.28,10,100,10,100,100,100,100,100,0\n"
+        "#2,2,1,90,46.15,90,90,90,90,90,90,90,90,0\n"
+        "#4,4,1,0,0.00,0,0,0,0,0,0,0,0,1\n");
     cr_assert(strstr(r.e, "stack repairs: 1, unmatched exits: 1, unfinished frames: 1"), "%s", r.e);
     cr_assert(strstr(r.e, "warning: no symbols file"), "%s", r.e);
     tr_out_free(&r);
@@ -160,15 +170,18 @@ Test(tools, account_json_golden)
              "  \"functions\": [\n"
              "    {\"function\": \"main\", \"id\": 1, \"count\": 1, \"total_ns\": 3000, "
              "\"share_pct\": 100.00, "
-             "\"self_ns\": 1650, \"min_ns\": 3000, \"median_ns\": 3000, \"p90_ns\": 3000, "
+             "\"self_ns\": 1650, \"mean_ns\": 3000, \"selfcall_ns\": 1650, \"min_ns\": 3000, "
+             "\"median_ns\": 3000, \"p90_ns\": 3000, "
              "\"p99_ns\": 3000, \"max_ns\": 3000, \"unfinished\": 0},\n"
              "    {\"function\": \"f\", \"id\": 2, \"count\": 2, \"total_ns\": 1300, "
              "\"share_pct\": 43.33, "
-             "\"self_ns\": 1300, \"min_ns\": 300, \"median_ns\": 300, \"p90_ns\": 1000, "
+             "\"self_ns\": 1300, \"mean_ns\": 650, \"selfcall_ns\": 650, \"min_ns\": 300, "
+             "\"median_ns\": 300, \"p90_ns\": 1000, "
              "\"p99_ns\": 1000, \"max_ns\": 1000, \"unfinished\": 0},\n"
              "    {\"function\": \"#3\", \"id\": 3, \"count\": 1, \"total_ns\": 50, \"share_pct\": "
              "1.67, "
-             "\"self_ns\": 50, \"min_ns\": 50, \"median_ns\": 50, \"p90_ns\": 50, "
+             "\"self_ns\": 50, \"mean_ns\": 50, \"selfcall_ns\": 50, \"min_ns\": 50, "
+             "\"median_ns\": 50, \"p90_ns\": 50, "
              "\"p99_ns\": 50, \"max_ns\": 50, \"unfinished\": 0}\n"
              "  ],\n"
              "  \"summary\": {\"functions\": 3, \"calls\": 4, \"stack_repairs\": 0, "
@@ -206,10 +219,12 @@ Test(tools, account_json_golden)
              "  \"functions\": [\n"
              "    {\"function\": \"f\", \"id\": 2, \"count\": 2, \"total_ns\": 1300, "
              "\"share_pct\": 43.33, "
-             "\"self_ns\": 1300, \"min_ns\": 300, \"median_ns\": 300, \"p90_ns\": 1000, "
+             "\"self_ns\": 1300, \"mean_ns\": 650, \"selfcall_ns\": 650, \"min_ns\": 300, "
+             "\"median_ns\": 300, \"p90_ns\": 1000, "
              "\"p99_ns\": 1000, \"max_ns\": 1000, \"unfinished\": 0},\n"
              "    {\"function\": \"q\\\"b\\\\\\\\s\\\\x01\xc3\xa9\", \"id\": 1, \"count\": 1, "
-             "\"total_ns\": 3000, \"share_pct\": 100.00, \"self_ns\": 1650, \"min_ns\": 3000, "
+             "\"total_ns\": 3000, \"share_pct\": 100.00, \"self_ns\": 1650, \"mean_ns\": 3000, "
+             "\"selfcall_ns\": 1650, \"min_ns\": 3000, "
              "\"median_ns\": 3000, "
              "\"p90_ns\": 3000, \"p99_ns\": 3000, \"max_ns\": 3000, \"unfinished\": 0}\n"
              "  ],\n"
@@ -279,28 +294,34 @@ Test(tools, account_per_thread)
     struct tg g;
     two_thread_trace(&g);
     char *p = tr_write_trace(&g, true);
-    const char *hdr =
-        "     count        total   share         self          min       median          p90"
-        "          p99          max         id  function\n";
+    const char *hdr = "     count        total   share         self         mean    self/call      "
+                      "    min       median          p90"
+                      "          p99          max         id  function\n";
     const char *argv[] = {tr_bin(), "account", p, "--per-thread", NULL};
     struct tr_out r = tr_run(argv);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
     char want[4096];
     snprintf(want, sizeof want,
              "thread 100/100 (wall time 3.000us)\n%s"
-             "         1      3.000us 100.00%%      1.650us      3.000us      3.000us      3.000us"
+             "         1      3.000us 100.00%%      1.650us      3.000us      1.650us      3.000us "
+             "     3.000us      3.000us"
              "      3.000us      3.000us          1  main\n"
-             "         2      1.300us  43.33%%      1.300us        300ns        300ns      1.000us"
+             "         2      1.300us  43.33%%      1.300us        650ns        650ns        300ns "
+             "       300ns      1.000us"
              "      1.000us      1.000us          2  f\n"
-             "         1         50ns   1.67%%         50ns         50ns         50ns         50ns"
+             "         1         50ns   1.67%%         50ns         50ns         50ns         50ns "
+             "        50ns         50ns"
              "         50ns         50ns          3  #3\n"
              "\n"
              "thread 100/200 (wall time 700ns)\n%s"
-             "         1        600ns  85.71%%         20ns        600ns        600ns        600ns"
+             "         1        600ns  85.71%%         20ns        600ns         20ns        600ns "
+             "       600ns        600ns"
              "        600ns        600ns          2  f\n"
-             "         1        580ns  82.86%%        580ns        580ns        580ns        580ns"
+             "         1        580ns  82.86%%        580ns        580ns        580ns        580ns "
+             "       580ns        580ns"
              "        580ns        580ns          4  #4\n"
-             "         1            -       -            -            -            -            -"
+             "         1            -       -            -            -            -            -  "
+             "          -            -"
              "            -            -          1  main  (1 unfinished)\n"
              "\n"
              "# threads: 2, functions: 4, calls: 6, stack repairs: 1, unmatched exits: 0, "
@@ -318,12 +339,14 @@ Test(tools, account_per_thread)
     const char *argv1[] = {tr_bin(), "account", p, "--format", "csv", "--sort", "id", NULL};
     r = tr_run(argv1);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
-    cr_assert_str_eq(r.o, "function,id,count,total_ns,share_pct,self_ns,min_ns,median_ns,p90_ns,"
-                          "p99_ns,max_ns,unfinished\n"
-                          "main,1,2,3000,81.08,1650,3000,3000,3000,3000,3000,1\n"
-                          "f,2,3,1900,51.35,1320,300,600,1000,1000,1000,0\n"
-                          "#3,3,1,50,1.35,50,50,50,50,50,50,0\n"
-                          "#4,4,1,580,15.68,580,580,580,580,580,580,0\n");
+    cr_assert_str_eq(
+        r.o,
+        "function,id,count,total_ns,share_pct,self_ns,mean_ns,selfcall_ns,min_ns,median_ns,p90_ns,"
+        "p99_ns,max_ns,unfinished\n"
+        "main,1,2,3000,81.08,1650,3000,1650,3000,3000,3000,3000,3000,1\n"
+        "f,2,3,1900,51.35,1320,633,440,300,600,1000,1000,1000,0\n"
+        "#3,3,1,50,1.35,50,50,50,50,50,50,50,50,0\n"
+        "#4,4,1,580,15.68,580,580,580,580,580,580,580,580,0\n");
     tr_out_free(&r);
 
     /* csv: leading pid,tid; --top applies per thread */
@@ -332,12 +355,14 @@ Test(tools, account_per_thread)
                            "--top",    "2",       NULL};
     r = tr_run(argv2);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
-    cr_assert_str_eq(r.o, "pid,tid,function,id,count,total_ns,share_pct,self_ns,min_ns,median_ns,"
-                          "p90_ns,p99_ns,max_ns,unfinished\n"
-                          "100,100,f,2,2,1300,43.33,1300,300,300,1000,1000,1000,0\n"
-                          "100,100,main,1,1,3000,100.00,1650,3000,3000,3000,3000,3000,0\n"
-                          "100,200,main,1,1,0,0.00,0,0,0,0,0,0,1\n"
-                          "100,200,f,2,1,600,85.71,20,600,600,600,600,600,0\n");
+    cr_assert_str_eq(
+        r.o,
+        "pid,tid,function,id,count,total_ns,share_pct,self_ns,mean_ns,selfcall_ns,min_ns,median_ns,"
+        "p90_ns,p99_ns,max_ns,unfinished\n"
+        "100,100,f,2,2,1300,43.33,1300,650,650,300,300,1000,1000,1000,0\n"
+        "100,100,main,1,1,3000,100.00,1650,3000,1650,3000,3000,3000,3000,3000,0\n"
+        "100,200,main,1,1,0,0.00,0,0,0,0,0,0,0,0,1\n"
+        "100,200,f,2,1,600,85.71,20,600,20,600,600,600,600,600,0\n");
     cr_assert_str_eq(r.e,
                      "# threads: 2, functions: 4, calls: 6, stack repairs: 1, "
                      "unmatched exits: 0, unfinished frames: 1\n"
@@ -358,29 +383,35 @@ Test(tools, account_per_thread)
              "    {\"pid\": 100, \"tid\": 100, \"wall_ns\": 3000, \"functions\": [\n"
              "      {\"function\": \"main\", \"id\": 1, \"count\": 1, \"total_ns\": 3000, "
              "\"share_pct\": 100.00, "
-             "\"self_ns\": 1650, \"min_ns\": 3000, \"median_ns\": 3000, \"p90_ns\": 3000, "
+             "\"self_ns\": 1650, \"mean_ns\": 3000, \"selfcall_ns\": 1650, \"min_ns\": 3000, "
+             "\"median_ns\": 3000, \"p90_ns\": 3000, "
              "\"p99_ns\": 3000, \"max_ns\": 3000, \"unfinished\": 0},\n"
              "      {\"function\": \"f\", \"id\": 2, \"count\": 2, \"total_ns\": 1300, "
              "\"share_pct\": 43.33, "
-             "\"self_ns\": 1300, \"min_ns\": 300, \"median_ns\": 300, \"p90_ns\": 1000, "
+             "\"self_ns\": 1300, \"mean_ns\": 650, \"selfcall_ns\": 650, \"min_ns\": 300, "
+             "\"median_ns\": 300, \"p90_ns\": 1000, "
              "\"p99_ns\": 1000, \"max_ns\": 1000, \"unfinished\": 0},\n"
              "      {\"function\": \"#3\", \"id\": 3, \"count\": 1, \"total_ns\": 50, "
              "\"share_pct\": 1.67, "
-             "\"self_ns\": 50, \"min_ns\": 50, \"median_ns\": 50, \"p90_ns\": 50, "
+             "\"self_ns\": 50, \"mean_ns\": 50, \"selfcall_ns\": 50, \"min_ns\": 50, "
+             "\"median_ns\": 50, \"p90_ns\": 50, "
              "\"p99_ns\": 50, \"max_ns\": 50, \"unfinished\": 0}\n"
              "    ]},\n"
              "    {\"pid\": 100, \"tid\": 200, \"wall_ns\": 700, \"functions\": [\n"
              "      {\"function\": \"main\", \"id\": 1, \"count\": 1, \"total_ns\": 0, "
              "\"share_pct\": 0.00, "
-             "\"self_ns\": 0, \"min_ns\": 0, \"median_ns\": 0, \"p90_ns\": 0, "
+             "\"self_ns\": 0, \"mean_ns\": 0, \"selfcall_ns\": 0, \"min_ns\": 0, \"median_ns\": 0, "
+             "\"p90_ns\": 0, "
              "\"p99_ns\": 0, \"max_ns\": 0, \"unfinished\": 1},\n"
              "      {\"function\": \"f\", \"id\": 2, \"count\": 1, \"total_ns\": 600, "
              "\"share_pct\": 85.71, "
-             "\"self_ns\": 20, \"min_ns\": 600, \"median_ns\": 600, \"p90_ns\": 600, "
+             "\"self_ns\": 20, \"mean_ns\": 600, \"selfcall_ns\": 20, \"min_ns\": 600, "
+             "\"median_ns\": 600, \"p90_ns\": 600, "
              "\"p99_ns\": 600, \"max_ns\": 600, \"unfinished\": 0},\n"
              "      {\"function\": \"#4\", \"id\": 4, \"count\": 1, \"total_ns\": 580, "
              "\"share_pct\": 82.86, "
-             "\"self_ns\": 580, \"min_ns\": 580, \"median_ns\": 580, \"p90_ns\": 580, "
+             "\"self_ns\": 580, \"mean_ns\": 580, \"selfcall_ns\": 580, \"min_ns\": 580, "
+             "\"median_ns\": 580, \"p90_ns\": 580, "
              "\"p99_ns\": 580, \"max_ns\": 580, \"unfinished\": 0}\n"
              "    ]}\n"
              "  ],\n"

@@ -1099,13 +1099,15 @@ Test(views, account_window_clips)
                           "--to",   "1.05us",  "--format", "csv",    NULL};
     struct tr_out r = tr_run(argv);
     cr_assert_eq(r.code, 0, "stderr: %s", r.e);
-    cr_assert_str_eq(r.o, "function,id,count,total_ns,share_pct,self_ns,min_ns,median_ns,p90_ns,"
-                          "p99_ns,max_ns,unfinished\n"
-                          "f,2,3,1000,66.67,450,250,300,450,450,450,0\n"
-                          "main,1,1,800,53.33,100,800,800,800,800,800,0\n"
-                          "h,4,2,350,23.33,100,350,350,350,350,350,1\n"
-                          "g,3,3,250,16.67,250,50,100,100,100,100,0\n"
-                          "#9,9,1,250,16.67,250,250,250,250,250,250,0\n");
+    cr_assert_str_eq(
+        r.o,
+        "function,id,count,total_ns,share_pct,self_ns,mean_ns,selfcall_ns,min_ns,median_ns,p90_ns,"
+        "p99_ns,max_ns,unfinished\n"
+        "f,2,3,1000,66.67,450,333,150,250,300,450,450,450,0\n"
+        "main,1,1,800,53.33,100,800,100,800,800,800,800,800,0\n"
+        "h,4,2,350,23.33,100,350,100,350,350,350,350,350,1\n"
+        "g,3,3,250,16.67,250,83,83,50,100,100,100,100,0\n"
+        "#9,9,1,250,16.67,250,250,250,250,250,250,250,250,0\n");
     cr_assert(strstr(r.e, "# functions: 5, calls: 9, stack repairs: 0, unmatched exits: 0, "
                           "unfinished frames: 0\n# window: calls clipped at its edges: 6\n"),
               "stderr: %s", r.e);
@@ -1187,8 +1189,9 @@ Test(views, account_by_arg)
     const char *argv[] = {tr_bin(), "account", p, "--by-arg", "1", "--format", "csv", NULL};
     struct tr_out r = tr_run(argv);
     cr_assert_eq(r.code, 0, "%s", r.e);
-    cr_assert(strstr(r.o, "\nf(arg1=2),2,1,20,"), "%s", r.o);
-    cr_assert(strstr(r.o, "\nf(arg1=1),2,2,15,"), "%s", r.o);
+    /* f(2): 20 ns, self 15; f(1): 10 and 5 ns, self 15, a mean of 7.5 rounded to 8 ns */
+    cr_assert(strstr(r.o, "\nf(arg1=2),2,1,20,5.00,15,20,15,20,"), "%s", r.o);
+    cr_assert(strstr(r.o, "\nf(arg1=1),2,2,15,3.75,15,8,8,5,"), "%s", r.o);
     cr_assert(strstr(r.o, "main") == NULL, "%s", r.o);
     cr_assert(strstr(r.e, "2 calls that did not record it are left out"), "%s",
               r.e); /* csv: the footer on stderr */
@@ -1202,7 +1205,8 @@ Test(views, account_by_arg)
 }
 
 /* account --sort median, p99, mean, selfcall (issue 28.4): per-call keys, descending. f: 10,
- * 10 and 100 ns (median 10, p99 100, mean 40); g: 50 (all 50); h: 30 and 30 (all 30). */
+ * 10 and 100 ns (median 10, p99 100, mean 40); g: 50 (all 50); h: 30 and 30 (all 30). The
+ * mean and self/call columns show those figures (wall time 255 ns). */
 Test(views, account_sort_per_call)
 {
     struct tg g;
@@ -1238,6 +1242,10 @@ Test(views, account_sort_per_call)
             strncat(order, l + 1, n);
         }
         cr_assert_str_eq(order, keys[k][1], "--sort %s: %s", keys[k][0], r.o);
+        cr_assert(strstr(r.o, "\nf,2,3,120,47.06,120,40,40,10,10,100,100,100,0\n") &&
+                      strstr(r.o, "\ng,3,1,50,19.61,50,50,50,50,50,50,50,50,0\n") &&
+                      strstr(r.o, "\nh,4,2,60,23.53,60,30,30,30,30,30,30,30,0\n"),
+                  "%s", r.o);
         tr_out_free(&r);
     }
     tr_remove_trace(p);

@@ -194,6 +194,11 @@ def test_event_and_loss_items(data):
         assert {"tail-exit", "cpu-change", "enter", "exit"} <= kinds
 
 
+def div_nearest(a, n):
+    """a / n rounded to the nearest, halves up (0 for no calls), as account's mean is."""
+    return (2 * a + n) // (2 * n) if n else 0
+
+
 def account_rows(sledtrace_bin, path):
     out = run(sledtrace_bin, "account", "--format", "csv", str(path))
     return {int(r["id"]): r for r in csv.DictReader(io.StringIO(out))}
@@ -203,16 +208,19 @@ def account_rows(sledtrace_bin, path):
 def test_calls_match_account(sledtrace_bin, data, name):
     """Per function: closed calls = account's count - unfinished; account's total = the union
     of the calls, i.e. the ticks of the calls not nested in one of their own function; self,
-    min and max likewise - all to the nanosecond."""
+    min and max likewise; mean = every closed call's ticks (nested ones too) / the calls and
+    self/call = self / the calls, rounded to the nearest tick - all to the nanosecond."""
     path = data / (name + ".fdr")
     rows = account_rows(sledtrace_bin, path)
     with sledtrace.open(path) as t:
         calls = list(t.calls())
         per = {}
         for c in calls:
-            p = per.setdefault(c.func_id, {"n": 0, "total": 0, "self": 0, "min": None, "max": 0})
+            p = per.setdefault(c.func_id, {"n": 0, "total": 0, "sum": 0, "self": 0, "min": None,
+                                           "max": 0})
             p["n"] += 1
             p["total"] += 0 if c.nested else c.ticks
+            p["sum"] += c.ticks
             p["self"] += c.self_ticks
             p["min"] = c.ticks if p["min"] is None else min(p["min"], c.ticks)
             p["max"] = max(p["max"], c.ticks)
@@ -221,10 +229,12 @@ def test_calls_match_account(sledtrace_bin, data, name):
             assert c.self == t.ticks_to_ns(c.self_ticks)
             assert c.start == t.ticks_to_ns(c.start_tsc - t.base_tsc)
         for fid, r in rows.items():
-            p = per.get(fid, {"n": 0, "total": 0, "self": 0, "min": 0, "max": 0})
+            p = per.get(fid, {"n": 0, "total": 0, "sum": 0, "self": 0, "min": 0, "max": 0})
             assert p["n"] == int(r["count"]) - int(r["unfinished"]), r
             assert t.ticks_to_ns(p["total"]) == int(r["total_ns"]), r
             assert t.ticks_to_ns(p["self"]) == int(r["self_ns"]), r
+            assert t.ticks_to_ns(div_nearest(p["sum"], p["n"])) == int(r["mean_ns"]), r
+            assert t.ticks_to_ns(div_nearest(p["self"], p["n"])) == int(r["selfcall_ns"]), r
             assert t.ticks_to_ns(p["min"]) == int(r["min_ns"]), r
             assert t.ticks_to_ns(p["max"]) == int(r["max_ns"]), r
         assert set(per) <= set(rows)
@@ -437,8 +447,10 @@ def test_corrected_calls_match_account(sledtrace_bin, data, tmp_path, raw):
         assert (cal["rounds"], cal["calls"], cal["step_ticks"]) == (9, 64, 1)
         per = {}
         for c in t.calls():
-            p = per.setdefault(c.func_id, {"total": 0, "self": 0, "max": 0})
+            p = per.setdefault(c.func_id, {"n": 0, "total": 0, "sum": 0, "self": 0, "max": 0})
+            p["n"] += 1
             p["total"] += 0 if c.nested else c.ticks
+            p["sum"] += max(c.ticks, 0)  # each call's figure clamped at 0, as min..max are
             p["self"] += c.self_ticks
             p["max"] = max(p["max"], max(c.ticks, 0))
             assert c.duration == t.ticks_to_ns(max(c.ticks, 0))
@@ -447,6 +459,8 @@ def test_corrected_calls_match_account(sledtrace_bin, data, tmp_path, raw):
             assert t.ticks_to_ns(max(p["total"], 0)) == int(r["total_ns"]), r
             assert t.ticks_to_ns(max(p["self"], 0)) == int(r["self_ns"]), r
             assert t.ticks_to_ns(p["max"]) == int(r["max_ns"]), r
+            assert t.ticks_to_ns(div_nearest(p["sum"], p["n"])) == int(r["mean_ns"]), r
+            assert t.ticks_to_ns(div_nearest(max(p["self"], 0), p["n"])) == int(r["selfcall_ns"]), r
     raw_rows = account_rows(sledtrace_bin, data / "real-mt.fdr")
     assert any(int(rows[f]["self_ns"]) != int(raw_rows[f]["self_ns"]) for f in rows) != raw
 

@@ -1,9 +1,9 @@
 #!/bin/sh
 # Installs the node packages package-lock.json pins (the trace importer the viewers-devtools test
-# loads the Chrome JSON with, the browser driver of the viewers-chromium test) into
-# DEST/node_modules with `npm ci`, unless DEST already holds exactly that lockfile's install.
-# Needs the npm registry the first time, then nothing. Both tests call this at once: a lock on
-# DEST/.npm-ci.lock (flock, util-linux) lets one install while the other waits.
+# loads the Chrome JSON with, the browser driver of the viewers-chromium and viewers-graph-size
+# tests) into DEST/node_modules with `npm ci`, unless DEST already holds exactly that lockfile's
+# install. Needs the npm registry the first time, then nothing. The tests call this at once: a
+# lock on DEST/.npm-ci.lock (flock, util-linux) lets one install while the others wait.
 # Usage: install.sh SRC_DIR DEST_DIR [NPM]   (SRC_DIR: this directory, tests/viewers)
 set -eu
 src=$1
