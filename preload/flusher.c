@@ -92,6 +92,9 @@ static void *flush_main(void *arg)
      * development VM), that the exit's calibration check would otherwise run. */
     int exact;
     (void)str_clock_cpuid_hz(&exact);
+    /* The waits' libc definitions (waits.c), resolved here rather than at their first call,
+     * which may be in a signal handler, or at start-up, which every process would pay for. */
+    str_waits_resolve();
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);
     uint64_t period = str_cfg.flush_ms * 1000000ull;

@@ -281,9 +281,12 @@ STR_HIDDEN extern _Atomic uint64_t str_min_ticks;
  * cpu, another than the cursor's: a NewCPUId record (cpu) first. */
 STR_HIDDEN void str_event_cpu(uint32_t id, uint32_t action, uint16_t cpu);
 /* ---- waits.c ---- */
-/* Resolves the interposed waiting calls' libc definitions and the runtime's own code range
- * (calls from there are the runtime's, never recorded); at start-up, before any event. */
+/* The runtime's own code range (calls from there are the runtime's, never recorded) and
+ * SLEDTRACE_WAITS; at start-up, before any event. */
 STR_HIDDEN void str_waits_early(void);
+/* Resolves every interposed waiting call's libc definition now (the flush thread, at its start);
+ * a wrapper called before resolves its own. */
+STR_HIDDEN void str_waits_resolve(void);
 /* One interposed call in progress (waits.c): begin says whether it is recorded. */
 struct str_wait {
     uint32_t id;  /* 0: not recorded */

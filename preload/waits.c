@@ -3,10 +3,15 @@
  * A thread blocked in pthread_cond_wait is not running its caller's code, yet without this the
  * caller's self time holds every such wait (xz -T2's main thread: a third of the profile "in"
  * stream_encode_mt). The runtime exports the calls below; each one calls libc's definition (the
- * next one after the runtime's, dlsym(RTLD_NEXT), resolved at start-up) between an entry and an
+ * next one after the runtime's, dlsym(RTLD_NEXT)) between an entry and an
  * exit of the pseudo-function "[wait] NAME" (format/stf.h: STF_FID_WAIT_FIRST + enum stf_wait),
  * recorded like any function's events (hot.c) in the caller's frame. A program that never makes
  * these calls pays nothing; one that does pays two events per call (and two rdtscp).
+ * libc's definitions are resolved by the flush thread when it starts (str_waits_resolve: 56
+ * dlsym, 20-70 us, which every process would pay at start-up), or by a wrapper called before.
+ * LIMIT: that early call runs dlsym, which is not async-signal-safe: a signal handler whose
+ * write comes before the flush thread's start and interrupts its thread inside dlopen could see
+ * the loader's lists half updated.
  *
  * Recorded or not (str_wait_begin): a call is recorded only when SLEDTRACE_WAITS selects it,
  * tracing is on (the process traces, and the sleds are switched on: sledtrace_unpatch and the
@@ -149,8 +154,10 @@ static const char *const extra_name[X_N] = {
 };
 
 typedef void (*any_fn)(void);
-static any_fn real[STF_WAIT_N];
-static any_fn real_x[X_N];
+/* libc's definitions (see the top); relaxed: two threads resolving one at once store the
+ * same. */
+static _Atomic(any_fn) real[STF_WAIT_N];
+static _Atomic(any_fn) real_x[X_N];
 static uint64_t selected; /* bit k: enum stf_wait k is recorded (SLEDTRACE_WAITS) */
 static _Atomic int switched_on = 1;
 static uintptr_t own_lo, own_len; /* the runtime's code */
@@ -167,20 +174,24 @@ static any_fn resolve(const char *name)
     return f;
 }
 
-/* libc's definition k: resolved at start-up; before it (another library's constructor), here. */
+/* libc's definition of wait k, resolved at its first call. */
 static any_fn get(unsigned k)
 {
-    any_fn f = real[k];
-    if (__builtin_expect(f == NULL, 0))
-        f = real[k] = resolve(libc_name[k]);
+    any_fn f = atomic_load_explicit(&real[k], memory_order_relaxed);
+    if (__builtin_expect(f == NULL, 0)) {
+        f = resolve(libc_name[k]);
+        atomic_store_explicit(&real[k], f, memory_order_relaxed);
+    }
     return f;
 }
 
 static any_fn get_x(unsigned k)
 {
-    any_fn f = real_x[k];
-    if (__builtin_expect(f == NULL, 0))
-        f = real_x[k] = resolve(extra_name[k]);
+    any_fn f = atomic_load_explicit(&real_x[k], memory_order_relaxed);
+    if (__builtin_expect(f == NULL, 0)) {
+        f = resolve(extra_name[k]);
+        atomic_store_explicit(&real_x[k], f, memory_order_relaxed);
+    }
     return f;
 }
 
@@ -249,14 +260,16 @@ static void select_waits(void)
 
 void str_waits_early(void)
 {
-    for (unsigned k = 0; k < STF_WAIT_N; k++)
-        if (!real[k])
-            real[k] = resolve(libc_name[k]);
-    for (unsigned k = 0; k < X_N; k++)
-        if (!real_x[k])
-            real_x[k] = resolve(extra_name[k]);
     own_range();
     select_waits();
+}
+
+void str_waits_resolve(void)
+{
+    for (unsigned k = 0; k < STF_WAIT_N; k++)
+        (void)get(k);
+    for (unsigned k = 0; k < X_N; k++)
+        (void)get_x(k);
 }
 
 void str_waits_switch(int on)
