@@ -14,12 +14,13 @@
 #                 zstd-play zstd-cli zstd-fuzzer zstd-zstream (or zstd: all four),
 #                 sqlite3, redis
 #   SUITE_TIMEOUT seconds one run of one suite may take before `timeout` ends it (default 1200)
-#   HS_MAX_SIZE   SLEDTRACE_MAX_SIZE of every traced process (default 64M). A suite starts
-#                 many processes together, and the runtime's default cap (half the space free
-#                 when each process starts) lets them fill the disk together (issue 27.6), so
-#                 the traced runs cap each trace. A process that reaches the cap goes on
-#                 untraced and the runtime says so on stderr: counted with the other stderr
-#                 lines below.
+#   HS_MAX_SIZE   SLEDTRACE_MAX_SIZE of every traced process (default: unset). Unset, the
+#                 runtime's own limit holds: no trace is written past the point where the
+#                 disk's free space falls to half of what it was when the process started,
+#                 checked before every block, so processes started together stop together
+#                 (issue 27.6), quietly. A process that reaches an HS_MAX_SIZE goes on
+#                 untraced and says so on stderr (the user asked for the cap): counted apart
+#                 from the other stderr lines below.
 #   SQLITE_STRIDE which of veryquick's files sqlite3 runs: every Nth (default 1: all)
 #   HS_BUILD_ONLY=1  fetch and build only
 #   HS_KEEP=1     keep the traces (WORKDIR/traces/SUITE), else removed once checked
@@ -65,7 +66,7 @@ SUITES=${SUITES//zstd-all/zstd}
 # shellcheck disable=SC2001 # a word boundary
 SUITES=$(echo "$SUITES" | sed 's/\bzstd\b\([^-]\|$\)/zstd-play zstd-cli zstd-fuzzer zstd-zstream\1/')
 SUITE_TIMEOUT=${SUITE_TIMEOUT:-1200}
-HS_MAX_SIZE=${HS_MAX_SIZE:-64M}
+HS_MAX_SIZE=${HS_MAX_SIZE:-}
 SQLITE_STRIDE=${SQLITE_STRIDE:-1}
 src=$work/src
 logs=$work/logs
@@ -305,7 +306,8 @@ run_suite() {
         if [[ $mode == traced ]]; then
             mkdir -p "$traces"
             (
-                export LD_PRELOAD=$preload SLEDTRACE_OUTPUT=$traces SLEDTRACE_MAX_SIZE=$HS_MAX_SIZE
+                export LD_PRELOAD=$preload SLEDTRACE_OUTPUT=$traces
+                [[ -z $HS_MAX_SIZE ]] || export SLEDTRACE_MAX_SIZE=$HS_MAX_SIZE
                 export SLEDTRACE_CACHE=$work/proof-cache
                 "run_$s" "$mode" "$logs/$s.$mode.log" >"$res"
             )
@@ -356,7 +358,7 @@ run_suite() {
     [[ ${HS_KEEP:-0} == 1 ]] || rm -rf "$traces"
 }
 
-echo "host-suites $(date -u +%FT%TZ) $(git -C "$root" rev-parse --short HEAD 2>/dev/null) MAX_SIZE=$HS_MAX_SIZE" >>"$logs/summary.txt"
+echo "host-suites $(date -u +%FT%TZ) $(git -C "$root" rev-parse --short HEAD 2>/dev/null) MAX_SIZE=${HS_MAX_SIZE:-unset}" >>"$logs/summary.txt"
 status=0
 if [[ ${HS_BUILD_ONLY:-0} == 1 ]]; then # fetch and build, run nothing
     for b in $(echo "$SUITES" | sed 's/zstd-[a-z]*/zstd/g' | tr ' ' '\n' | sort -u); do "build_$b" || status=1; done
