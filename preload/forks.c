@@ -126,6 +126,12 @@ static void fork_child(int in_refill)
     atomic_store_explicit(&str_exited_lost_nested, 0, memory_order_relaxed);
     atomic_store_explicit(&str_exited_dropped, 0, memory_order_relaxed);
     atomic_store_explicit(&str_exited_discarded, 0, memory_order_relaxed);
+    /* The parent's drops, counted process-wide (hot.c): not the child's to report (a child used
+     * to print its parent's "events recorded by threads after the runtime retired them" on its
+     * own stderr at its exit: signal handlers run on the parent's exiting threads) */
+    atomic_store_explicit(&str_after_exit_dropped, 0, memory_order_relaxed);
+    atomic_store_explicit(&str_strict_dropped, 0, memory_order_relaxed);
+    atomic_store_explicit(&str_shared_dropped, 0, memory_order_relaxed);
     str_nnamed = 0; /* the parent's exited threads */
     atomic_store_explicit(&str_end_kind, 0, memory_order_relaxed);
     struct str_tls *t = &str_tls;
