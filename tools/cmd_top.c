@@ -442,6 +442,9 @@ static int follow_block(struct follow *fl, struct snap *s, struct stf_reader *r,
  * after). */
 static int follow_read(struct follow *fl, struct snap *s, double deadline, char *err, size_t errlen)
 {
+    struct stat sb;
+    if (!fl->off && stat(fl->src, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size < STF_HEADER_SIZE)
+        return FOLLOW_DONE; /* the runtime has not written the header yet */
     struct stf_reader *r = NULL;
     int rc = stf_reader_open(&r, fl->src, STF_READ_LENIENT);
     if (rc != STF_OK) {
