@@ -888,10 +888,16 @@ int cmd_top(int argc, char **argv)
         if (!fl.src) {
             status = EXIT_BAD_TRACE;
         } else {
+            /* no SA_RESTART: a signal ends a wait at once. A signal ignored when top started
+             * (a background job's SIGINT) stays ignored. */
             struct sigaction sa = {.sa_handler = on_stop}, old_int, old_term;
             sigemptyset(&sa.sa_mask);
-            sigaction(SIGINT, &sa, &old_int);
-            sigaction(SIGTERM, &sa, &old_term);
+            sigaction(SIGINT, NULL, &old_int);
+            sigaction(SIGTERM, NULL, &old_term);
+            if (old_int.sa_handler != SIG_IGN)
+                sigaction(SIGINT, &sa, NULL);
+            if (old_term.sa_handler != SIG_IGN)
+                sigaction(SIGTERM, &sa, NULL);
             keys_on = isatty(STDIN_FILENO);
             if (keys_on && tcgetattr(STDIN_FILENO, &saved_tio) == 0) {
                 struct termios raw = saved_tio;
