@@ -24,7 +24,8 @@
  * interval, ticks missed (a slow read) are skipped, never drifted. Between ticks top reads
  * what has been appended every 100 ms, and a read that has not caught up goes on until the
  * next tick, so the read at a tick is short (at most a quarter of the interval, 250 ms: what
- * is left then is read after the screen is drawn, and the screen says how much is unread).
+ * is left then is read after the screen is drawn, and the screen says how much is unread;
+ * a reading still behind at a tick has read until then: no read, the screen at once).
  * The "(last)" columns are what was read since the previous screen, and the screen gives the
  * time between the two, measured.
  *
@@ -240,8 +241,10 @@ struct follow {
     long long syms_size, syms_mtime; /* the sidecar loaded (syms_stamp) */
     bool v1;                         /* FDR v1: whole reads (see the top) */
     uint64_t torn;                   /* reads that stopped at a torn block */
-    uint64_t warnings;
-    char warn[200]; /* the last warning, for the screen */
+    /* the reader's warnings about the blocks read (the last one for the screen), and those of
+     * the block being read, dropped if it turns out torn (read again next time) */
+    uint64_t warnings, pend;
+    char warn[200], pend_warn[200];
 };
 
 static void follow_free(struct follow *fl)
@@ -255,8 +258,18 @@ static void follow_free(struct follow *fl)
 static void on_warn(void *ctx, uint64_t off, const char *msg)
 {
     struct follow *fl = ctx;
-    fl->warnings++;
-    snprintf(fl->warn, sizeof fl->warn, "offset %" PRIu64 ": %s", off, msg);
+    fl->pend++;
+    snprintf(fl->pend_warn, sizeof fl->pend_warn, "offset %" PRIu64 ": %s", off, msg);
+}
+
+/* The warnings of the block just read count (keep: true) or not (torn: it is read again). */
+static void settle_warnings(struct follow *fl, bool keep)
+{
+    if (keep && fl->pend) {
+        fl->warnings += fl->pend;
+        memcpy(fl->warn, fl->pend_warn, sizeof fl->warn);
+    }
+    fl->pend = 0;
 }
 
 /* The sidecar's size and modification time (-1 when there is none). */
@@ -443,8 +456,13 @@ static int follow_block(struct follow *fl, struct snap *s, struct stf_reader *r,
 static int follow_read(struct follow *fl, struct snap *s, double deadline, char *err, size_t errlen)
 {
     struct stat sb;
-    if (!fl->off && stat(fl->src, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size < STF_HEADER_SIZE)
-        return FOLLOW_DONE; /* the runtime has not written the header yet */
+    if (!fl->off && stat(fl->src, &sb) == 0 && S_ISREG(sb.st_mode) &&
+        sb.st_size < STF_HEADER_SIZE) {
+        /* the runtime has not written the header yet: nothing to read (said on the screen) */
+        snprintf(err, errlen, "%s: no trace header yet (%lld bytes)", fl->path,
+                 (long long)sb.st_size);
+        return FOLLOW_DONE;
+    }
     struct stf_reader *r = NULL;
     int rc = stf_reader_open(&r, fl->src, STF_READ_LENIENT);
     if (rc != STF_OK) {
@@ -494,8 +512,10 @@ static int follow_read(struct follow *fl, struct snap *s, double deadline, char 
             rc = stf_reader_seek(r, fl->off, fl->block);
             if (rc == STF_OK)
                 rc = stf_reader_next(r, &ext);
-            if (rc == STF_END)
+            if (rc == STF_END) {
+                settle_warnings(fl, false);
                 break; /* zero bytes, or a torn BufferExtents record: next time */
+            }
             if (rc != STF_OK)
                 break;
         }
@@ -507,6 +527,7 @@ static int follow_read(struct follow *fl, struct snap *s, double deadline, char 
         uint64_t end = ext.offset + STF_META_SIZE + ext.value;
         if (end > fl->size || end < ext.offset) { /* torn: read again next time */
             fl->torn++;
+            settle_warnings(fl, false);
             break;
         }
         if (!fl->calib_done) {
@@ -532,6 +553,7 @@ static int follow_read(struct follow *fl, struct snap *s, double deadline, char 
             continue;
         }
         rc = follow_block(fl, s, r, &ext);
+        settle_warnings(fl, true);
         if (rc == STF_END) {
             rc = STF_OK;
             fl->off = end;
@@ -596,6 +618,8 @@ struct screen {
     uint64_t unread; /* bytes appended that the last read has not reached */
     uint64_t prev_calls, prev_lost;
     const char *err;
+    uint64_t warnings; /* the reader's, and the last one */
+    const char *warn;
 };
 
 /* One screen (sc NULL: the plain table of the whole trace, --once). */
@@ -631,6 +655,9 @@ static void draw(const struct snap *s, const char *path, const struct screen *sc
                    (double)sc->unread / 1e6);
         if (sc->err && *sc->err)
             printf("! %s\n", sc->err);
+        if (sc->warnings)
+            printf("! %" PRIu64 " warning%s reading the trace, the last: %s\n", sc->warnings,
+                   sc->warnings == 1 ? "" : "s", sc->warn);
         printf("%12s %12s %12s %12s  %s\n", "self (last)", "self (all)", "calls (last)",
                "calls (all)", "function");
     }
@@ -652,7 +679,8 @@ static void draw(const struct snap *s, const char *path, const struct screen *sc
 /* The hidden --test-stages N (tests/top): path, a finished trace, copied into a temporary file
  * that grows in n steps cut at arbitrary bytes (never on purpose at a block's end), with a
  * read after each; then what --once prints, from the follow's totals, and on stderr how many
- * reads stopped at a torn block. */
+ * reads stopped at a torn block and how many reader warnings the blocks read gave (a torn
+ * block's are not counted: it is read again). */
 static int test_stages(struct follow *fl, struct snap *s, uint64_t n, size_t rows)
 {
     char buf[64];
@@ -710,8 +738,8 @@ static int test_stages(struct follow *fl, struct snap *s, uint64_t n, size_t row
     if (status == EXIT_OK) {
         fprintf(stderr,
                 "sledtrace: top: %" PRIu64 " stages, %" PRIu64 " reads stopped at a torn "
-                "block\n",
-                n, fl->torn);
+                "block, %" PRIu64 " warnings\n",
+                n, fl->torn, fl->warnings);
         draw(s, fl->path, NULL, rows);
     }
     if (out >= 0)
@@ -751,6 +779,8 @@ static int follow_loop(struct follow *fl, struct snap *s, uint64_t interval, siz
     for (;;) {
         sc.ended = ended;
         sc.unread = fl->behind && fl->size > fl->off ? fl->size - fl->off : 0;
+        sc.warnings = fl->warnings;
+        sc.warn = fl->warn;
         draw(s, fl->path, &sc, rows);
         screen_done(s, &sc);
         if ((ended && !fl->behind) || fr == FOLLOW_QUIT || keys(0))
@@ -783,9 +813,9 @@ static int follow_loop(struct follow *fl, struct snap *s, uint64_t interval, siz
         if (fl->v1) {
             snapshot(s, fl->path, true, err, sizeof err);
             fr = FOLLOW_DONE;
-        } else {
+        } else if (ended || !fl->behind) {
             fr = follow_read(fl, s, ended ? 1e300 : now_s() + budget, err, sizeof err);
-        }
+        } /* else it read until now: the screen at once, the reading goes on after */
         if (fr == FOLLOW_QUIT)
             break;
         t = now_s();
