@@ -520,8 +520,10 @@ static int follow_read(struct follow *fl, struct snap *s, double deadline, char 
                 break;
         }
         pending = false;
-        if (ext.kind != STF_M_BUFFER_EXTENTS) { /* the reader warned; take the rest whole */
-            rc = STF_ERR_FORMAT;
+        if (ext.kind != STF_M_BUFFER_EXTENTS) { /* not a block's start: tried again next time */
+            snprintf(err, errlen, "%s: offset %" PRIu64 ": %s where a block should start", fl->path,
+                     ext.offset, stf_kind_name(ext.kind));
+            ret = FOLLOW_ERR;
             break;
         }
         uint64_t end = ext.offset + STF_META_SIZE + ext.value;
@@ -562,7 +564,7 @@ static int follow_read(struct follow *fl, struct snap *s, double deadline, char 
         }
         break;
     }
-    fl->behind = ret != FOLLOW_DONE;
+    fl->behind = ret == FOLLOW_BEHIND || ret == FOLLOW_QUIT;
     s->syms = NULL;
     s->calls = fl->cs.calls;
     s->lost = fl->cs.gap_events;
