@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# sledtrace top (issue 16.3), TAP: --once on a finished trace (exact calls, top function first),
-# then the live screen in a real terminal (tmux, read back with capture-pane) while topprog is
-# traced with a 100 ms flush period: it shows the program running and busy() on top, then the
-# program's end with every call counted, and exits; 'q' quits it early. Environment
-# (tests/top/meson.build): SLEDTRACE, PROG, TMUX_BIN.
+# sledtrace top (issues 16.3, 28.7), TAP: --once on a finished trace (exact calls, top function
+# first); the incremental reading against the whole one: a trace of three threads written with
+# a 50 ms flush period, read by --test-stages N (copied into a file that grows in N steps cut
+# anywhere, a read after each) must give --once's table byte for byte (exact calls and self of
+# every function), with reads that met a torn block and no warning (a torn block's are not
+# the trace's); then the live screen in a real terminal
+# (tmux, read back with capture-pane) while topprog is traced with a 100 ms flush period: it
+# shows the program running, busy() on top and what its "(last)" columns cover, then the
+# program's end with every call counted, and exits; 'q', SIGINT and SIGTERM quit it early,
+# the terminal restored. Environment (tests/top/meson.build): SLEDTRACE, PROG, TMUX_BIN.
 set -uo pipefail
 
 # shellcheck source=../tap.sh
@@ -55,6 +60,32 @@ else
     not_ok "--once: exact calls, busy on top" "rounds $rounds" "$out"
 fi
 
+# 1b. incremental reads == one whole read
+"$SLEDTRACE" run -o stages --flush-ms 50 -- "$PROG" 1500 3 >stages.out 2>/dev/null
+rounds=$(sed -n 's/^rounds //p' stages.out)
+trace=$(ls stages/*.fdr 2>/dev/null | head -1)
+for opts in "" "--raw-times" "--filter nest"; do
+    # shellcheck disable=SC2086 # opts: words
+    "$SLEDTRACE" top --once $opts "$trace" >whole.txt 2>&1
+    busy=$(awk '$NF == "busy" { print $(NF - 1) }' whole.txt)
+    nest=$(awk '$NF == "nest" { print $(NF - 1) }' whole.txt)
+    want_busy=$rounds
+    [[ $opts == --filter* ]] && want_busy=
+    for n in 7 500; do
+        # shellcheck disable=SC2086
+        "$SLEDTRACE" top --test-stages "$n" $opts "$trace" >inc.txt 2>inc.err
+        torn=$(sed -n 's/.* stages, \([0-9]*\) reads stopped at a torn block, 0 warnings$/\1/p' inc.err)
+        if [[ -n $rounds && $busy == "$want_busy" && $nest == $((4 * rounds)) ]] &&
+            cmp -s whole.txt inc.txt && [[ -n $torn && $torn -gt 0 ]]; then
+            ok "incremental ${opts:-(default)}: $n reads ($torn at a torn block, no warning) == one whole read, nest $nest calls"
+        else
+            not_ok "incremental ${opts:-(default)}: $n reads == one whole read" \
+                "rounds $rounds busy $busy nest $nest torn $torn" "$(diff whole.txt inc.txt)" \
+                "$(cat inc.err)"
+        fi
+    done
+done
+
 # 2. live, in a terminal
 "$SLEDTRACE" run -o live --flush-ms 100 -- "$PROG" 2500 >live.out 2>/dev/null &
 prog_pid=$!
@@ -65,8 +96,9 @@ sleep 1.2
 screen=$(tm capture-pane -p -t top)
 if grep -q '(running)' <<<"$screen" &&
     awk '$NF == "busy" && $3 + 0 > 0 { found = 1 } END { exit !found }' <<<"$screen" &&
-    awk '/calls \(last\)/ { getline; exit $NF != "busy" }' <<<"$screen"; then
-    ok "live: the running program, busy() on top with calls in the last interval"
+    awk '/calls \(last\)/ { getline; exit $NF != "busy" }' <<<"$screen" &&
+    grep -Eq '\(last\) = the last [0-9]+\.[0-9]{2} s$' <<<"$screen"; then
+    ok "live: the running program, busy() on top with calls in the last interval, its length"
 else
     not_ok "live: the running program, busy() on top" "$screen"
 fi
@@ -109,6 +141,32 @@ fi
 kill "$prog_pid" 2>/dev/null
 wait "$prog_pid" 2>/dev/null
 prog_pid=
+
+# 3b. SIGINT and SIGTERM quit, the terminal restored: top's pid is the pane shell's child
+for sig in INT TERM; do
+    rm -f "$tmp/done" "$tmp/stty"
+    "$SLEDTRACE" run -o "sig$sig" --flush-ms 100 -- "$PROG" 20000 2 >/dev/null 2>&1 &
+    prog_pid=$!
+    trace=$(first_trace "sig$sig")
+    tm new-session -d -s "s$sig" -x 120 -y 30 \
+        "'$SLEDTRACE' top --interval 200 '$trace'; echo exit=\$? >'$tmp/done'; stty -a >'$tmp/stty'; sleep 30"
+    sleep 0.8
+    shell=$(tm display-message -p -t "s$sig" '#{pane_pid}')
+    top_pid=$(ps -o pid= --ppid "$shell" | head -1 | tr -d ' ')
+    [[ -n $top_pid ]] && kill -s "$sig" "$top_pid"
+    want=$((128 + $(kill -l "$sig")))
+    if [[ -n $top_pid ]] && wait_file "$tmp/done" 30 && [[ $(cat "$tmp/done") == "exit=$want" ]] &&
+        wait_file "$tmp/stty" 20 && grep -qw icanon "$tmp/stty" && grep -qw echo "$tmp/stty"; then
+        ok "SIG$sig quits (exit $want) while the program runs, the terminal restored"
+    else
+        not_ok "SIG$sig quits" "top pid '$top_pid'" "$(cat "$tmp/done" 2>&1)" \
+            "$(tm capture-pane -p -t "s$sig")"
+    fi
+    tm kill-session -t "s$sig" 2>/dev/null
+    kill "$prog_pid" 2>/dev/null
+    wait "$prog_pid" 2>/dev/null
+    prog_pid=
+done
 
 # 4. errors: one line, non-zero
 if ! "$SLEDTRACE" top --once nosuch.fdr 2>err && [[ $(wc -l <err) == 1 ]] &&
