@@ -3,9 +3,10 @@
  *
  * Wake-ups. The flush thread sleeps on a futex for at most SLEDTRACE_FLUSH_MS. A thread that
  * queues a chunk wakes it (one FUTEX_WAKE syscall, once per chunk at most, only while it sleeps)
- * when half of its pool is queued, or when it has to wait for a free chunk (record.c). Each
- * period it writes the queue and what every thread has committed (queue.c); it ends by itself
- * once the program's last thread is gone (final.c's final flush).
+ * when half of its pool is queued, or when it has to wait for a free chunk (record.c). The
+ * flush thread runs as SCHED_BATCH (str_start_flusher), so such a wake-up never preempts the
+ * thread that made it. Each period it writes the queue and what every thread has committed
+ * (queue.c); it ends by itself once the program's last thread is gone (final.c's final flush).
  *
  * Solo: a process without a flush thread (its task limits are tight, limits.c; its flush thread
  * could not be started; or it was stopped so that the program's fork or pthread_create could
@@ -35,6 +36,7 @@
 #include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -197,6 +199,24 @@ int str_start_flusher(void)
         return 0;
     }
     str_flusher_live = 1;
+    /* SCHED_BATCH (same weight, same nice value): a thread of the program that wakes the flush
+     * thread (str_wake_flusher, from a chunk switch) is never preempted by the wake-up; the
+     * flush thread runs at the waker's next tick or on a free CPU. On a machine with more
+     * runnable threads than CPUs the wake-up preemption put the whole write of the queue (ms)
+     * inside the waker's switch (issue 28.9). Set here, by the creating thread, not by the
+     * flush thread itself: at start-up this is the constructor, before the program can have
+     * installed a seccomp filter (a filter installed with TSYNC while the new thread started
+     * killed the process for this call: hostile.c seccomp-list); later (a fork child's first
+     * event, a lazy start) not under a known filter. Only from SCHED_OTHER: a flush thread
+     * that inherited a real-time policy from a real-time program keeps it. A refusal changes
+     * nothing else. */
+    int policy;
+    struct sched_param sp;
+    if (!atomic_load_explicit(&str_seccomp_filter, memory_order_relaxed) &&
+        pthread_getschedparam(str_flusher, &policy, &sp) == 0 && policy == SCHED_OTHER) {
+        sp.sched_priority = 0;
+        (void)pthread_setschedparam(str_flusher, SCHED_BATCH, &sp);
+    }
     return 0;
 }
 

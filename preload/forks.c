@@ -23,6 +23,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -259,18 +260,71 @@ int str_fork_activate(void)
     return ST_ACTIVE;
 }
 
+/* The same-process marker: one page of its own, MADV_WIPEONFORK, holding the pid of the process
+ * whose state this is once a getpid has confirmed it (0: not confirmed, or unusable). The kernel
+ * zeroes such a page in every child that does not share the memory (fork, _Fork, any clone
+ * without CLONE_VM, raw or not), whoever made it; a child that shares it (vfork, CLONE_VM) sees
+ * its parent's value. `marker` is the page, published with a release CAS (the acquire load in
+ * str_new_process_check), MARKER_NONE when the page cannot be had (mmap or madvise refused:
+ * every check then makes the system call, as before). */
+#define MARKER_NONE ((_Atomic int32_t *)1)
+static _Atomic(_Atomic int32_t *) marker;
+
+static _Atomic int32_t *marker_page(void)
+{
+    _Atomic int32_t *m = atomic_load_explicit(&marker, memory_order_acquire);
+    if (m)
+        return m;
+    void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    _Atomic int32_t *mine = MARKER_NONE;
+    if (p != MAP_FAILED) {
+        if (madvise(p, 4096, MADV_WIPEONFORK) == 0) {
+            mine = p;
+            str_munlock_new(p, 4096); /* under mlockall(MCL_FUTURE): memlock.c */
+        } else {
+            munmap(p, 4096);
+        }
+    }
+    if (!atomic_compare_exchange_strong_explicit(&marker, &m, mine, memory_order_acq_rel,
+                                                 memory_order_acquire)) {
+        if (mine != MARKER_NONE)
+            munmap((void *)mine, 4096); /* another thread's won */
+        return m;
+    }
+    return mine;
+}
+
 /* A process made without fork's atfork handlers (_Fork, clone without CLONE_VM) runs with a
  * copy of its parent's state and no flush thread: it would wait for a free chunk forever.
- * Every slow path compares the process id (one system call per chunk switch) and treats such a
+ * Every slow path checks that this is still the process the state belongs to and treats such a
  * child as fork's child handler would have (PROC_SAME after that). A vfork or CLONE_VM child
  * also has a new pid but shares the parent's memory: nothing of it may be reset, so kcmp asks
- * the kernel whether the memory is shared (assumed not where kcmp is unavailable): PROC_SHARED. */
+ * the kernel whether the memory is shared (assumed not where kcmp is unavailable): PROC_SHARED.
+ *
+ * The check takes no system call in the common case, a chunk switch of a thread that has
+ * buffers (issue 28.9: it was one getpid per switch): the marker above still holds str_pid, so
+ * this is no child made without sharing the memory. The shortcut is not taken by a thread
+ * without buffers (a CLONE_VM child with a TLS of its own starts there), nor while the thread's
+ * state is put aside for vfork (the vfork child, which shares the marker, must be told from its
+ * parent), nor in a held fork child. What it does not see: a child made by a raw
+ * clone(CLONE_VM) system call that shares the thread's TLS too, which the interposed clone and
+ * vfork never saw either (vfork.c): it records into its parent's chunks, as its parent. */
 int str_new_process_check(void)
 {
+    const struct str_tls *t = &str_tls;
+    _Atomic int32_t *m = atomic_load_explicit(&marker, memory_order_acquire);
+    if (m && m != MARKER_NONE && t->th && !t->vfork && !t->held && str_pid > 0 &&
+        atomic_load_explicit(m, memory_order_relaxed) == str_pid)
+        return PROC_SAME;
     int32_t now = (int32_t)syscall(SYS_getpid);
     int st = atomic_load_explicit(&str_state, memory_order_relaxed);
-    if (now == str_pid || now <= 0 || (st != ST_ACTIVE && st != ST_FORKED))
-        return PROC_SAME; /* same process (or a sandbox that refuses getpid: then assume so) */
+    if (now == str_pid || now <= 0 || (st != ST_ACTIVE && st != ST_FORKED)) {
+        /* Same process (or a sandbox that refuses getpid: then assume so, without the marker). */
+        if (now == str_pid && now > 0 && st == ST_ACTIVE && t->th && !t->vfork && !t->held &&
+            (m = marker_page()) != MARKER_NONE)
+            atomic_store_explicit(m, now, memory_order_relaxed);
+        return PROC_SAME;
+    }
     enum { KCMP_VM_ = 1 };
     if (syscall(SYS_kcmp, (long)now, (long)str_pid, KCMP_VM_, 0L, 0L) == 0)
         return PROC_SHARED; /* vfork / CLONE_VM: the parent's memory */
