@@ -281,6 +281,48 @@ static inline uintptr_t put_function(struct str_cursor *c, uintptr_t p, uint32_t
     return p + 8;
 }
 
+/* The start of an event marker (custom, typed) at tsc, written at *p: a TSCWrap first when the
+ * delta from the last record does not fit the marker's signed 32 bits (it then moves *p past
+ * it); returns the marker's delta. */
+static inline uint32_t marker_delta(struct str_cursor *c, uintptr_t *p, uint64_t tsc)
+{
+    uint64_t delta = tsc - c->last_tsc;
+    if (delta > INT32_MAX) {
+        ((uint64_t *)*p)[0] = 0x07u | (tsc << 8); /* TSCWrap */
+        ((uint64_t *)*p)[1] = tsc >> 56;
+        *p += 16;
+        delta = 0;
+    }
+    return (uint32_t)delta;
+}
+
+/* A v5 event marker of `kind` (custom: 5, typed: 8) at p: payload size, TSC delta, type; the
+ * payload follows it, 16 bytes on. */
+static inline void put_marker(uintptr_t p, unsigned kind, uint32_t size, uint32_t delta,
+                              uint16_t type)
+{
+    uint8_t m[16] = {(uint8_t)((kind << 1) | 1u)};
+    memcpy(m + 1, &size, 4);
+    memcpy(m + 5, &delta, 4);
+    memcpy(m + 9, &type, 2);
+    memcpy((void *)p, m, 8);
+    memcpy((void *)(p + 8), m + 8, 8);
+}
+
+/* An event that found no room (room() returned 0): the parent's in a held fork child (see the
+ * header) is not counted; a thread in a gap (discard policy) counts it in the gap; any other is
+ * dropped and counted. */
+static void __attribute__((noinline)) no_room(struct str_cursor *c)
+{
+    if (inherited(c))
+        return;
+    struct str_thread *th = owner_of(c);
+    if (th && th->dropping)
+        th->gap++;
+    else
+        drop_one();
+}
+
 /* Appends one function record (and `arg` as a CallArgument when word says enter-with-args).
  *
  * The time a slow path takes (thread set-up, buffer switch, lossless wait) is the tracer's: it
@@ -296,13 +338,7 @@ static void emit(struct str_cursor *c, uint32_t word, uint64_t tsc, uint64_t arg
     uint64_t t1 = tsc;
     uintptr_t p = room(c, 16 + 8 + (with_arg ? 16 : 0), tsc, &oh, &t1);
     if (__builtin_expect(p == 0, 0)) {
-        if (inherited(c))
-            return; /* the parent's event, in a held fork child: see the header */
-        struct str_thread *th = owner_of(c);
-        if (th && th->dropping)
-            th->gap++;
-        else
-            drop_one();
+        no_room(c);
         return;
     }
     int entry = action == 0 || with_arg;
@@ -508,21 +544,8 @@ static void spill_elided(struct str_cursor *c, struct str_thread *th, uint64_t t
     uintptr_t p = room(c, 16 + 16 + len, tsc, NULL, NULL);
     if (p == 0)
         return; /* no room: the table stays full, the calls are recorded */
-    uint64_t delta = tsc - c->last_tsc;
-    if (delta > INT32_MAX) {
-        ((uint64_t *)p)[0] = 0x07u | (tsc << 8); /* TSCWrap */
-        ((uint64_t *)p)[1] = tsc >> 56;
-        p += 16;
-        delta = 0;
-    }
-    uint8_t m[16] = {(uint8_t)((STF_M_TYPED_EVENT << 1) | 1u)};
-    uint32_t d = (uint32_t)delta;
-    uint16_t type = STF_TYPED_ELIDED;
-    memcpy(m + 1, &len, 4);
-    memcpy(m + 5, &d, 4);
-    memcpy(m + 9, &type, 2);
-    memcpy((void *)p, m, 8);
-    memcpy((void *)(p + 8), m + 8, 8);
+    uint32_t d = marker_delta(c, &p, tsc);
+    put_marker(p, STF_M_TYPED_EVENT, len, d, STF_TYPED_ELIDED);
     uint8_t *e = (uint8_t *)p + 16;
     for (unsigned i = 0; i < STR_ELIDED_N; i++) {
         struct str_elided *x = &th->elided[i];
@@ -657,21 +680,8 @@ static void payload(struct str_cursor *c, uint64_t n, unsigned kind, uint16_t ty
             drop_one();
         return;
     }
-    uint64_t delta = tsc - c->last_tsc;
-    if (delta > INT32_MAX) {
-        ((uint64_t *)p)[0] = 0x07u | (tsc << 8); /* TSCWrap */
-        ((uint64_t *)p)[1] = tsc >> 56;
-        p += 16;
-        delta = 0;
-    }
-    uint8_t m[16] = {0};
-    m[0] = (uint8_t)((kind << 1) | 1u);
-    uint32_t size = (uint32_t)len, d = (uint32_t)delta;
-    memcpy(m + 1, &size, 4);
-    memcpy(m + 5, &d, 4);
-    memcpy(m + 9, &type, 2);
-    memcpy((void *)p, m, 8);
-    memcpy((void *)(p + 8), m + 8, 8);
+    uint32_t d = marker_delta(c, &p, tsc);
+    put_marker(p, kind, (uint32_t)len, d, type);
     p += 16;
     const uint8_t *src = data;
     uint64_t i = 0;
@@ -815,12 +825,7 @@ static uintptr_t put_string(const struct str_cursor *c, uintptr_t p, unsigned k,
         }
     }
     uint32_t size = STF_ARGSTR_HEAD + (uint32_t)got;
-    uint16_t type = STF_TYPED_ARGSTR;
-    uint8_t m[16] = {(uint8_t)((STF_M_TYPED_EVENT << 1) | 1u)};
-    memcpy(m + 1, &size, 4); /* TSC delta 0: the entry's time */
-    memcpy(m + 9, &type, 2);
-    memcpy((void *)p, m, 8);
-    memcpy((void *)(p + 8), m + 8, 8);
+    put_marker(p, STF_M_TYPED_EVENT, size, 0, STF_TYPED_ARGSTR); /* delta 0: the entry's time */
     pay[0] = (uint8_t)k;
     pay[1] = (uint8_t)flags;
     pay[2] = pay[3] = 0;
@@ -841,13 +846,7 @@ static void emit_args(struct str_cursor *c, uint32_t word, uint64_t tsc, const u
     uint64_t t1 = tsc;
     uintptr_t p = room(c, need, tsc, &oh, &t1);
     if (__builtin_expect(p == 0, 0)) {
-        if (inherited(c))
-            return;
-        struct str_thread *th = owner_of(c);
-        if (th && th->dropping)
-            th->gap++;
-        else
-            drop_one();
+        no_room(c);
         return;
     }
     if (__builtin_expect(oh != 0, 0)) {
@@ -876,30 +875,11 @@ static void emit_ret(struct str_cursor *c, uint32_t word, uint64_t tsc, const ui
     uint64_t t1 = tsc;
     uintptr_t p = room(c, 16 + 16 + STF_RETVAL_PAYLOAD + 8, tsc, &oh, &t1);
     if (__builtin_expect(p == 0, 0)) {
-        if (inherited(c))
-            return;
-        struct str_thread *th = owner_of(c);
-        if (th && th->dropping)
-            th->gap++;
-        else
-            drop_one();
+        no_room(c);
         return;
     }
-    uint64_t delta = tsc - c->last_tsc;
-    if (delta > INT32_MAX) { /* TSCWrap first: the marker's delta is 32 bits */
-        ((uint64_t *)p)[0] = 0x07u | (tsc << 8);
-        ((uint64_t *)p)[1] = tsc >> 56;
-        p += 16;
-        delta = 0;
-    }
-    uint32_t size = STF_RETVAL_PAYLOAD, d = (uint32_t)delta;
-    uint16_t type = STF_TYPED_RETVAL;
-    uint8_t m[16] = {(uint8_t)((STF_M_TYPED_EVENT << 1) | 1u)};
-    memcpy(m + 1, &size, 4);
-    memcpy(m + 5, &d, 4);
-    memcpy(m + 9, &type, 2);
-    memcpy((void *)p, m, 8);
-    memcpy((void *)(p + 8), m + 8, 8);
+    uint32_t d = marker_delta(c, &p, tsc);
+    put_marker(p, STF_M_TYPED_EVENT, STF_RETVAL_PAYLOAD, d, STF_TYPED_RETVAL);
     const uint64_t regs[4] = {saved[4], saved[3], saved[0], saved[1]}; /* rax rdx xmm0 xmm1 */
     memcpy((void *)(p + 16), regs, sizeof regs);
     p += 16 + STF_RETVAL_PAYLOAD;
