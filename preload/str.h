@@ -289,11 +289,23 @@ STR_HIDDEN void str_waits_early(void);
 STR_HIDDEN void str_waits_resolve(void);
 /* One interposed call in progress (waits.c): begin says whether it is recorded. */
 struct str_wait {
-    uint32_t id;  /* 0: not recorded */
-    uint32_t cpu; /* the CPU at its entry */
+    uint32_t id; /* 0: not recorded */
 };
 STR_HIDDEN int str_wait_begin(struct str_wait *w, unsigned which, const void *ret_addr);
 STR_HIDDEN void str_wait_end(struct str_wait *w);
+/* The body of an interposed call (waits.c, threads.c): returns `call` (an expression calling
+ * libc's definition) made between the entry and the exit of wait `which`'s pseudo-call. The exit
+ * is a cleanup, recorded when a cancellation unwinds through here too (-fexceptions). */
+#define STR_WAITING(which, call)                                                                   \
+    do {                                                                                           \
+        __typeof__(call) r_;                                                                       \
+        {                                                                                          \
+            struct str_wait w_ __attribute__((cleanup(str_wait_end)));                             \
+            str_wait_begin(&w_, (which), __builtin_return_address(0));                             \
+            r_ = (call);                                                                           \
+        }                                                                                          \
+        return r_;                                                                                 \
+    } while (0)
 /* Whether a futex operation (its op argument) waits: threads.c's syscall() records those. */
 STR_HIDDEN int str_wait_futex_op(long op);
 /* The sleds were switched on or off (runtime.c): the waits follow. */

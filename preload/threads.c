@@ -223,16 +223,8 @@ STR_EXPORT long syscall(long number, ...)
                  (number == SYS_prctl && a[0] == PR_SET_SECCOMP && a[1] == SECCOMP_MODE_STRICT);
     if (strict)
         str_thread_strict();
-    if (number == SYS_futex && str_wait_futex_op(a[1])) {
-        /* a futex wait (waits.c): recorded as "[wait] futex"; errno is the call's own */
-        long r;
-        {
-            struct str_wait w __attribute__((cleanup(str_wait_end)));
-            str_wait_begin(&w, STF_WAIT_FUTEX, __builtin_return_address(0));
-            r = real(number, a[0], a[1], a[2], a[3], a[4], a[5]);
-        }
-        return r;
-    }
+    if (number == SYS_futex && str_wait_futex_op(a[1])) /* recorded as "[wait] futex" */
+        STR_WAITING(STF_WAIT_FUTEX, real(number, a[0], a[1], a[2], a[3], a[4], a[5]));
     long rc = real(number, a[0], a[1], a[2], a[3], a[4], a[5]);
     if (strict && rc != 0)
         str_thread_unstrict();

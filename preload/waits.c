@@ -7,7 +7,7 @@
  * exit of the pseudo-function "[wait] NAME" (format/stf.h: STF_FID_WAIT_FIRST + enum stf_wait),
  * recorded like any function's events (hot.c) in the caller's frame. A program that never makes
  * these calls pays nothing; one that does pays two events per call (and two rdtscp).
- * libc's definitions are resolved by the flush thread when it starts (str_waits_resolve: 56
+ * libc's definitions are resolved by the flush thread when it starts (str_waits_resolve: 55
  * dlsym, 20-70 us, which every process would pay at start-up), or by a wrapper called before.
  * LIMIT: that early call runs dlsym, which is not async-signal-safe: a signal handler whose
  * write comes before the flush thread's start and interrupts its thread inside dlopen could see
@@ -77,58 +77,8 @@
 
 #define STR_EXPORT __attribute__((visibility("default")))
 
-/* The names libc defines them under, in enum stf_wait's order (the pseudo-function's name is
- * "[wait] " and this), and the extra definitions the wrappers need. */
-static const char *const libc_name[STF_WAIT_N] = {
-    "pthread_cond_wait",
-    "pthread_cond_timedwait",
-    "pthread_cond_clockwait",
-    "pthread_mutex_lock",
-    "pthread_mutex_timedlock",
-    "pthread_rwlock_rdlock",
-    "pthread_rwlock_wrlock",
-    "sem_wait",
-    "sem_timedwait",
-    "sem_clockwait",
-    "pthread_join",
-    "pthread_timedjoin_np",
-    "pthread_clockjoin_np",
-    "pthread_barrier_wait",
-    "syscall",
-    "poll",
-    "ppoll",
-    "select",
-    "pselect",
-    "epoll_wait",
-    "epoll_pwait",
-    "nanosleep",
-    "clock_nanosleep",
-    "sleep",
-    "usleep",
-    "wait",
-    "waitpid",
-    "wait4",
-    "waitid",
-    "read",
-    "write",
-    "readv",
-    "writev",
-    "recv",
-    "recvfrom",
-    "recvmsg",
-    "send",
-    "sendto",
-    "sendmsg",
-    "accept",
-    "accept4",
-    "connect",
-    "pause",
-    "sigsuspend",
-    "sigwait",
-    "sigwaitinfo",
-    "sigtimedwait",
-};
-
+/* The extra definitions the wrappers need, after the waits' own (whose names libc defines
+ * them under are their pseudo-functions' names without "[wait] ", stf.h). */
 enum extra {
     X_MUTEX_TRYLOCK,
     X_RWLOCK_TRYRDLOCK,
@@ -156,8 +106,7 @@ static const char *const extra_name[X_N] = {
 typedef void (*any_fn)(void);
 /* libc's definitions (see the top); relaxed: two threads resolving one at once store the
  * same. */
-static _Atomic(any_fn) real[STF_WAIT_N];
-static _Atomic(any_fn) real_x[X_N];
+static _Atomic(any_fn) real[STF_WAIT_N + X_N]; /* the waits', then the extras (enum extra) */
 static uint64_t selected; /* bit k: enum stf_wait k is recorded (SLEDTRACE_WAITS) */
 static _Atomic int switched_on = 1;
 static uintptr_t own_lo, own_len; /* the runtime's code */
@@ -174,23 +123,15 @@ static any_fn resolve(const char *name)
     return f;
 }
 
-/* libc's definition of wait k, resolved at its first call. */
+/* libc's definition k (a wait's, or STF_WAIT_N + an extra's), resolved at its first call. The
+ * futex is syscall(), which threads.c calls itself. */
 static any_fn get(unsigned k)
 {
     any_fn f = atomic_load_explicit(&real[k], memory_order_relaxed);
     if (__builtin_expect(f == NULL, 0)) {
-        f = resolve(libc_name[k]);
+        f = resolve(k < STF_WAIT_N ? stf_wait_name(STF_FID_WAIT_FIRST + k) + 7
+                                   : extra_name[k - STF_WAIT_N]);
         atomic_store_explicit(&real[k], f, memory_order_relaxed);
-    }
-    return f;
-}
-
-static any_fn get_x(unsigned k)
-{
-    any_fn f = atomic_load_explicit(&real_x[k], memory_order_relaxed);
-    if (__builtin_expect(f == NULL, 0)) {
-        f = resolve(extra_name[k]);
-        atomic_store_explicit(&real_x[k], f, memory_order_relaxed);
     }
     return f;
 }
@@ -266,10 +207,9 @@ void str_waits_early(void)
 
 void str_waits_resolve(void)
 {
-    for (unsigned k = 0; k < STF_WAIT_N; k++)
-        (void)get(k);
-    for (unsigned k = 0; k < X_N; k++)
-        (void)get_x(k);
+    for (unsigned k = 0; k < STF_WAIT_N + X_N; k++)
+        if (k != STF_WAIT_FUTEX)
+            (void)get(k);
 }
 
 void str_waits_switch(int on)
@@ -292,10 +232,9 @@ int str_wait_begin(struct str_wait *w, unsigned which, const void *ret_addr)
         return 0;
     unsigned aux;
     __builtin_ia32_rdtscp(&aux);
-    w->cpu = aux & 0xfff;
     w->id = STF_FID_WAIT_FIRST + which;
-    if (w->cpu != str_cursor.cpu)
-        str_event_cpu(w->id, STF_ENTER, (uint16_t)w->cpu);
+    if ((aux & 0xfff) != str_cursor.cpu)
+        str_event_cpu(w->id, STF_ENTER, (uint16_t)(aux & 0xfff));
     else
         stp_event(w->id, STF_ENTER);
     return 1;
@@ -316,23 +255,9 @@ void str_wait_end(struct str_wait *w)
     w->id = 0;
 }
 
-/* The body of an interposed call: `call` (an expression calling libc's definition) between the
- * pseudo-call's entry and exit. The exit is a cleanup, recorded when a cancellation unwinds
- * through here too. */
-#define WAITING(which, call)                                                                       \
-    do {                                                                                           \
-        __typeof__(call) r_;                                                                       \
-        {                                                                                          \
-            struct str_wait w_ __attribute__((cleanup(str_wait_end)));                             \
-            str_wait_begin(&w_, (which), __builtin_return_address(0));                             \
-            r_ = (call);                                                                           \
-        }                                                                                          \
-        return r_;                                                                                 \
-    } while (0)
-
 /* libc's definition of wait k (of extra k), typed as the function `name` this file defines. */
 #define REAL(k, name) ((__typeof__(name) *)get(k))
-#define REAL_X(k, name) ((__typeof__(name) *)get_x(k))
+#define REAL_X(k, name) ((__typeof__(name) *)get(STF_WAIT_N + (k)))
 
 /* No definition in libc (older than the program expects): fails as a missing system call would,
  * errno ENOSYS (-1), or ENOSYS returned (the pthread_ functions). */
@@ -355,7 +280,7 @@ STR_EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
 {
     __typeof__(pthread_cond_wait) *f = REAL(STF_WAIT_COND_WAIT, pthread_cond_wait);
     NEED_RC(f);
-    WAITING(STF_WAIT_COND_WAIT, f(c, m));
+    STR_WAITING(STF_WAIT_COND_WAIT, f(c, m));
 }
 
 STR_EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
@@ -363,7 +288,7 @@ STR_EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
 {
     __typeof__(pthread_cond_timedwait) *f = REAL(STF_WAIT_COND_TIMEDWAIT, pthread_cond_timedwait);
     NEED_RC(f);
-    WAITING(STF_WAIT_COND_TIMEDWAIT, f(c, m, t));
+    STR_WAITING(STF_WAIT_COND_TIMEDWAIT, f(c, m, t));
 }
 
 STR_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clk,
@@ -371,22 +296,56 @@ STR_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clo
 {
     __typeof__(pthread_cond_clockwait) *f = REAL(STF_WAIT_COND_CLOCKWAIT, pthread_cond_clockwait);
     NEED_RC(f);
-    WAITING(STF_WAIT_COND_CLOCKWAIT, f(c, m, clk, t));
+    STR_WAITING(STF_WAIT_COND_CLOCKWAIT, f(c, m, clk, t));
 }
 
-/* Locks are tried first: only one held elsewhere is a wait. The try's result is the lock's for
- * every other outcome (0, EOWNERDEAD, EAGAIN, EDEADLK is the lock's own after EBUSY...). */
+/* Locks and semaphores are tried first: only one held elsewhere is a wait. `try` is the try's
+ * result, EBUSY when it is held; any other is the call's own (0, EOWNERDEAD, EAGAIN, EINVAL...;
+ * EDEADLK is the lock's own after EBUSY). */
+#define TRIED_FIRST(which, call, try)                                                              \
+    do {                                                                                           \
+        if (!wanted((which), __builtin_return_address(0)))                                         \
+            return (call);                                                                         \
+        int rc_ = (try);                                                                           \
+        if (rc_ != EBUSY)                                                                          \
+            return rc_;                                                                            \
+        STR_WAITING((which), (call));                                                              \
+    } while (0)
+
+static int try_mutex(pthread_mutex_t *m)
+{
+    __typeof__(pthread_mutex_trylock) *t = REAL_X(X_MUTEX_TRYLOCK, pthread_mutex_trylock);
+    return t ? t(m) : EBUSY;
+}
+
+static int try_rdlock(pthread_rwlock_t *l)
+{
+    __typeof__(pthread_rwlock_tryrdlock) *t = REAL_X(X_RWLOCK_TRYRDLOCK, pthread_rwlock_tryrdlock);
+    return t ? t(l) : EBUSY;
+}
+
+static int try_wrlock(pthread_rwlock_t *l)
+{
+    __typeof__(pthread_rwlock_trywrlock) *t = REAL_X(X_RWLOCK_TRYWRLOCK, pthread_rwlock_trywrlock);
+    return t ? t(l) : EBUSY;
+}
+
+/* sem_trywait: 0 when it took one, else EBUSY (errno as it was: sem_trywait sets EAGAIN). */
+static int try_sem(sem_t *s)
+{
+    __typeof__(sem_trywait) *t = REAL_X(X_SEM_TRYWAIT, sem_trywait);
+    int saved = errno;
+    if (t && t(s) == 0)
+        return 0;
+    errno = saved;
+    return EBUSY;
+}
+
 STR_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
 {
     __typeof__(pthread_mutex_lock) *f = REAL(STF_WAIT_MUTEX_LOCK, pthread_mutex_lock);
     NEED_RC(f);
-    if (!wanted(STF_WAIT_MUTEX_LOCK, __builtin_return_address(0)))
-        return f(m);
-    __typeof__(pthread_mutex_trylock) *t = REAL_X(X_MUTEX_TRYLOCK, pthread_mutex_trylock);
-    int rc = t ? t(m) : EBUSY;
-    if (rc != EBUSY)
-        return rc;
-    WAITING(STF_WAIT_MUTEX_LOCK, f(m));
+    TRIED_FIRST(STF_WAIT_MUTEX_LOCK, f(m), try_mutex(m));
 }
 
 STR_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *ts)
@@ -394,97 +353,56 @@ STR_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec
     __typeof__(pthread_mutex_timedlock) *f =
         REAL(STF_WAIT_MUTEX_TIMEDLOCK, pthread_mutex_timedlock);
     NEED_RC(f);
-    if (!wanted(STF_WAIT_MUTEX_TIMEDLOCK, __builtin_return_address(0)))
-        return f(m, ts);
-    __typeof__(pthread_mutex_trylock) *t = REAL_X(X_MUTEX_TRYLOCK, pthread_mutex_trylock);
-    int rc = t ? t(m) : EBUSY;
-    if (rc != EBUSY)
-        return rc;
-    WAITING(STF_WAIT_MUTEX_TIMEDLOCK, f(m, ts));
+    TRIED_FIRST(STF_WAIT_MUTEX_TIMEDLOCK, f(m, ts), try_mutex(m));
 }
 
 STR_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *l)
 {
     __typeof__(pthread_rwlock_rdlock) *f = REAL(STF_WAIT_RWLOCK_RDLOCK, pthread_rwlock_rdlock);
     NEED_RC(f);
-    if (!wanted(STF_WAIT_RWLOCK_RDLOCK, __builtin_return_address(0)))
-        return f(l);
-    __typeof__(pthread_rwlock_tryrdlock) *t = REAL_X(X_RWLOCK_TRYRDLOCK, pthread_rwlock_tryrdlock);
-    int rc = t ? t(l) : EBUSY;
-    if (rc != EBUSY)
-        return rc;
-    WAITING(STF_WAIT_RWLOCK_RDLOCK, f(l));
+    TRIED_FIRST(STF_WAIT_RWLOCK_RDLOCK, f(l), try_rdlock(l));
 }
 
 STR_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *l)
 {
     __typeof__(pthread_rwlock_wrlock) *f = REAL(STF_WAIT_RWLOCK_WRLOCK, pthread_rwlock_wrlock);
     NEED_RC(f);
-    if (!wanted(STF_WAIT_RWLOCK_WRLOCK, __builtin_return_address(0)))
-        return f(l);
-    __typeof__(pthread_rwlock_trywrlock) *t = REAL_X(X_RWLOCK_TRYWRLOCK, pthread_rwlock_trywrlock);
-    int rc = t ? t(l) : EBUSY;
-    if (rc != EBUSY)
-        return rc;
-    WAITING(STF_WAIT_RWLOCK_WRLOCK, f(l));
-}
-
-/* A semaphore is tried first too (sem_trywait: EAGAIN in errno when it would block). */
-static int sem_free(sem_t *s)
-{
-    __typeof__(sem_trywait) *t = REAL_X(X_SEM_TRYWAIT, sem_trywait);
-    int saved = errno;
-    if (t && t(s) == 0)
-        return 1;
-    errno = saved;
-    return 0;
+    TRIED_FIRST(STF_WAIT_RWLOCK_WRLOCK, f(l), try_wrlock(l));
 }
 
 STR_EXPORT int sem_wait(sem_t *s)
 {
     __typeof__(sem_wait) *f = REAL(STF_WAIT_SEM_WAIT, sem_wait);
     NEED(f);
-    if (!wanted(STF_WAIT_SEM_WAIT, __builtin_return_address(0)))
-        return f(s);
-    if (sem_free(s))
-        return 0;
-    WAITING(STF_WAIT_SEM_WAIT, f(s));
+    TRIED_FIRST(STF_WAIT_SEM_WAIT, f(s), try_sem(s));
 }
 
 STR_EXPORT int sem_timedwait(sem_t *s, const struct timespec *ts)
 {
     __typeof__(sem_timedwait) *f = REAL(STF_WAIT_SEM_TIMEDWAIT, sem_timedwait);
     NEED(f);
-    if (!wanted(STF_WAIT_SEM_TIMEDWAIT, __builtin_return_address(0)))
-        return f(s, ts);
-    if (sem_free(s))
-        return 0;
-    WAITING(STF_WAIT_SEM_TIMEDWAIT, f(s, ts));
+    TRIED_FIRST(STF_WAIT_SEM_TIMEDWAIT, f(s, ts), try_sem(s));
 }
 
 STR_EXPORT int sem_clockwait(sem_t *s, clockid_t clk, const struct timespec *ts)
 {
     __typeof__(sem_clockwait) *f = REAL(STF_WAIT_SEM_CLOCKWAIT, sem_clockwait);
     NEED(f);
-    if (!wanted(STF_WAIT_SEM_CLOCKWAIT, __builtin_return_address(0)))
-        return f(s, clk, ts);
-    if (sem_free(s))
-        return 0;
-    WAITING(STF_WAIT_SEM_CLOCKWAIT, f(s, clk, ts));
+    TRIED_FIRST(STF_WAIT_SEM_CLOCKWAIT, f(s, clk, ts), try_sem(s));
 }
 
 STR_EXPORT int pthread_join(pthread_t t, void **ret)
 {
     __typeof__(pthread_join) *f = REAL(STF_WAIT_JOIN, pthread_join);
     NEED_RC(f);
-    WAITING(STF_WAIT_JOIN, f(t, ret));
+    STR_WAITING(STF_WAIT_JOIN, f(t, ret));
 }
 
 STR_EXPORT int pthread_timedjoin_np(pthread_t t, void **ret, const struct timespec *ts)
 {
     __typeof__(pthread_timedjoin_np) *f = REAL(STF_WAIT_TIMEDJOIN, pthread_timedjoin_np);
     NEED_RC(f);
-    WAITING(STF_WAIT_TIMEDJOIN, f(t, ret, ts));
+    STR_WAITING(STF_WAIT_TIMEDJOIN, f(t, ret, ts));
 }
 
 STR_EXPORT int pthread_clockjoin_np(pthread_t t, void **ret, clockid_t clk,
@@ -492,14 +410,14 @@ STR_EXPORT int pthread_clockjoin_np(pthread_t t, void **ret, clockid_t clk,
 {
     __typeof__(pthread_clockjoin_np) *f = REAL(STF_WAIT_CLOCKJOIN, pthread_clockjoin_np);
     NEED_RC(f);
-    WAITING(STF_WAIT_CLOCKJOIN, f(t, ret, clk, ts));
+    STR_WAITING(STF_WAIT_CLOCKJOIN, f(t, ret, clk, ts));
 }
 
 STR_EXPORT int pthread_barrier_wait(pthread_barrier_t *b)
 {
     __typeof__(pthread_barrier_wait) *f = REAL(STF_WAIT_BARRIER, pthread_barrier_wait);
     NEED_RC(f);
-    WAITING(STF_WAIT_BARRIER, f(b));
+    STR_WAITING(STF_WAIT_BARRIER, f(b));
 }
 
 /* syscall(SYS_futex, ...) is threads.c's (it interposes syscall for seccomp): it asks this. */
@@ -527,16 +445,16 @@ STR_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
     NEED(f);
     if (timeout == 0)
         return f(fds, n, timeout);
-    WAITING(STF_WAIT_POLL, f(fds, n, timeout));
+    STR_WAITING(STF_WAIT_POLL, f(fds, n, timeout));
 }
 
 STR_EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t len)
 {
-    int (*f)(struct pollfd *, nfds_t, int, size_t) = (__typeof__(f))get_x(X_POLL_CHK);
+    int (*f)(struct pollfd *, nfds_t, int, size_t) = (__typeof__(f))get(STF_WAIT_N + X_POLL_CHK);
     NEED(f);
     if (timeout == 0)
         return f(fds, n, timeout, len);
-    WAITING(STF_WAIT_POLL, f(fds, n, timeout, len));
+    STR_WAITING(STF_WAIT_POLL, f(fds, n, timeout, len));
 }
 
 static int zero_time(const struct timespec *t)
@@ -550,18 +468,18 @@ STR_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *t, con
     NEED(f);
     if (zero_time(t))
         return f(fds, n, t, m);
-    WAITING(STF_WAIT_PPOLL, f(fds, n, t, m));
+    STR_WAITING(STF_WAIT_PPOLL, f(fds, n, t, m));
 }
 
 STR_EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *t,
                            const sigset_t *m, size_t len)
 {
     int (*f)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *, size_t) =
-        (__typeof__(f))get_x(X_PPOLL_CHK);
+        (__typeof__(f))get(STF_WAIT_N + X_PPOLL_CHK);
     NEED(f);
     if (zero_time(t))
         return f(fds, n, t, m, len);
-    WAITING(STF_WAIT_PPOLL, f(fds, n, t, m, len));
+    STR_WAITING(STF_WAIT_PPOLL, f(fds, n, t, m, len));
 }
 
 STR_EXPORT int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *t)
@@ -570,7 +488,7 @@ STR_EXPORT int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *t)
     NEED(f);
     if (t && t->tv_sec == 0 && t->tv_usec == 0)
         return f(n, r, w, e, t);
-    WAITING(STF_WAIT_SELECT, f(n, r, w, e, t));
+    STR_WAITING(STF_WAIT_SELECT, f(n, r, w, e, t));
 }
 
 STR_EXPORT int pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *t,
@@ -580,7 +498,7 @@ STR_EXPORT int pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct time
     NEED(f);
     if (zero_time(t))
         return f(n, r, w, e, t, m);
-    WAITING(STF_WAIT_PSELECT, f(n, r, w, e, t, m));
+    STR_WAITING(STF_WAIT_PSELECT, f(n, r, w, e, t, m));
 }
 
 STR_EXPORT int epoll_wait(int ep, struct epoll_event *ev, int max, int timeout)
@@ -589,7 +507,7 @@ STR_EXPORT int epoll_wait(int ep, struct epoll_event *ev, int max, int timeout)
     NEED(f);
     if (timeout == 0)
         return f(ep, ev, max, timeout);
-    WAITING(STF_WAIT_EPOLL_WAIT, f(ep, ev, max, timeout));
+    STR_WAITING(STF_WAIT_EPOLL_WAIT, f(ep, ev, max, timeout));
 }
 
 STR_EXPORT int epoll_pwait(int ep, struct epoll_event *ev, int max, int timeout, const sigset_t *m)
@@ -598,56 +516,56 @@ STR_EXPORT int epoll_pwait(int ep, struct epoll_event *ev, int max, int timeout,
     NEED(f);
     if (timeout == 0)
         return f(ep, ev, max, timeout, m);
-    WAITING(STF_WAIT_EPOLL_PWAIT, f(ep, ev, max, timeout, m));
+    STR_WAITING(STF_WAIT_EPOLL_PWAIT, f(ep, ev, max, timeout, m));
 }
 
 STR_EXPORT ssize_t read(int fd, void *buf, size_t n)
 {
     __typeof__(read) *f = REAL(STF_WAIT_READ, read);
     NEED(f);
-    WAITING(STF_WAIT_READ, f(fd, buf, n));
+    STR_WAITING(STF_WAIT_READ, f(fd, buf, n));
 }
 
 STR_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t len)
 {
-    ssize_t (*f)(int, void *, size_t, size_t) = (__typeof__(f))get_x(X_READ_CHK);
+    ssize_t (*f)(int, void *, size_t, size_t) = (__typeof__(f))get(STF_WAIT_N + X_READ_CHK);
     NEED(f);
-    WAITING(STF_WAIT_READ, f(fd, buf, n, len));
+    STR_WAITING(STF_WAIT_READ, f(fd, buf, n, len));
 }
 
 STR_EXPORT ssize_t write(int fd, const void *buf, size_t n)
 {
     __typeof__(write) *f = REAL(STF_WAIT_WRITE, write);
     NEED(f);
-    WAITING(STF_WAIT_WRITE, f(fd, buf, n));
+    STR_WAITING(STF_WAIT_WRITE, f(fd, buf, n));
 }
 
 STR_EXPORT ssize_t readv(int fd, const struct iovec *iov, int n)
 {
     __typeof__(readv) *f = REAL(STF_WAIT_READV, readv);
     NEED(f);
-    WAITING(STF_WAIT_READV, f(fd, iov, n));
+    STR_WAITING(STF_WAIT_READV, f(fd, iov, n));
 }
 
 STR_EXPORT ssize_t writev(int fd, const struct iovec *iov, int n)
 {
     __typeof__(writev) *f = REAL(STF_WAIT_WRITEV, writev);
     NEED(f);
-    WAITING(STF_WAIT_WRITEV, f(fd, iov, n));
+    STR_WAITING(STF_WAIT_WRITEV, f(fd, iov, n));
 }
 
 STR_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
 {
     __typeof__(recv) *f = REAL(STF_WAIT_RECV, recv);
     NEED(f);
-    WAITING(STF_WAIT_RECV, f(fd, buf, n, flags));
+    STR_WAITING(STF_WAIT_RECV, f(fd, buf, n, flags));
 }
 
 STR_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t n, size_t len, int flags)
 {
-    ssize_t (*f)(int, void *, size_t, size_t, int) = (__typeof__(f))get_x(X_RECV_CHK);
+    ssize_t (*f)(int, void *, size_t, size_t, int) = (__typeof__(f))get(STF_WAIT_N + X_RECV_CHK);
     NEED(f);
-    WAITING(STF_WAIT_RECV, f(fd, buf, n, len, flags));
+    STR_WAITING(STF_WAIT_RECV, f(fd, buf, n, len, flags));
 }
 
 STR_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, __SOCKADDR_ARG a,
@@ -655,30 +573,30 @@ STR_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, __SOCKADDR_A
 {
     __typeof__(recvfrom) *f = REAL(STF_WAIT_RECVFROM, recvfrom);
     NEED(f);
-    WAITING(STF_WAIT_RECVFROM, f(fd, buf, n, flags, a, alen));
+    STR_WAITING(STF_WAIT_RECVFROM, f(fd, buf, n, flags, a, alen));
 }
 
 STR_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t len, int flags,
                                   struct sockaddr *a, socklen_t *alen)
 {
     ssize_t (*f)(int, void *, size_t, size_t, int, struct sockaddr *, socklen_t *) =
-        (__typeof__(f))get_x(X_RECVFROM_CHK);
+        (__typeof__(f))get(STF_WAIT_N + X_RECVFROM_CHK);
     NEED(f);
-    WAITING(STF_WAIT_RECVFROM, f(fd, buf, n, len, flags, a, alen));
+    STR_WAITING(STF_WAIT_RECVFROM, f(fd, buf, n, len, flags, a, alen));
 }
 
 STR_EXPORT ssize_t recvmsg(int fd, struct msghdr *m, int flags)
 {
     __typeof__(recvmsg) *f = REAL(STF_WAIT_RECVMSG, recvmsg);
     NEED(f);
-    WAITING(STF_WAIT_RECVMSG, f(fd, m, flags));
+    STR_WAITING(STF_WAIT_RECVMSG, f(fd, m, flags));
 }
 
 STR_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
 {
     __typeof__(send) *f = REAL(STF_WAIT_SEND, send);
     NEED(f);
-    WAITING(STF_WAIT_SEND, f(fd, buf, n, flags));
+    STR_WAITING(STF_WAIT_SEND, f(fd, buf, n, flags));
 }
 
 STR_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags, __CONST_SOCKADDR_ARG a,
@@ -686,35 +604,35 @@ STR_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags, __CONST_
 {
     __typeof__(sendto) *f = REAL(STF_WAIT_SENDTO, sendto);
     NEED(f);
-    WAITING(STF_WAIT_SENDTO, f(fd, buf, n, flags, a, alen));
+    STR_WAITING(STF_WAIT_SENDTO, f(fd, buf, n, flags, a, alen));
 }
 
 STR_EXPORT ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
 {
     __typeof__(sendmsg) *f = REAL(STF_WAIT_SENDMSG, sendmsg);
     NEED(f);
-    WAITING(STF_WAIT_SENDMSG, f(fd, m, flags));
+    STR_WAITING(STF_WAIT_SENDMSG, f(fd, m, flags));
 }
 
 STR_EXPORT int accept(int fd, __SOCKADDR_ARG a, socklen_t *alen)
 {
     __typeof__(accept) *f = REAL(STF_WAIT_ACCEPT, accept);
     NEED(f);
-    WAITING(STF_WAIT_ACCEPT, f(fd, a, alen));
+    STR_WAITING(STF_WAIT_ACCEPT, f(fd, a, alen));
 }
 
 STR_EXPORT int accept4(int fd, __SOCKADDR_ARG a, socklen_t *alen, int flags)
 {
     __typeof__(accept4) *f = REAL(STF_WAIT_ACCEPT4, accept4);
     NEED(f);
-    WAITING(STF_WAIT_ACCEPT4, f(fd, a, alen, flags));
+    STR_WAITING(STF_WAIT_ACCEPT4, f(fd, a, alen, flags));
 }
 
 STR_EXPORT int connect(int fd, __CONST_SOCKADDR_ARG a, socklen_t alen)
 {
     __typeof__(connect) *f = REAL(STF_WAIT_CONNECT, connect);
     NEED(f);
-    WAITING(STF_WAIT_CONNECT, f(fd, a, alen));
+    STR_WAITING(STF_WAIT_CONNECT, f(fd, a, alen));
 }
 
 /* ---- time ---- */
@@ -723,7 +641,7 @@ STR_EXPORT int nanosleep(const struct timespec *t, struct timespec *rem)
 {
     __typeof__(nanosleep) *f = REAL(STF_WAIT_NANOSLEEP, nanosleep);
     NEED(f);
-    WAITING(STF_WAIT_NANOSLEEP, f(t, rem));
+    STR_WAITING(STF_WAIT_NANOSLEEP, f(t, rem));
 }
 
 STR_EXPORT int clock_nanosleep(clockid_t clk, int flags, const struct timespec *t,
@@ -732,7 +650,7 @@ STR_EXPORT int clock_nanosleep(clockid_t clk, int flags, const struct timespec *
     __typeof__(clock_nanosleep) *f = REAL(STF_WAIT_CLOCK_NANOSLEEP, clock_nanosleep);
     if (!f)
         return ENOSYS; /* it returns its error */
-    WAITING(STF_WAIT_CLOCK_NANOSLEEP, f(clk, flags, t, rem));
+    STR_WAITING(STF_WAIT_CLOCK_NANOSLEEP, f(clk, flags, t, rem));
 }
 
 STR_EXPORT unsigned int sleep(unsigned int s)
@@ -740,14 +658,14 @@ STR_EXPORT unsigned int sleep(unsigned int s)
     __typeof__(sleep) *f = REAL(STF_WAIT_SLEEP, sleep);
     if (!f)
         return s;
-    WAITING(STF_WAIT_SLEEP, f(s));
+    STR_WAITING(STF_WAIT_SLEEP, f(s));
 }
 
 STR_EXPORT int usleep(useconds_t us)
 {
     __typeof__(usleep) *f = REAL(STF_WAIT_USLEEP, usleep);
     NEED(f);
-    WAITING(STF_WAIT_USLEEP, f(us));
+    STR_WAITING(STF_WAIT_USLEEP, f(us));
 }
 
 /* ---- children and signals ---- */
@@ -756,7 +674,7 @@ STR_EXPORT pid_t wait(int *status)
 {
     __typeof__(wait) *f = REAL(STF_WAIT_WAIT, wait);
     NEED(f);
-    WAITING(STF_WAIT_WAIT, f(status));
+    STR_WAITING(STF_WAIT_WAIT, f(status));
 }
 
 STR_EXPORT pid_t waitpid(pid_t pid, int *status, int options)
@@ -765,7 +683,7 @@ STR_EXPORT pid_t waitpid(pid_t pid, int *status, int options)
     NEED(f);
     if (options & WNOHANG)
         return f(pid, status, options);
-    WAITING(STF_WAIT_WAITPID, f(pid, status, options));
+    STR_WAITING(STF_WAIT_WAITPID, f(pid, status, options));
 }
 
 STR_EXPORT pid_t wait4(pid_t pid, int *status, int options, struct rusage *ru)
@@ -774,7 +692,7 @@ STR_EXPORT pid_t wait4(pid_t pid, int *status, int options, struct rusage *ru)
     NEED(f);
     if (options & WNOHANG)
         return f(pid, status, options, ru);
-    WAITING(STF_WAIT_WAIT4, f(pid, status, options, ru));
+    STR_WAITING(STF_WAIT_WAIT4, f(pid, status, options, ru));
 }
 
 STR_EXPORT int waitid(idtype_t type, id_t id, siginfo_t *info, int options)
@@ -783,35 +701,35 @@ STR_EXPORT int waitid(idtype_t type, id_t id, siginfo_t *info, int options)
     NEED(f);
     if (options & WNOHANG)
         return f(type, id, info, options);
-    WAITING(STF_WAIT_WAITID, f(type, id, info, options));
+    STR_WAITING(STF_WAIT_WAITID, f(type, id, info, options));
 }
 
 STR_EXPORT int pause(void)
 {
     __typeof__(pause) *f = REAL(STF_WAIT_PAUSE, pause);
     NEED(f);
-    WAITING(STF_WAIT_PAUSE, f());
+    STR_WAITING(STF_WAIT_PAUSE, f());
 }
 
 STR_EXPORT int sigsuspend(const sigset_t *m)
 {
     __typeof__(sigsuspend) *f = REAL(STF_WAIT_SIGSUSPEND, sigsuspend);
     NEED(f);
-    WAITING(STF_WAIT_SIGSUSPEND, f(m));
+    STR_WAITING(STF_WAIT_SIGSUSPEND, f(m));
 }
 
 STR_EXPORT int sigwait(const sigset_t *m, int *sig)
 {
     __typeof__(sigwait) *f = REAL(STF_WAIT_SIGWAIT, sigwait);
     NEED_RC(f);
-    WAITING(STF_WAIT_SIGWAIT, f(m, sig));
+    STR_WAITING(STF_WAIT_SIGWAIT, f(m, sig));
 }
 
 STR_EXPORT int sigwaitinfo(const sigset_t *m, siginfo_t *info)
 {
     __typeof__(sigwaitinfo) *f = REAL(STF_WAIT_SIGWAITINFO, sigwaitinfo);
     NEED(f);
-    WAITING(STF_WAIT_SIGWAITINFO, f(m, info));
+    STR_WAITING(STF_WAIT_SIGWAITINFO, f(m, info));
 }
 
 STR_EXPORT int sigtimedwait(const sigset_t *m, siginfo_t *info, const struct timespec *t)
@@ -820,5 +738,5 @@ STR_EXPORT int sigtimedwait(const sigset_t *m, siginfo_t *info, const struct tim
     NEED(f);
     if (zero_time(t))
         return f(m, info, t);
-    WAITING(STF_WAIT_SIGTIMEDWAIT, f(m, info, t));
+    STR_WAITING(STF_WAIT_SIGTIMEDWAIT, f(m, info, t));
 }
