@@ -335,12 +335,7 @@ int cmd_graph(int argc, char **argv)
                            .nesting = true,
                            .edges = true,
                            .signed_dur = tool_trace_corrected(&tr)};
-    if (tool_window_timed(&win)) {
-        uint64_t from, to;
-        tool_window_ticks(&win, tool_trace_base(&tr), tr.freq, &from, &to);
-        cs_set_window(&cs, from, to);
-        tool_trace_window(&tr, from, to); /* seek.h: each thread from near the window */
-    }
+    tool_window_begin(&win, &tr, &cs, tool_trace_base(&tr), NULL, NULL);
     struct stf_item it;
     int rc, status = EXIT_OK;
     while ((rc = tool_trace_next(&tr, &it)) == STF_OK) {

@@ -754,12 +754,7 @@ int cmd_replay(int argc, char **argv)
     static const struct cs_ops ops = {
         .enter = NULL, .close = on_close, .loss = on_loss, .parked_loss = NULL};
     struct callstack cs = {.signed_dur = tool_trace_corrected(&tr)};
-    if (tool_window_timed(&win)) {
-        uint64_t from;
-        tool_window_ticks(&win, rp.base, tr.freq, &from, &rp.win_to);
-        cs_set_window(&cs, from, rp.win_to);
-        tool_trace_window(&tr, from, rp.win_to);
-    }
+    tool_window_begin(&win, &tr, &cs, rp.base, NULL, &rp.win_to);
     struct stf_item it;
     int rc, status = EXIT_OK;
     if (!exit_order) {

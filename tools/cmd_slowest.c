@@ -724,12 +724,7 @@ int cmd_slowest(int argc, char **argv)
     s.heap = calloc(s.n, sizeof *s.heap);
     static const struct cs_ops ops = {.enter = on_enter, .close = on_close};
     struct callstack cs = {.signed_dur = tool_trace_corrected(&tr)};
-    if (tool_window_timed(&win)) {
-        uint64_t from, to;
-        tool_window_ticks(&win, base, tr.freq, &from, &to);
-        cs_set_window(&cs, from, to);
-        tool_trace_window(&tr, from, to); /* seek.h: each thread from near the window */
-    }
+    tool_window_begin(&win, &tr, &cs, base, NULL, NULL);
     int status = EXIT_OK, rc = STF_END;
     if (!s.heap) {
         tool_err("out of memory");

@@ -634,11 +634,7 @@ int convert_chrome(const char *path, const char *out, const char *syms_opt,
     struct chrome c = {
         .f = f, .syms = tr.syms, .freq = tr.freq, .first = true, .base = tool_trace_base(&tr)};
     uint64_t from = 0, to = UINT64_MAX;
-    if (tool_window_timed(win)) {
-        tool_window_ticks(win, c.base, tr.freq, &from, &to);
-        cs_set_window(&cs, from, to);
-        tool_trace_window(&tr, from, to); /* before the extent: the index knows it */
-    }
+    tool_window_begin(win, &tr, &cs, c.base, &from, &to); /* before the extent: the index */
     uint64_t items, end = tool_trace_extent(&tr, &items);
     c.cs = &cs;
     c.filt = tool_window_filtered(win) ? win : NULL;

@@ -616,12 +616,7 @@ int convert_perfetto(const char *path, const char *out, const char *syms_opt,
     struct perfetto c = {
         .f = f, .syms = tr.syms, .freq = tr.freq, .base = tool_trace_base(&tr), .cs = &cs};
     c.filt = tool_window_filtered(win) ? win : NULL;
-    if (tool_window_timed(win)) {
-        uint64_t from, to;
-        tool_window_ticks(win, c.base, tr.freq, &from, &to);
-        cs_set_window(&cs, from, to);
-        tool_trace_window(&tr, from, to); /* seek.h: each thread from near the window */
-    }
+    tool_window_begin(win, &tr, &cs, c.base, NULL, NULL);
     tool_trace_prefetch(&tr);
 
     struct stf_item it;

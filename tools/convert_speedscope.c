@@ -174,12 +174,7 @@ int convert_speedscope(const char *path, const char *out, const char *syms_opt,
     struct sscope s = {
         .f = f, .syms = tr.syms, .freq = tr.freq, .base = tool_trace_base(&tr), .cs = &cs};
     s.filt = tool_window_filtered(win) ? win : NULL;
-    if (tool_window_timed(win)) {
-        uint64_t from, to;
-        tool_window_ticks(win, s.base, tr.freq, &from, &to);
-        cs_set_window(&cs, from, to);
-        tool_trace_window(&tr, from, to);
-    }
+    tool_window_begin(win, &tr, &cs, s.base, NULL, NULL);
     const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     fputs("{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\","
           "\"exporter\":\"sledtrace\",\"name\":\"",

@@ -70,6 +70,12 @@ void tool_window_usage(FILE *out, bool filters);
 
 struct cs_tree;
 struct callstack;
+struct tool_trace;
+/* A timed window (--from/--to) set on a walk (window_tree.c): its ticks (time 0 at base) on cs
+ * (cs_set_window) and on tr, which then reads each thread from near the window (seek.h); *from
+ * and *to (may be NULL) get them. false, nothing done, without --from/--to. */
+bool tool_window_begin(const struct tool_window *w, struct tool_trace *tr, struct callstack *cs,
+                       uint64_t base, uint64_t *from, uint64_t *to);
 /* cs_tree_load (callstack.h) under cs->window's call filters (window_tree.c): the stacks of
  * the shown calls, a hidden call's self time folded into its parent as tool_window_close says,
  * the callers above a --filter match kept as the path without weight of their own. *shown:

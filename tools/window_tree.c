@@ -15,13 +15,31 @@
  * recursion under --max-depth does not grow the tree), and not inside an --exclude subtree.
  * The walk is sequential (cs_tree_load's is per thread in parallel): one pass, memory as
  * cs_tree_load's. Nodes are made by cstree.c's own cs_tree_child and cs_tree_thread, so
- * cs_tree_names, cs_tree_merge and stackpaths work on the result. */
+ * cs_tree_names, cs_tree_merge and stackpaths work on the result.
+ * Also here: tool_window_begin, a timed window set on a walk and its trace (the commands that
+ * walk a trace themselves call it; this file calls none of them). */
 #include "callstack.h"
 #include "seek.h"
 #include "window.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+bool tool_window_begin(const struct tool_window *w, struct tool_trace *tr, struct callstack *cs,
+                       uint64_t base, uint64_t *from, uint64_t *to)
+{
+    if (!tool_window_timed(w))
+        return false;
+    uint64_t lo, hi;
+    tool_window_ticks(w, base, tr->freq, &lo, &hi);
+    cs_set_window(cs, lo, hi);
+    tool_trace_window(tr, lo, hi); /* seek.h: each thread from near the window */
+    if (from)
+        *from = lo;
+    if (to)
+        *to = hi;
+    return true;
+}
 
 struct wt_ctx {
     struct cs_tree *tr;
@@ -88,12 +106,7 @@ int tool_window_tree_load(const char *path, const char *syms_opt, const int32_t 
     tr.tid = tid ? *tid : 0;
     *freq = tr.freq;
     cs->signed_dur = tool_trace_corrected(&tr);
-    if (tool_window_timed(cs->window)) {
-        uint64_t from, to;
-        tool_window_ticks(cs->window, tool_trace_base(&tr), tr.freq, &from, &to);
-        cs_set_window(cs, from, to);
-        tool_trace_window(&tr, from, to); /* seek.h: each thread from near the window */
-    }
+    tool_window_begin(cs->window, &tr, cs, tool_trace_base(&tr), NULL, NULL);
     struct wt_ctx x = {.tr = tree, .w = cs->window, .syms = tr.syms, .freq = tr.freq};
     static const struct cs_ops ops = {.enter = wt_enter, .close = wt_close};
     tool_trace_prefetch(&tr);
