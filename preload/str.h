@@ -295,15 +295,19 @@ STR_HIDDEN int str_wait_begin(struct str_wait *w, unsigned which, const void *re
 STR_HIDDEN void str_wait_end(struct str_wait *w);
 /* The body of an interposed call (waits.c, threads.c): returns `call` (an expression calling
  * libc's definition) made between the entry and the exit of wait `which`'s pseudo-call. The exit
- * is a cleanup, recorded when a cancellation unwinds through here too (-fexceptions). */
+ * is a cancellation cleanup (pthread_cleanup_push: glibc runs it when a cancellation unwinds
+ * through here, and pthread_cleanup_pop(1) on the way out). Not the cleanup attribute with
+ * -fexceptions: that needs _Unwind_Resume, which made libgcc_s.so.1 a dependency of the runtime,
+ * loaded and read by every traced process (about 0.3 ms each). */
+STR_HIDDEN void str_wait_cleanup(void *w);
 #define STR_WAITING(which, call)                                                                   \
     do {                                                                                           \
         __typeof__(call) r_;                                                                       \
-        {                                                                                          \
-            struct str_wait w_ __attribute__((cleanup(str_wait_end)));                             \
-            str_wait_begin(&w_, (which), __builtin_return_address(0));                             \
-            r_ = (call);                                                                           \
-        }                                                                                          \
+        struct str_wait w_;                                                                        \
+        str_wait_begin(&w_, (which), __builtin_return_address(0));                                 \
+        pthread_cleanup_push(str_wait_cleanup, &w_);                                               \
+        r_ = (call);                                                                               \
+        pthread_cleanup_pop(1);                                                                    \
         return r_;                                                                                 \
     } while (0)
 /* Whether a futex operation (its op argument) waits: threads.c's syscall() records those. */

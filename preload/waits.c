@@ -37,8 +37,8 @@
  *
  * The host's behaviour is unchanged: each call is libc's, with its arguments, result, errno
  * (hot.c never writes errno; its slow path restores it), cancellation (the libc call is the
- * cancellation point, as without the runtime; this file is built with -fexceptions and the exit
- * is recorded by a cleanup, so a thread cancelled in a wait closes it as it unwinds) and EINTR
+ * cancellation point, as without the runtime; the exit is recorded by a cancellation cleanup,
+ * so a thread cancelled in a wait closes it as it unwinds: STR_WAITING in str.h) and EINTR
  * (a handler that interrupts the wait runs inside the pseudo-call, then the call returns as it
  * would). pthread_cond_wait and pthread_cond_timedwait are resolved at their current version
  * (GLIBC_2.3.2): dlsym would give the 2.2.5 compatibility ones.
@@ -238,6 +238,11 @@ int str_wait_begin(struct str_wait *w, unsigned which, const void *ret_addr)
     else
         stp_event(w->id, STF_ENTER);
     return 1;
+}
+
+void str_wait_cleanup(void *w)
+{
+    str_wait_end(w);
 }
 
 void str_wait_end(struct str_wait *w)

@@ -44,8 +44,8 @@ esac
 # python3-dev: the headers the Python module (tools/python) is built with, for Debian's python3;
 # python3-pytest runs its tests, and python3-numpy and python3-pandas, optional for the module's
 # users, are what its columnar exports are tested with.
-# binutils: tests/no_tailcalls.sh reads the runtime's code with objdump and nm (clang pulls it in
-# too; named so that the test does not rest on that).
+# binutils: tests/no_tailcalls.sh and runtime_needed.sh read the runtime with objdump, nm and
+# readelf (clang pulls it in too; named so that the tests do not rest on that).
 PACKAGES=(meson ninja-build pkg-config libelf-dev libdw-dev libcapstone-dev libcriterion-dev clang llvm
     libclang-rt-14-dev clang-19 clang-22 libclang-rt-22-dev clang-format man-db chromium graphviz lld tmux
     linux-perf protobuf-compiler python3-dev python3-pytest python3-numpy python3-pandas binutils)
