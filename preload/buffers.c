@@ -1,16 +1,18 @@
 /* The buffers module's entry points: start, finish, sledtrace_flush, the crash path's flush and
  * checkpoint, reclaiming memory and tasks for the program, munlock (str.h declares them).
  *
- * The module: per-thread chunks, the flush queue and the flush thread, writing the trace file.
+ * The module: per-thread chunks, their hand-over and the flush thread, writing the trace file.
  * Its files, each calling only files below it (preload/DESIGN.md has the table):
  *   buffers.c      these entry points
  *   retire.c       a thread's exit, strict seccomp, TLS sharing, vfork
+ *   switch.c       the common chunk switch, on the hot path's terms (built with hot.c)
  *   record.c       the slow path: chunk switches, hand-over, a thread's first event
  *   thread_pool.c  a thread's buffers: mapping, population, registration
  *   forks.c        fork's handlers, a fork child's first event
  *   flusher.c      the flush thread, wake-ups, solo mode
  *   final.c        the final flush, the crash path's write, the sidecar's end, loss reports
- *   queue.c        the flush queue, the registry, writing chunks and committed records
+ *   queue.c        writing handed-over chunks and committed records, the registry
+ *   marks.c        which threads have chunks to write
  *   trace_file.c   the file: descriptor, writer flag, blocks, header, size cap
  *   freq.c         the TSC's calibration
  * bufs.h declares what they share, only to each other (the rest of the runtime sees str.h).
@@ -18,7 +20,7 @@
  * of a file above it.
  *
  * Exit. str_buffers_finish() (called once, from the exit path) stops the flush thread, then
- * writes what is queued and, for every registered thread, the committed part of its current
+ * writes what is handed over and, for every registered thread, the committed part of its current
  * chunk, then rewrites the header with the TSC frequency calibrated over the whole run
  * (final.c). The crash path (str_crash_flush) and a checkpoint write everything without waiting
  * for a lock (final.c str_emergency_write). Memory ordering: the ST_ACTIVE -> ST_STOPPING CAS is
@@ -148,9 +150,9 @@ int str_flush_now(void)
     str_writer_take_for(0);
     struct str_xfsz_guard g;
     str_xfsz_block(&g);
-    str_write_queue();
+    str_write_marked();
     str_flush_committed(NULL); /* every thread's committed records; flight: every ring, as a dump */
-    str_write_queue();
+    str_write_marked();
     int err = str_write_error;
     str_xfsz_unblock(&g);
     str_writer_give();

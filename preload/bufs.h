@@ -7,12 +7,14 @@
 #define SLEDTRACE_BUFS_H
 
 #include "str.h"
+#include "stf.h"
 
 #include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -121,10 +123,32 @@ struct str_xfsz_guard {
 STR_HIDDEN void str_xfsz_block(struct str_xfsz_guard *g);
 STR_HIDDEN void str_xfsz_unblock(struct str_xfsz_guard *g);
 
+/* ---- marks.c ---- */
+/* Which threads have chunks handed over and not written (marks.c's top). STR_MARKS indices:
+ * a thread that finds none free gets no buffers (its events are dropped and counted). */
+enum { STR_MARKS = STR_MAX_THREADS };
+#define STR_NO_INDEX 0xffffffffu
+STR_HIDDEN extern _Atomic uint64_t str_marks[STR_MARKS / 64];
+STR_HIDDEN extern _Atomic uint64_t str_marks_sum[STR_MARKS / 64 / 64];
+/* Marks thread index i as having handed a chunk over (after the release store of its
+ * `handed`): release, pairing with the writer's acquire exchanges (str_marks_take). No lock, no
+ * system call, general registers only (switch.c calls it); safe to repeat or to cut short. */
+static inline void str_mark(uint32_t i)
+{
+    if (i >= STR_MARKS)
+        return;
+    atomic_fetch_or_explicit(&str_marks[i / 64], 1ull << (i % 64), memory_order_release);
+    atomic_fetch_or_explicit(&str_marks_sum[i / 4096], 1ull << ((i / 64) % 64),
+                             memory_order_release);
+}
+STR_HIDDEN uint32_t str_index_take(struct str_thread *th);
+STR_HIDDEN void str_index_give(struct str_thread *th);
+STR_HIDDEN int str_marks_any(void);
+/* Writer only: clears every mark and calls fn for each marked thread that still has buffers. */
+STR_HIDDEN void str_marks_take(void (*fn)(struct str_thread *));
+STR_HIDDEN void str_marks_fork_child(struct str_thread *keep);
+
 /* ---- queue.c ---- */
-/* The queue's head: pushed by the owners (release CAS), taken whole by the writer (acquire
- * exchange); reset in a fork child (forks.c); polled by flusher.c. */
-STR_HIDDEN extern _Atomic(struct str_chunk *) str_queue_head;
 /* The registry of threads with buffers: linked by thread_pool.c str_new_thread, unlinked by
  * retire.c, walked by queue.c, final.c and buffers.c, all under str_registry_lock (taken over fork
  * by forks.c). */
@@ -138,8 +162,8 @@ STR_HIDDEN extern _Atomic int str_dying;
 struct str_losses {
     uint64_t lost_nested, discarded;
 };
-STR_HIDDEN void str_queue_push(struct str_chunk *c);
-STR_HIDDEN void str_write_queue(void);
+/* Writes every marked thread's handed-over chunks (under the writer flag). */
+STR_HIDDEN void str_write_marked(void);
 STR_HIDDEN void str_flush_committed_locked(struct str_losses *final);
 STR_HIDDEN void str_flush_committed(struct str_losses *final);
 STR_HIDDEN void str_free_thread(struct str_thread *th);
@@ -194,6 +218,18 @@ STR_HIDDEN int str_reclaim_exited(void);
 STR_HIDDEN void str_end_hold(int unmap);
 STR_HIDDEN int str_fork_activate(void);
 STR_HIDDEN int str_new_process_check(void);
+/* The same-process marker (forks.c): a MADV_WIPEONFORK page holding the pid whose state this
+ * is, MARKER_NONE when there is none, NULL before the first check. */
+#define MARKER_NONE ((_Atomic int32_t *)1)
+STR_HIDDEN extern _Atomic(_Atomic int32_t *) str_proc_marker;
+/* Whether the marker says, without a system call, that this is still the process the state
+ * belongs to (0: ask str_new_process_check). Acquire: pairs with the marker's release CAS. */
+static inline int str_same_process_marked(void)
+{
+    _Atomic int32_t *m = atomic_load_explicit(&str_proc_marker, memory_order_acquire);
+    return m && m != MARKER_NONE && str_pid > 0 &&
+           atomic_load_explicit(m, memory_order_relaxed) == str_pid;
+}
 
 /* ---- thread_pool.c ---- */
 /* The key whose destructor retires an exiting thread (created by str_buffers_start; set by
@@ -204,6 +240,30 @@ STR_HIDDEN void str_make_ready(struct str_chunk *c);
 STR_HIDDEN void str_populate(void *p, size_t len);
 
 /* ---- record.c ---- */
+/* Starts a block in chunk c, th's current one, at tsc (its NewCPUId time) and wall (its
+ * WallTimeMarker): the block's head, the chunk FILLING, the cursor's pos on it (published after
+ * the head: release, pairing with the writer's acquire). Not `end`, which the caller stores
+ * last (pos == 0 must imply end == 0: struct str_cursor in str.h). Inline and without a libc
+ * call: switch.c runs it on the hot path's terms. */
+static inline void str_block_head(struct str_cursor *cur, struct str_chunk *c,
+                                  const struct str_thread *th, uint64_t tsc,
+                                  const struct timespec *wall)
+{
+    uint8_t *p = c->base;
+    unsigned aux;
+    __builtin_ia32_rdtscp(&aux);
+    memset(p, 0, STF_META_SIZE); /* BufferExtents, filled when written */
+    stf_meta_new_buffer(p + 16, th->tid);
+    stf_meta_walltime(p + 32, wall->tv_sec, (uint32_t)(wall->tv_nsec / 1000));
+    stf_meta_pid(p + 48, th->pid);
+    stf_meta_new_cpu(p + 64, (uint16_t)(aux & 0xfff), tsc);
+    cur->cpu = aux & 0xfff;
+    cur->last_tsc = tsc;
+    atomic_store_explicit(&c->state, STR_FILLING, memory_order_relaxed);
+    atomic_store_explicit(&cur->stable, (uintptr_t)p + STR_BLOCK_HEAD, memory_order_release);
+    atomic_store_explicit(&cur->pos, (uintptr_t)p + STR_BLOCK_HEAD, memory_order_release);
+    atomic_signal_fence(memory_order_seq_cst);
+}
 STR_HIDDEN void str_start_block(struct str_cursor *cur, struct str_thread *th, uint64_t tsc);
 STR_HIDDEN void str_hand_over_at(struct str_thread *th, uintptr_t pos, int final);
 STR_HIDDEN int str_next_chunk(struct str_thread *th, int wait);

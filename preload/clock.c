@@ -43,7 +43,7 @@
 
 int str_clock_tsc = 1;
 str_vdso_gettime_fn str_vdso_gettime;
-static str_vdso_gettime_fn raw_gettime; /* the vDSO's, for str_clock_raw (NULL: none) */
+str_vdso_gettime_fn str_vdso_clock;
 /* str_clock_cpuid_hz's answer (see above): 0, unknown; set once by whoever asks first. */
 static _Atomic uint64_t cpuid_hz;
 static _Atomic int cpuid_exact, cpuid_known;
@@ -139,7 +139,7 @@ static void *vdso_symbol(const char *name)
 uint32_t str_clock_init(void)
 {
     int inv = invariant_tsc();
-    *(void **)&raw_gettime = vdso_symbol("__vdso_clock_gettime");
+    *(void **)&str_vdso_clock = vdso_symbol("__vdso_clock_gettime");
     if (str_cfg.clock == STR_CLOCK_TSC)
         str_clock_tsc = 1;
     else if (str_cfg.clock == STR_CLOCK_MONOTONIC)
@@ -157,6 +157,6 @@ uint32_t str_clock_init(void)
 
 void str_clock_raw(struct timespec *ts)
 {
-    if (!raw_gettime || raw_gettime(CLOCK_MONOTONIC_RAW, ts) != 0)
+    if (!str_vdso_clock || str_vdso_clock(CLOCK_MONOTONIC_RAW, ts) != 0)
         syscall(SYS_clock_gettime, CLOCK_MONOTONIC_RAW, ts);
 }

@@ -2,7 +2,7 @@
  * the exit's loss report (part of the buffers module: buffers.c lists its files).
  *
  * Exit. str_buffers_finish() (buffers.c, called once, from the exit path) stops the flush thread,
- * then str_final_flush writes what is queued and, for every registered thread, the committed part
+ * then str_final_flush writes what is handed over and, for every registered thread, the committed part
  * of its current chunk, then rewrites the header with the TSC frequency calibrated over the whole
  * run. When the main thread has called pthread_exit and every other thread has exited, the
  * flush thread does the same itself and ends (flusher.c), so that glibc's last-thread exit(0) is
@@ -13,7 +13,7 @@
  * services of runtime.c (`outputs`) and the exited threads' counts and names are defined here,
  * the lowest file that uses them; bufs.h says who writes and reads each. `state` and `solo` are
  * seq_cst where the flush thread's sleep and end depend on them, else as each use says.
- * All of it runs under the writer flag (trace_file.c). Calls queue.c, trace_file.c, freq.c.
+ * All of it runs under the writer flag (trace_file.c). Calls queue.c, marks.c, trace_file.c, freq.c.
  */
 #include "str.h"
 
@@ -131,7 +131,7 @@ void str_final_flush(void)
     str_xfsz_unblock(&g);
 }
 
-/* Writes everything queued and every thread's committed records, and the header with the
+/* Writes everything handed over and every thread's committed records, and the header with the
  * frequency calibrated so far. Async-signal-safe: no lock is waited for (the registry is only
  * tried: the interrupted thread may hold it), no thread is joined, nothing is allocated or
  * logged. The caller holds the writer flag. */
@@ -140,7 +140,7 @@ void str_emergency_write(void)
     struct str_xfsz_guard g;
     str_xfsz_block(&g);
     atomic_store_explicit(&str_dying, 1, memory_order_relaxed);
-    str_write_queue();
+    str_write_marked();
     int locked = pthread_mutex_trylock(&str_registry_lock) == 0;
     str_flushing_whole = 1; /* the process is about to die: nothing will be taken back */
     if (locked)
@@ -150,7 +150,7 @@ void str_emergency_write(void)
     sidecar_end(locked, 1);
     if (locked)
         pthread_mutex_unlock(&str_registry_lock);
-    str_write_queue();
+    str_write_marked();
     str_write_header(str_calibrate(0, 0));
     str_xfsz_unblock(&g);
 }
@@ -217,10 +217,10 @@ static void final_flush_writes(void)
         atomic_load_explicit(&str_exited_discarded, memory_order_relaxed),
     };
     uint64_t dropped = t->dropped + atomic_load_explicit(&str_exited_dropped, memory_order_relaxed);
-    str_write_queue();
+    str_write_marked();
     str_flushing_whole = 1; /* the end: what the threads still running do next is not recorded */
     str_flush_committed(&lost);
-    str_write_queue();
+    str_write_marked();
     pthread_mutex_lock(&str_registry_lock);
     sidecar_end(1, 0);
     pthread_mutex_unlock(&str_registry_lock);

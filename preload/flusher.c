@@ -1,23 +1,25 @@
 /* The flush thread, its wake-ups, and solo mode, where the program's threads write instead
  * (part of the buffers module: buffers.c lists its files).
  *
- * Wake-ups. The flush thread sleeps on a futex for at most SLEDTRACE_FLUSH_MS. A thread that
- * queues a chunk wakes it (one FUTEX_WAKE syscall, once per chunk at most, only while it sleeps)
- * when half of its pool is queued, or when it has to wait for a free chunk (record.c). The
- * flush thread runs as SCHED_BATCH (str_start_flusher), so such a wake-up never preempts the
- * thread that made it. Each period it writes the queue and what every thread has committed
- * (queue.c); it ends by itself once the program's last thread is gone (final.c's final flush).
+ * Wake-ups. The flush thread sleeps on a futex for at most SLEDTRACE_FLUSH_MS, and not while a
+ * thread's mark is set (marks.c). A thread that hands a chunk over wakes it (one FUTEX_WAKE
+ * syscall, once per chunk at most, only while it sleeps) when half of its pool is handed over
+ * and unwritten, or when it has to wait for a free chunk (record.c, switch.c). The flush thread
+ * runs as SCHED_BATCH (str_start_flusher), so such a wake-up never preempts the thread that
+ * made it. Each time it writes the marked threads' chunks, each period what every thread has
+ * handed over and committed (queue.c); it ends by itself once the program's last thread is
+ * gone (final.c's final flush).
  *
  * Solo: a process without a flush thread (its task limits are tight, limits.c; its flush thread
  * could not be started; or it was stopped so that the program's fork or pthread_create could
- * succeed, str_reclaim). Nothing else changes: a thread that hands a chunk over writes the queue
- * itself right after (str_solo_write, under the writer flag), so its next chunk is free at once and
- * nothing waits or is lost; each thread's chunks still reach the file in order (the queue is
- * written whole, oldest first, by one writer at a time). What is lost is the period: a thread's
+ * succeed, str_reclaim). Nothing else changes: a thread that hands a chunk over writes the marked
+ * threads' chunks itself right after (str_solo_write, under the writer flag), so its next chunk
+ * is free at once and nothing waits or is lost; each thread's chunks still reach the file in
+ * order (oldest first, by one writer at a time). The common switch (switch.c) is not taken solo. What is lost is the period: a thread's
  * current chunk reaches the file when it is full, when the thread exits, at sledtrace_flush()
  * and at the end, so a SIGKILL loses what the threads hold. The dump and toggle signals are
  * served at the next chunk switch of any thread (str_solo_requests). A vfork child never writes (it
- * must take no lock): when its chunks are all queued it drops its events, counted.
+ * must take no lock): when its chunks are all handed over it drops its events, counted.
  *
  * Memory ordering:
  *  - `state` (final.c), `solo` (final.c), `str_wake_seq` and `str_flusher_sleeping`: seq_cst, for
@@ -27,7 +29,7 @@
  *    by the threads that would otherwise wait for it.
  *  - dump and toggle requests: release by the signal handlers (str_request_*), acq_rel exchange
  *    by the flush thread or str_solo_requests.
- * Calls final.c, queue.c, trace_file.c, freq.c.
+ * Calls final.c, queue.c, marks.c, trace_file.c, freq.c.
  */
 #include "str.h"
 #include "stp.h"
@@ -110,7 +112,7 @@ static void *flush_main(void *arg)
             str_writer_give();
             break;
         }
-        str_write_queue();
+        str_write_marked();
         str_slots_cool(); /* exited threads' slots past the ones kept warm */
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
@@ -135,7 +137,7 @@ static void *flush_main(void *arg)
             if (str_threads_alone() &&
                 atomic_compare_exchange_strong_explicit(
                     &str_state, &expect, ST_STOPPING, memory_order_seq_cst, memory_order_seq_cst)) {
-                /* Everything the exited threads recorded is queued: write it, then end, so that
+                /* Everything the exited threads recorded is handed over: write it, then end, so that
                  * glibc's last-thread exit(0) runs as it would have without us. */
                 note_flusher_cpu();
                 str_final_flush();
@@ -149,7 +151,7 @@ static void *flush_main(void *arg)
             left = 5000000u;
         struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
         atomic_store_explicit(&str_flusher_sleeping, 1, memory_order_seq_cst);
-        if (atomic_load_explicit(&str_queue_head, memory_order_seq_cst) == NULL &&
+        if (!str_marks_any() &&
             atomic_load_explicit(&str_state, memory_order_seq_cst) == ST_ACTIVE &&
             !atomic_load_explicit(&str_solo, memory_order_seq_cst))
             futex(&str_wake_seq, FUTEX_WAIT_PRIVATE, seq, &ts);
@@ -194,7 +196,8 @@ int str_start_flusher(void)
         str_log(STR_INFO,
                 "cannot start the flush thread (%s); each thread writes the chunks it fills",
                 strerror(rc));
-        /* Seq_cst: a thread that queued a chunk meanwhile and waits sees it (str_next_chunk). */
+        /* Seq_cst: a thread that handed a chunk over meanwhile and waits sees it
+         * (str_next_chunk). */
         atomic_store_explicit(&str_solo, 1, memory_order_seq_cst);
         return 0;
     }
@@ -202,7 +205,7 @@ int str_start_flusher(void)
     /* SCHED_BATCH (same weight, same nice value): a thread of the program that wakes the flush
      * thread (str_wake_flusher, from a chunk switch) is never preempted by the wake-up; the
      * flush thread runs at the waker's next tick or on a free CPU. On a machine with more
-     * runnable threads than CPUs the wake-up preemption put the whole write of the queue (ms)
+     * runnable threads than CPUs the wake-up preemption put the whole write of the chunks (ms)
      * inside the waker's switch (issue 28.9). Set here, by the creating thread, not by the
      * flush thread itself: at start-up this is the constructor, before the program can have
      * installed a seccomp filter (a filter installed with TSYNC while the new thread started
@@ -252,7 +255,7 @@ int str_drop_flusher(void)
         pthread_join(str_flusher, NULL);
         str_flusher_live = 0;
         wait_task_gone(atomic_load_explicit(&str_flusher_tid, memory_order_relaxed));
-        str_solo_write(); /* what it left queued */
+        str_solo_write(); /* what it left handed over */
         dropped = 1;
     }
     pthread_mutex_unlock(&str_drop_lock);
@@ -269,13 +272,12 @@ int str_drop_flusher(void)
 }
 
 /* The memory of threads that have exited is freed by the flush thread once their last chunk is
- * written, up to a period later. Wakes it and waits (at most 200 ms) until the queue is written
+ * written, up to a period later. Wakes it and waits (at most 200 ms) until no mark is left
  * (solo: writes it). Returns 1 if there was anything to wait for, i.e. if a retry may succeed.
  * Logs once that it happened. */
 int str_reclaim_exited(void)
 {
-    if (atomic_load_explicit(&str_state, memory_order_acquire) != ST_ACTIVE ||
-        atomic_load_explicit(&str_queue_head, memory_order_acquire) == NULL)
+    if (atomic_load_explicit(&str_state, memory_order_acquire) != ST_ACTIVE || !str_marks_any())
         return 0;
     if (atomic_load_explicit(&str_solo, memory_order_acquire))
         return str_solo_write();
@@ -285,8 +287,7 @@ int str_reclaim_exited(void)
                 "the program ran short of memory; released exited threads' buffers early");
     str_wake_flusher();
     futex(&str_wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL);
-    /* Acquire: pairs with the release exchange in take_queue. */
-    for (int i = 0; i < 200 && atomic_load_explicit(&str_queue_head, memory_order_acquire); i++)
+    for (int i = 0; i < 200 && str_marks_any(); i++)
         pause_ns(1000000);
     pause_ns(1000000); /* the last chunk taken may still be being written */
     return 1;
@@ -306,7 +307,7 @@ void str_request_dump(void)
     futex(&str_wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL);
 }
 
-/* Solo: the calling thread writes what is queued (see the top). Not in a vfork child, which
+/* Solo: the calling thread writes what is handed over (see the top). Not in a vfork child, which
  * shares its parent's memory but must take no lock: 0 then. */
 int str_solo_write(void)
 {
@@ -315,7 +316,7 @@ int str_solo_write(void)
     struct str_xfsz_guard g;
     str_xfsz_block(&g);
     str_writer_take_for(0);
-    str_write_queue();
+    str_write_marked();
     first_frequency();
     str_writer_give();
     str_xfsz_unblock(&g);

@@ -66,12 +66,13 @@ static void reset_for_child(struct str_cursor *c, struct str_thread *th)
     th->tid = (int32_t)syscall(SYS_gettid);
     th->pid = (int32_t)getpid();
     atomic_store_explicit(&th->cur, 0, memory_order_relaxed);
+    atomic_store_explicit(&th->handed, 0, memory_order_relaxed);
+    atomic_store_explicit(&th->taken, 0, memory_order_relaxed);
     th->lost_nested = 0;
     th->dropping = 0;
     th->gap = 0;
     th->discarded = 0;
     memset(th->elided, 0, sizeof th->elided); /* the parent's counts */
-    atomic_store_explicit(&th->queued, 0, memory_order_relaxed);
     for (unsigned i = 0; i < th->nchunks; i++) {
         atomic_store_explicit(&th->chunks[i].state, STR_FREE, memory_order_relaxed);
         th->chunks[i].flushed = 0;
@@ -122,7 +123,6 @@ static void fork_child(int in_refill)
     if (st == ST_ACTIVE)
         str_close_trace_fd(); /* the parent's: the child's own comes with its first event */
     str_trace_fd = -1;
-    atomic_store_explicit(&str_queue_head, NULL, memory_order_relaxed);
     atomic_store_explicit(&str_flusher_sleeping, 0, memory_order_relaxed);
     atomic_store_explicit(&str_exited_lost_nested, 0, memory_order_relaxed);
     atomic_store_explicit(&str_exited_dropped, 0, memory_order_relaxed);
@@ -170,6 +170,9 @@ static void fork_child(int in_refill)
         reset_for_child(rc, th);
         str_registry = th;
     }
+    /* The parent's marks and indices go; the registered buffers keep theirs. A held child's
+     * interrupted code may still mark the parent's buffers it works on: unknown here, ignored. */
+    str_marks_fork_child(str_registry);
     /* Right after the fork: an event whose clock was read before this is the parent's. */
     t->fork_tsc = str_now();
     str_parent_freq = str_freq_estimate
@@ -264,15 +267,14 @@ int str_fork_activate(void)
  * whose state this is once a getpid has confirmed it (0: not confirmed, or unusable). The kernel
  * zeroes such a page in every child that does not share the memory (fork, _Fork, any clone
  * without CLONE_VM, raw or not), whoever made it; a child that shares it (vfork, CLONE_VM) sees
- * its parent's value. `marker` is the page, published with a release CAS (the acquire load in
+ * its parent's value. `str_proc_marker` is the page, published with a release CAS (the acquire load in
  * str_new_process_check), MARKER_NONE when the page cannot be had (mmap or madvise refused:
  * every check then makes the system call, as before). */
-#define MARKER_NONE ((_Atomic int32_t *)1)
-static _Atomic(_Atomic int32_t *) marker;
+_Atomic(_Atomic int32_t *) str_proc_marker;
 
 static _Atomic int32_t *marker_page(void)
 {
-    _Atomic int32_t *m = atomic_load_explicit(&marker, memory_order_acquire);
+    _Atomic int32_t *m = atomic_load_explicit(&str_proc_marker, memory_order_acquire);
     if (m)
         return m;
     void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -285,7 +287,7 @@ static _Atomic int32_t *marker_page(void)
             munmap(p, 4096);
         }
     }
-    if (!atomic_compare_exchange_strong_explicit(&marker, &m, mine, memory_order_acq_rel,
+    if (!atomic_compare_exchange_strong_explicit(&str_proc_marker, &m, mine, memory_order_acq_rel,
                                                  memory_order_acquire)) {
         if (mine != MARKER_NONE)
             munmap((void *)mine, 4096); /* another thread's won */
@@ -312,7 +314,7 @@ static _Atomic int32_t *marker_page(void)
 int str_new_process_check(void)
 {
     const struct str_tls *t = &str_tls;
-    _Atomic int32_t *m = atomic_load_explicit(&marker, memory_order_acquire);
+    _Atomic int32_t *m = atomic_load_explicit(&str_proc_marker, memory_order_acquire);
     if (m && m != MARKER_NONE && t->th && !t->vfork && !t->held && str_pid > 0 &&
         atomic_load_explicit(m, memory_order_relaxed) == str_pid)
         return PROC_SAME;

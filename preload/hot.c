@@ -7,16 +7,21 @@
  *    CLOCK_MONOTONIC, which makes a syscall only if the vDSO has no clock_gettime or the
  *    machine's clocksource cannot be read from user space. And one the user asks for: an
  *    argument recorded as a string (SLEDTRACE_ARGS argN/s, below: "arguments") is copied with
- *    one process_vm_readv, which cannot fault on a bad pointer where a load would.
+ *    one process_vm_readv, which cannot fault on a bad pointer where a load would. And one per
+ *    several chunk switches at most: the common switch (switch.c) wakes a sleeping flush
+ *    thread with a FUTEX_WAKE when half the thread's chunks wait to be written.
  *    stp_event's fast path keeps almost nothing alive across a call (it saves one callee-saved
  *    register, for the monotonic clock's call): everything unusual (nesting, a pending side
  *    ring, a full chunk, a TSCWrap) leaves it by a tail call to event_slow, which restores
  *    `nest` itself.
  *  - This file is compiled with -mgeneral-regs-only, so it never touches SSE/AVX/x87 state and
- *    the trampolines need not save it. Anything else (the slow path: a new chunk every
- *    chunk_size/8 events, thread set-up, waiting for a free chunk) is reached only through
- *    slow_call() and stp_call_preserving_fpu(), which saves the whole extended state around
- *    it: the slow path is where system calls and libc calls happen.
+ *    the trampolines need not save it. The common chunk switch (a new chunk every
+ *    chunk_size/8 events or so) is switch.c's str_fast_switch, built with this file on the same
+ *    terms: no lock, no libc, signals deliverable, a system call only to wake the flush thread
+ *    when half the thread's chunks wait for it. Anything else (the slow path: the switches it
+ *    leaves, thread set-up, waiting for a free chunk) is reached only through slow_call() and
+ *    stp_call_preserving_fpu(), which saves the whole extended state around it: the slow path
+ *    is where system calls and libc calls happen.
  *  - errno is never written here; the slow path saves and restores it.
  *  - Signal safety. A handler that runs instrumented code may interrupt this path at any
  *    instruction. The cursor's `nest` counts how deep we are: it is incremented on entry and
@@ -35,10 +40,12 @@
  *    counted in `dropped`; both are reported at exit. A thread that got no buffers at all (a
  *    memory limit, limits.c: str_tls.nomem) drops its events in room() without a slow path,
  *    counted in str_nomem_dropped.
- *    The slow path (str_refill: thread set-up, chunk switches, lossless waits) runs on a
- *    stack of the runtime's own, with asynchronous signals blocked (slow_call: two raw
- *    system calls per chunk switch), so no handler nests inside it: they are delivered when it
- *    returns.
+ *    The slow path (str_refill: thread set-up, the chunk switches switch.c leaves, lossless
+ *    waits) runs on a stack of the runtime's own, with asynchronous signals blocked (slow_call:
+ *    two raw system calls), so no handler nests inside it: they are delivered when it returns.
+ *    The common switch (switch.c) runs at the outermost level with signals deliverable: a
+ *    handler that interrupts it records into the side ring like any nested level, and one
+ *    that never returns leaves it in a state the next switch completes (switch.c's top).
  *    The slow path's time is the tracer's: emit() records it as a call of a pseudo-function
  *    (thread set-up, buffer switch, lossless wait: stf.h) in the caller's frame, so that no
  *    view charges it to the function whose entry or exit it delayed.
@@ -249,8 +256,10 @@ static inline uintptr_t room(struct str_cursor *c, size_t need, uint64_t tsc, ui
         if (!th && str_tls.nomem)
             return 0;
         str_tls.overhead = 0;
-        struct str_refill_req req = {tsc, c};
-        slow_call(str_refill, &req);
+        if (!str_fast_switch(c, tsc)) {
+            struct str_refill_req req = {tsc, c};
+            slow_call(str_refill, &req);
+        }
         p = atomic_load_explicit(&c->pos, memory_order_relaxed);
         /* The slow path may leave without room (a vfork child must not touch its parent's
          * cursor): drop. */

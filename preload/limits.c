@@ -354,7 +354,10 @@ void str_mem_report(void)
         return;
     int err = atomic_load_explicit(&short_err, memory_order_relaxed);
     char cause[sizeof budget_why + 64];
-    if (err <= 0)
+    if (err == STR_SHORT_INDEX)
+        snprintf(cause, sizeof cause, "more than %u threads had buffers at once",
+                 (unsigned)STR_MAX_THREADS);
+    else if (err <= 0)
         snprintf(cause, sizeof cause, "the tracer's buffers are held to %zu MiB, %s", budget >> 20,
                  budget_why);
     else if (err == EAGAIN && atomic_load_explicit(&str_mlock_future, memory_order_relaxed))
@@ -363,9 +366,10 @@ void str_mem_report(void)
     else
         snprintf(cause, sizeof cause, "mapping a thread's buffers failed: %s", strerror(err));
     str_log(STR_WARN,
-            "memory limit: %s; of the threads, %lu got fewer than SLEDTRACE_BUFFERS (%u) chunks "
+            "%s limit: %s; of the threads, %lu got fewer than SLEDTRACE_BUFFERS (%u) chunks "
             "and %lu none: %llu events not recorded",
-            cause, fewer, str_cfg.nchunks, none, (unsigned long long)lost);
+            err == STR_SHORT_INDEX ? "thread" : "memory", cause, fewer, str_cfg.nchunks, none,
+            (unsigned long long)lost);
 }
 
 void str_mem_reset(size_t in_use)

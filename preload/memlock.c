@@ -29,7 +29,7 @@
  * evict pages. Between the mmap and the munlock (a few microseconds) the new pool counts
  * against the limit: another thread of the program locking memory at that very moment could
  * see EAGAIN. mlockall(MCL_CURRENT) itself checks the whole address space against the limit
- * (total_vm <= RLIMIT_MEMLOCK): the runtime's mappings (about 2.5 MiB of address space, and
+ * (total_vm <= RLIMIT_MEMLOCK): the runtime's mappings (about 3 MiB of address space, and
  * 1.1 MiB per recording thread's slot, reserved in regions of up to 64: slots.c) still count
  * there, so a program whose address space is within that much of its limit sees that mlockall
  * fail traced. Left locked: Capstone's pages while sleds are proven (a library of the

@@ -1,29 +1,30 @@
-/* The flush queue, the registry of threads, and their writing to the file (part of the buffers
- * module: buffers.c lists its files).
+/* Writing the threads' chunks, and the registry of threads (part of the buffers module:
+ * buffers.c lists its files).
  *
  * Threads. Each traced thread owns a fixed pool of `nchunks` chunks (memory is bounded and does
- * not grow with the trace). The thread fills one chunk at a time; a full chunk is QUEUED on a
- * lock-free LIFO (Treiber) list that the writer takes whole and reverses (str_write_queue), so each
- * thread's chunks reach the file in the order they were filled. The writer writes a chunk and
- * marks it FREE; a thread needing its next chunk waits (lossless) until that chunk is FREE again
- * (record.c). An exited thread's last chunk is `final`: once it is written, the thread's buffers
- * are freed (str_free_thread).
+ * not grow with the trace), filled in turn as a ring. A full chunk is handed over by one store
+ * of the thread's `handed` count, and the thread's mark is set (marks.c); the writer drains
+ * each marked thread (str_write_marked): it writes the chunks from `taken` up to `handed`, in
+ * the order they were filled, and gives each back by storing `taken` (record.c waits for it,
+ * lossless, or drops until then, discard). An exited thread's last chunk is `final`: once it
+ * is written, the thread's buffers are freed (str_free_thread). The flight policy keeps its
+ * full chunks instead (KEPT) and writes them only when asked (dump_thread).
  *
  * Periods. The flush thread also writes what each registered thread has committed in its
  * current chunk (str_flush_committed), without involving the thread: an idle or blocked thread's
  * records reach the file within a period, and a SIGKILL loses at most one period. The rest of
- * that chunk follows later as a continuation block (trace_file.c str_write_chunk). The flight
- * policy writes each thread's ring instead (dump_thread).
+ * that chunk follows later as a continuation block (trace_file.c str_write_chunk). The period's
+ * walk drains every registered thread first, marked or not: a mark cut short (marks.c) delays
+ * a chunk by a period at most.
  *
  * Memory ordering:
- *  - queue push: CAS with release on `str_queue_head`, pairs with the acquire exchange in
- * take_queue();
- *    it publishes the chunk's bytes and `used`.
- *  - chunk state FREE: release store by the writer after writing, pairs with the acquire
- *    load in str_next_chunk() (record.c) before the owner reuses the memory.
+ *  - `handed`: release by the owner (record.c, switch.c), acquire here: publishes the chunk's
+ *    bytes, `used` and `final`.
+ *  - `taken`: release here after writing, acquire by the owner (record.c str_next_chunk,
+ *    switch.c, str.h str_next_chunk_free) before it reuses the memory.
  *  - `pos`: release by the owner (hot.c), acquire in write_committed() (every period, at exit).
  * The registry (the threads with buffers, for the periods and the end) is under str_registry_lock.
- * Everything that writes runs under the writer flag (trace_file.c); this file calls only
+ * Everything that writes runs under the writer flag (trace_file.c); this file calls marks.c and
  * trace_file.c's block writers.
  */
 #include "str.h"
@@ -34,7 +35,6 @@
 #include <string.h>
 #include <sys/mman.h>
 
-_Atomic(struct str_chunk *) str_queue_head;
 pthread_mutex_t str_registry_lock = PTHREAD_MUTEX_INITIALIZER;
 struct str_thread *str_registry;
 int str_flushing_whole; /* the final flush or the crash path: up to pos, whatever stable says */
@@ -55,10 +55,9 @@ static void write_committed(struct str_thread *th, uint32_t idx)
         if (stable < pos)
             pos = stable;
     }
-    uintptr_t base = (uintptr_t)c->base;
-    if (atomic_load_explicit(&c->state, memory_order_relaxed) == STR_FILLING && pos > base &&
-        pos <= base + str_cfg.chunk_size)
-        str_write_chunk(th, c, pos - base);
+    if (atomic_load_explicit(&c->state, memory_order_relaxed) == STR_FILLING &&
+        str_in_chunk(c, pos))
+        str_write_chunk(th, c, pos - (uintptr_t)c->base);
 }
 
 /* Flight policy: writes what th's ring holds that is not in the file yet, oldest first: its kept
@@ -83,6 +82,53 @@ static void dump_thread(struct str_thread *th)
         write_committed(th, c0);
 }
 
+/* Writes th's chunks handed over and not yet written, oldest first, and gives each back;
+ * frees th after its final chunk. Returns the `handed` count it drained up to. */
+static uint32_t drain(struct str_thread *th)
+{
+    /* Acquire: pairs with the owner's release store of handed (record.c, switch.c). */
+    uint32_t h = atomic_load_explicit(&th->handed, memory_order_acquire);
+    uint32_t k = atomic_load_explicit(&th->taken, memory_order_relaxed); /* the writer's own */
+    if (str_cfg.policy == STR_FLIGHT) {
+        if (h == k)
+            return h;
+        /* Only the final chunk is counted: the ring goes out with it. */
+        struct str_chunk *c = &th->chunks[atomic_load_explicit(&th->cur, memory_order_relaxed)];
+        atomic_store_explicit(&th->taken, h, memory_order_relaxed);
+        dump_thread(th);
+        str_write_chunk(th, c, c->used);
+        str_write_elided_block(th);
+        str_free_thread(th);
+        return h;
+    }
+    while (k != h) {
+        struct str_chunk *c = &th->chunks[k % th->nchunks];
+        str_write_chunk(th, c, c->used);
+        c->flushed = 0;
+        if (c->final) {
+            /* Counted first: a crash's flush does not free th, and may drain it again. */
+            atomic_store_explicit(&th->taken, h, memory_order_relaxed);
+            str_write_elided_block(th);
+            str_free_thread(th);
+            return h;
+        }
+        atomic_store_explicit(&c->state, STR_FREE, memory_order_relaxed);
+        /* Release: pairs with the owner's acquire of taken before it reuses the chunk. */
+        atomic_store_explicit(&th->taken, ++k, memory_order_release);
+    }
+    return h;
+}
+
+static void drain_marked(struct str_thread *th)
+{
+    (void)drain(th);
+}
+
+void str_write_marked(void)
+{
+    str_marks_take(drain_marked);
+}
+
 /* Writes what every registered thread has committed in its current chunk, so that an idle or
  * blocked thread's records reach the file within a period. The owner keeps appending meanwhile:
  * only bytes below its published pos (acquire, pairing with the release in hot.c) are read. A
@@ -101,16 +147,12 @@ void str_flush_committed_locked(struct str_losses *final)
             continue;
         }
         /* The thread's chunks must reach the file in order: any it has handed over (older than
-         * its current one) go first. The acquire on cur pairs with the release in str_next_chunk,
-         * so every chunk handed over before the current one is counted in `queued`. */
-        uint32_t idx = atomic_load_explicit(&th->cur, memory_order_acquire);
-        if (atomic_load_explicit(&th->queued, memory_order_acquire) != 0) {
-            str_write_queue();
-            idx = atomic_load_explicit(&th->cur, memory_order_acquire);
-            if (atomic_load_explicit(&th->queued, memory_order_acquire) != 0)
-                continue; /* it handed another over meanwhile: next time */
-        }
-        write_committed(th, idx);
+         * its current one) go first. A registered thread has no final chunk: drain never frees
+         * it here. */
+        uint32_t h = drain(th);
+        if (atomic_load_explicit(&th->handed, memory_order_acquire) != h)
+            continue; /* it handed another over meanwhile: next time */
+        write_committed(th, h % th->nchunks);
         if (final)
             str_write_elided_block(th);
     }
@@ -135,6 +177,7 @@ void str_free_thread(struct str_thread *th)
     size_t size = th->map_size;
     if (atomic_load_explicit(&str_dying, memory_order_relaxed))
         return; /* a fatal signal's flush (str_emergency_write): it may have interrupted a free */
+    str_index_give(th);
     if (th->slot) {
         if (!th->slot_lost)
             str_slot_give(th);
@@ -142,47 +185,4 @@ void str_free_thread(struct str_thread *th)
     }
     munmap(th, size);
     str_mem_give(size);
-}
-
-/* Takes the whole queue, oldest first. */
-static struct str_chunk *take_queue(void)
-{
-    struct str_chunk *c = atomic_exchange_explicit(&str_queue_head, NULL, memory_order_acquire);
-    struct str_chunk *rev = NULL;
-    while (c) {
-        struct str_chunk *next = c->next;
-        c->next = rev;
-        rev = c;
-        c = next;
-    }
-    return rev;
-}
-
-void str_write_queue(void)
-{
-    for (struct str_chunk *c = take_queue(); c;) {
-        struct str_chunk *next = c->next;
-        struct str_thread *th = c->owner;
-        if (c->final && str_cfg.policy == STR_FLIGHT)
-            dump_thread(th); /* an exited thread's ring goes out with its last chunk */
-        str_write_chunk(th, c, c->used);
-        c->flushed = 0;
-        if (c->final) {
-            str_write_elided_block(th);
-            str_free_thread(th);
-        } else {
-            atomic_fetch_sub_explicit(&th->queued, 1, memory_order_relaxed);
-            atomic_store_explicit(&c->state, STR_FREE, memory_order_release);
-        }
-        c = next;
-    }
-}
-
-void str_queue_push(struct str_chunk *c)
-{
-    struct str_chunk *head = atomic_load_explicit(&str_queue_head, memory_order_relaxed);
-    do {
-        c->next = head;
-    } while (!atomic_compare_exchange_weak_explicit(&str_queue_head, &head, c, memory_order_release,
-                                                    memory_order_relaxed));
 }

@@ -1,22 +1,28 @@
-/* The slow path of recording: a thread's first event, chunk switches, the first chunk's
- * growth, and handing chunks over (part of the buffers module: buffers.c lists its files).
+/* The slow path of recording: a thread's first event, chunk switches the fast one
+ * (switch.c) leaves to it, the first chunk's growth, and handing chunks over (part of the
+ * buffers module: buffers.c lists its files).
  *
- * str_refill is called by hot.c when the cursor's chunk has no room or is missing (str.h). The
- * thread hands its chunk over (QUEUED on the flush queue, queue.c; flight policy: KEPT), moves
- * to its next chunk once that is FREE (lossless: waits for it, waking the flush thread;
- * discard: drops its events in a gap, counted and marked), and starts a block there.
+ * str_refill is called by hot.c when the cursor's chunk has no room or is missing (str.h), and
+ * switch.c could not switch. The thread hands its chunk over (its `handed` count and its mark,
+ * queue.c and marks.c; flight policy: KEPT), moves to its next chunk once that is written
+ * (lossless: waits for it, waking the flush thread; discard: drops its events in a gap,
+ * counted and marked), and starts a block there.
+ *
+ * A switch cut short. switch.c switches with the asynchronous signals deliverable: a handler
+ * that leaves by longjmp, or a thread cancelled asynchronously, may leave it after it handed
+ * its chunk over (one store) and before the cursor points at the next one. The cursor's pos
+ * then lies outside the current chunk (str_in_chunk): refill and retire.c take that as "between
+ * two chunks", never hand the old one over again, and take the next one as any switch does.
  *
  * Memory ordering:
- *  - chunk state FREE: acquire load in str_next_chunk(), pairs with the writer's release store
- * after
- *    writing (queue.c), before the owner reuses the memory.
- *  - `cur`: release in str_next_chunk(), pairs with the acquire in queue.c
- * str_flush_committed_locked
- *    (every chunk handed over before the current one is counted in `queued`).
- *  - `pos` and `stable`: release by the owner (str_start_block, str_end_gap, hot.c), acquire by the
- * writer.
+ *  - `handed`: release store in hand-over, pairs with the writer's acquire (queue.c drain);
+ *    `taken`: acquire load in str_next_chunk, pairs with the writer's release after writing.
+ *  - flight: chunk state FREE / KEPT acquire loads and CAS here, paired with the dump's
+ *    release stores (queue.c); `cur`: relaxed (the owner's; the dump reads it as a hint).
+ *  - `pos` and `stable`: release by the owner (str_block_head, str_end_gap, hot.c), acquire by
+ *    the writer.
  *  - `state`: acquire in refill, pairs with the release of ST_FORKED / ST_ACTIVE (forks.c).
- * Calls forks.c, thread_pool.c, flusher.c, queue.c.
+ * Calls forks.c, thread_pool.c, flusher.c, queue.c, marks.c.
  */
 #include "str.h"
 #include "stf.h"
@@ -30,48 +36,39 @@
 
 void str_start_block(struct str_cursor *cur, struct str_thread *th, uint64_t tsc)
 {
-    struct str_chunk *c = &th->chunks[atomic_load_explicit(&th->cur, memory_order_relaxed)];
-    uint8_t *p = c->base;
     struct timespec wall;
     clock_gettime(CLOCK_REALTIME, &wall);
-    unsigned aux;
-    __builtin_ia32_rdtscp(&aux);
-    memset(p, 0, STF_META_SIZE); /* BufferExtents, filled when written */
-    stf_meta_new_buffer(p + 16, th->tid);
-    stf_meta_walltime(p + 32, wall.tv_sec, (uint32_t)(wall.tv_nsec / 1000));
-    stf_meta_pid(p + 48, th->pid);
-    stf_meta_new_cpu(p + 64, (uint16_t)(aux & 0xfff), tsc);
-    cur->cpu = aux & 0xfff;
-    cur->last_tsc = tsc;
-    atomic_store_explicit(&c->state, STR_FILLING, memory_order_relaxed);
-    /* pos before end: pos == 0 must imply end == 0 (see struct str_cursor in str.h). */
-    atomic_store_explicit(&cur->stable, (uintptr_t)p + STR_BLOCK_HEAD, memory_order_release);
-    atomic_store_explicit(&cur->pos, (uintptr_t)p + STR_BLOCK_HEAD, memory_order_release);
-    atomic_signal_fence(memory_order_seq_cst);
-    atomic_store_explicit(&cur->end, (uintptr_t)p + c->ready, memory_order_relaxed);
+    struct str_chunk *c = str_cur_chunk(th);
+    str_block_head(cur, c, th, tsc, &wall);
+    atomic_store_explicit(&cur->end, (uintptr_t)c->base + c->ready, memory_order_relaxed);
 }
 
-/* Hands the current chunk over, filled up to pos, if it holds records. */
+/* Hands the current chunk over, filled up to pos (nothing of it if pos is not in it), if it
+ * holds records; a final chunk always. */
 void str_hand_over_at(struct str_thread *th, uintptr_t pos, int final)
 {
-    struct str_chunk *c = &th->chunks[atomic_load_explicit(&th->cur, memory_order_relaxed)];
-    c->used = pos ? pos - (uintptr_t)c->base : 0;
+    struct str_chunk *c = str_cur_chunk(th);
+    c->used = str_in_chunk(c, pos) ? pos - (uintptr_t)c->base : 0;
     c->final = final;
     if (!final && c->used <= STR_BLOCK_HEAD)
         return;
-    if (!final && str_cfg.policy == STR_FLIGHT) {
+    uint32_t h = atomic_load_explicit(&th->handed, memory_order_relaxed);
+    if (str_cfg.policy == STR_FLIGHT && !final) {
         /* Release: a dumper's acquire CAS on the state sees `used` and the records. */
         atomic_store_explicit(&c->state, STR_KEPT, memory_order_release);
         return;
     }
-    atomic_store_explicit(&c->state, STR_QUEUED, memory_order_relaxed);
-    uint32_t q = atomic_fetch_add_explicit(&th->queued, 1, memory_order_relaxed) + 1;
-    str_queue_push(c);
+    /* Read before the hand-over: once its final chunk is handed over, th may be freed. */
+    uint32_t index = th->index, n = th->nchunks;
+    uint32_t q = h + 1 - atomic_load_explicit(&th->taken, memory_order_relaxed);
+    /* Release: pairs with the writer's acquire in queue.c drain (the records, used, final). */
+    atomic_store_explicit(&th->handed, h + 1, memory_order_release);
+    str_mark(index);
     /* Acquire: pairs with the seq_cst store that made the process solo. Solo, th may be freed
      * by the write (its final chunk): not touched after it. */
     if (atomic_load_explicit(&str_solo, memory_order_acquire))
         str_solo_write();
-    else if (final || q * 2 >= th->nchunks)
+    else if (final || q * 2 >= n)
         str_wake_flusher();
 }
 
@@ -81,15 +78,16 @@ static void hand_over(struct str_thread *th, struct str_cursor *cur, int final)
     str_hand_over_at(th, atomic_load_explicit(&cur->pos, memory_order_relaxed), final);
 }
 
-/* Waits (lossless) until the next chunk is free; 0 if tracing stopped meanwhile. */
-/* Moves to the thread's next chunk once it is free. Lossless: waits for it (waking the flush
- * thread). Discard: does not wait. Returns 0 if it could not (not free, or tracing stopped). */
+/* Moves to the thread's next chunk once it is free (written). Lossless: waits for it (waking
+ * the flush thread). Discard: does not wait. Returns 0 if it could not (not free, or tracing
+ * stopped). For the lossless and discard policies the next chunk is the current one
+ * (handed % nchunks): the hand-over moved on already; this waits until it is written. */
 int str_next_chunk(struct str_thread *th, int wait)
 {
-    unsigned next = (atomic_load_explicit(&th->cur, memory_order_relaxed) + 1) % th->nchunks;
-    struct str_chunk *c = &th->chunks[next];
     int woke = 0;
     if (str_cfg.policy == STR_FLIGHT) {
+        unsigned next = (atomic_load_explicit(&th->cur, memory_order_relaxed) + 1) % th->nchunks;
+        struct str_chunk *c = &th->chunks[next];
         /* The oldest chunk is overwritten, unless a dump is writing it right now: wait for it. */
         for (;;) {
             int st = atomic_load_explicit(&c->state, memory_order_acquire);
@@ -109,24 +107,24 @@ int str_next_chunk(struct str_thread *th, int wait)
             pause_ns(20000);
         }
         str_make_ready(c);
-        /* Release: pairs with the acquire in str_flush_committed_locked (queued is already
-         * counted). */
-        atomic_store_explicit(&th->cur, next, memory_order_release);
+        atomic_store_explicit(&th->cur, next, memory_order_relaxed);
         return 1;
     }
-    while (atomic_load_explicit(&c->state, memory_order_acquire) != STR_FREE) {
+    struct str_chunk *c = str_cur_chunk(th);
+    while (!str_next_chunk_free(th)) {
         if (atomic_load_explicit(&str_state, memory_order_relaxed) != ST_ACTIVE)
             return 0;
         if (atomic_load_explicit(&str_solo, memory_order_acquire)) {
-            /* No flush thread (any more): write the queue here; a vfork child cannot. */
+            /* No flush thread (any more): write the handed chunks here; a vfork child cannot. */
+            str_mark(th->index);
             if (!str_solo_write())
                 return 0;
-            if (atomic_load_explicit(&c->state, memory_order_acquire) == STR_FREE)
-                break;
-            pause_ns(50000); /* a dump is writing it (flight): it comes back soon */
+            if (!str_next_chunk_free(th))
+                pause_ns(50000);
             continue;
         }
         if (!woke) {
+            str_mark(th->index); /* cheap insurance: a mark cut short (marks.c) */
             str_wake_flusher();
             woke = 1;
         }
@@ -136,8 +134,6 @@ int str_next_chunk(struct str_thread *th, int wait)
         pause_ns(50000);
     }
     str_make_ready(c);
-    /* Release: pairs with the acquire in str_flush_committed_locked (queued is already counted). */
-    atomic_store_explicit(&th->cur, next, memory_order_release);
     return 1;
 }
 
@@ -241,8 +237,8 @@ static void refill(struct str_cursor *cur, uint64_t tsc)
         return;
     }
     uintptr_t pos = atomic_load_explicit(&cur->pos, memory_order_relaxed);
-    struct str_chunk *c = &th->chunks[atomic_load_explicit(&th->cur, memory_order_relaxed)];
-    if (c->ready < str_cfg.chunk_size && pos > (uintptr_t)c->base &&
+    struct str_chunk *c = str_cur_chunk(th);
+    if (c->ready < str_cfg.chunk_size && str_in_chunk(c, pos) &&
         pos <= (uintptr_t)c->base + c->ready &&
         atomic_load_explicit(&cur->end, memory_order_relaxed) == (uintptr_t)c->base + c->ready) {
         /* The first chunk, filled as far as it is present: more of it, doubling (no new block:
@@ -255,8 +251,13 @@ static void refill(struct str_cursor *cur, uint64_t tsc)
         errno = saved;
         return;
     }
-    if (pos > (uintptr_t)c->base + STR_BLOCK_HEAD) {
-        hand_over(th, cur, 0);
+    /* Between two chunks (the last handed over, by a switch cut short or one that could not
+     * move on: see the top), or on a chunk with records: the next one, once it is free. On a
+     * chunk with none (its block's head alone), a new block there. */
+    int between = !str_in_chunk(c, pos) && str_cfg.policy != STR_FLIGHT;
+    if (between || pos > (uintptr_t)c->base + STR_BLOCK_HEAD) {
+        if (!between)
+            hand_over(th, cur, 0);
         if (!str_next_chunk(th, str_cfg.policy == STR_LOSSLESS)) {
             /* Solo, only a vfork child gets here: its chunks wait for its parent (a gap). */
             if ((str_cfg.policy == STR_DISCARD ||

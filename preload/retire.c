@@ -9,7 +9,7 @@
  * change is held.
  *
  * Memory ordering: the cursor is the thread's TLS, gone once it exits: th->cursor is cleared
- * before the last chunk is handed over (release push, acquire in queue.c take_queue). vfork's
+ * before the last chunk is handed over (release store of `handed`, acquire in queue.c drain). vfork's
  * switch of th->cursor is ordered with the writer by the registry lock; pos with release,
  * paired with the acquire in queue.c write_committed. Calls record.c, forks.c.
  */
@@ -49,13 +49,20 @@ static void retire(struct str_thread *th)
     pthread_mutex_unlock(&str_registry_lock);
     int can_hand_over = 1;
     if (th->dropping) {
-        /* Its last chunk is already queued: wait for a free one to carry the gap's marker. */
+        /* Its last chunk is already handed over: wait for a free one to carry the gap's
+         * marker. */
         uint64_t tsc = str_now();
         can_hand_over = str_next_chunk(th, 1);
         if (can_hand_over) {
             str_start_block(cur, th, tsc);
             str_end_gap(cur, th);
         }
+    } else if (str_cfg.policy != STR_FLIGHT &&
+               !str_in_chunk(str_cur_chunk(th),
+                             atomic_load_explicit(&cur->pos, memory_order_relaxed))) {
+        /* Between two chunks (a switch cut short: record.c's top): the final hand-over needs
+         * the next one, written, to carry its flag (it holds nothing of the thread's). */
+        can_hand_over = str_next_chunk(th, 1);
     }
     atomic_fetch_add_explicit(&str_exited_discarded, th->discarded, memory_order_relaxed);
     atomic_fetch_add_explicit(&str_exited_lost_nested, th->lost_nested, memory_order_relaxed);
@@ -64,8 +71,8 @@ static void retire(struct str_thread *th)
     t->th = NULL;
     /* The cursor is this thread's TLS, gone once it exits: nothing may read it through th from
      * now on (the flight policy's dump of an exited thread's ring, write_committed). hand_over
-     * reads the cursor here, then publishes th with the chunk (release push, acquire in
-     * take_queue). */
+     * reads the cursor here, then publishes th with the chunk (release store of `handed`,
+     * acquire in queue.c drain). */
     uintptr_t last = atomic_load_explicit(&cur->pos, memory_order_relaxed);
     th->cursor = NULL;
     if (can_hand_over && atomic_load_explicit(&str_state, memory_order_relaxed) == ST_ACTIVE)
@@ -85,7 +92,7 @@ void str_thread_exit(void *arg)
     if (!th || (t->th != th && !(t->held && t->fork_th == th)))
         return;
     /* No handler runs until the thread is retired (block_async): not while the lock is held,
-     * nor between leaving the registry and queueing the last chunk (a handler calling _exit
+     * nor between leaving the registry and handing the last chunk over (a handler calling _exit
      * there would find the thread's records nowhere). */
     sigset_t mask;
     block_async(&mask);

@@ -1,7 +1,7 @@
 /* str: the sledtrace runtime (libsledtrace.so), shared declarations of its source files.
  *
  * Files: hot.c (the per-event path, called by the trampolines), buffers.c (per-thread chunks,
- * the flush queue, the flush thread, the final flush), runtime.c (start-up, configuration,
+ * their hand-over, the flush thread, the final flush), runtime.c (start-up, configuration,
  * patching, exit paths), log.c (messages and configuration parsing), calib.c (the tracer's own
  * cost, measured at start-up).
  *
@@ -68,6 +68,9 @@ struct timespec;
 typedef int (*str_vdso_gettime_fn)(int, struct timespec *);
 STR_HIDDEN extern int str_clock_tsc;
 STR_HIDDEN extern str_vdso_gettime_fn str_vdso_gettime;
+/* The vDSO's clock_gettime whatever the events' clock (NULL: none): str_clock_raw's, and the
+ * wall time of a block switch.c starts. */
+STR_HIDDEN extern str_vdso_gettime_fn str_vdso_clock;
 STR_HIDDEN uint32_t str_clock_init(void);
 /* CLOCK_MONOTONIC_RAW past any interposed clock_gettime (the vDSO's, else the system call): what
  * the TSC is calibrated against. After str_clock_init. */
@@ -110,13 +113,14 @@ struct str_elided {
     _Atomic uint64_t ticks;
 };
 
-/* Flight policy: a full chunk is KEPT (not queued); its owner reclaims it (KEPT -> FILLING) when
- * it wraps around, and a dump writes it (KEPT -> DUMPING -> KEPT); the CAS between them means a
- * chunk being written is never overwritten. */
+/* A chunk is FILLING from its block's start (its owner's), and FREE once written (lossless and
+ * discard policies: a handed-over chunk stays FILLING until the writer is done; `handed` and
+ * `taken` in struct str_thread say which is which). Flight policy: a full chunk is KEPT; its
+ * owner reclaims it (KEPT -> FILLING) when it wraps around, and a dump writes it (KEPT ->
+ * DUMPING -> KEPT); the CAS between them means a chunk being written is never overwritten. */
 enum str_chunk_state {
     STR_FREE = 0,
     STR_FILLING = 1,
-    STR_QUEUED = 2,
     STR_KEPT = 3,
     STR_DUMPING = 4,
 };
@@ -124,10 +128,9 @@ enum str_chunk_state {
 struct str_thread;
 
 struct str_chunk {
-    struct str_chunk *next; /* flush queue link */
     struct str_thread *owner;
     uint8_t *base;
-    size_t used;       /* bytes, set by the owner before queueing */
+    size_t used;       /* bytes, set by the owner before handing it over */
     _Atomic int state; /* enum str_chunk_state */
     int final;         /* last chunk of an exiting thread: the flusher frees the thread */
     /* Its bytes that are present (populated by the owner: a fresh pool's first chunk
@@ -205,9 +208,19 @@ struct str_thread {
     int32_t tid;
     int32_t pid; /* the process the thread belongs to: a vfork child's is its own */
     uint32_t nchunks;
-    uint32_t cur;            /* index of the FILLING chunk */
-    _Atomic uint32_t queued; /* chunks QUEUED and not yet written */
-    uint64_t lost_nested;    /* side ring overflows */
+    /* Flight policy: the index of the chunk being filled (record.c str_next_chunk). */
+    _Atomic uint32_t cur;
+    /* Lossless and discard policies: the chunks are a ring, filled in turn. `handed` counts the
+     * chunks the owner has handed over (release store by the owner: it publishes the chunk's
+     * records, `used` and `final`; acquire by the writer), `taken` those the writer has written
+     * (release store by the writer, after which the chunk is the owner's again; acquire by the
+     * owner). The owner's current chunk is handed % nchunks, its to fill once handed - taken <
+     * nchunks. One store hands a chunk over: a switch cut short by a signal handler that never
+     * returns has either handed its chunk over or not (switch.c). Under the flight policy only
+     * the final chunk is counted in `handed`. */
+    _Atomic uint32_t handed, taken;
+    uint32_t index; /* its mark (marks.c): set at every hand-over, so that the writer finds it */
+    uint64_t lost_nested; /* side ring overflows */
     /* Discard policy (owner only): while `dropping` the thread has no chunk and counts its
      * events in `gap`; the next block it starts begins with a loss marker for them. */
     uint32_t dropping;
@@ -226,11 +239,33 @@ struct str_thread {
     struct str_chunk chunks[];
 };
 
-/* Discard policy: whether the thread's next chunk is free again (it then leaves its gap). */
+/* The chunk th fills, or would fill next if it is between two (handed over its last, waiting
+ * for or dropping until the next is written). */
+static inline struct str_chunk *str_cur_chunk(struct str_thread *th)
+{
+    if (str_cfg.policy == STR_FLIGHT)
+        return &th->chunks[atomic_load_explicit(&th->cur, memory_order_relaxed)];
+    return &th->chunks[atomic_load_explicit(&th->handed, memory_order_relaxed) % th->nchunks];
+}
+
+/* Whether the cursor position pos lies inside chunk c (past its start): the thread is filling
+ * c, not between two chunks. */
+static inline int str_in_chunk(const struct str_chunk *c, uintptr_t pos)
+{
+    return pos > (uintptr_t)c->base && pos <= (uintptr_t)c->base + str_cfg.chunk_size;
+}
+
+/* Discard policy: whether the thread's next chunk is free again (it then leaves its gap). The
+ * acquire pairs with the writer's release of `taken` (queue.c). */
 static inline int str_next_chunk_free(struct str_thread *th)
 {
-    uint32_t next = (atomic_load_explicit(&th->cur, memory_order_relaxed) + 1) % th->nchunks;
-    return atomic_load_explicit(&th->chunks[next].state, memory_order_acquire) == STR_FREE;
+    if (str_cfg.policy == STR_FLIGHT) {
+        uint32_t next = (atomic_load_explicit(&th->cur, memory_order_relaxed) + 1) % th->nchunks;
+        return atomic_load_explicit(&th->chunks[next].state, memory_order_acquire) == STR_FREE;
+    }
+    return atomic_load_explicit(&th->handed, memory_order_relaxed) -
+               atomic_load_explicit(&th->taken, memory_order_acquire) <
+           th->nchunks;
 }
 
 /* ---- buffers.c ---- */
@@ -244,6 +279,10 @@ struct str_refill_req {
     struct str_cursor *cursor;
 };
 STR_HIDDEN void str_refill(void *req);
+/* The common chunk switch (switch.c), tried first by hot.c when the thread's own cursor has no
+ * room: on the hot path's terms, no system call in the common case. 1: the cursor has a new
+ * chunk (str_tls.overhead says a switch); 0: str_refill does it. */
+STR_HIDDEN int str_fast_switch(struct str_cursor *cur, uint64_t tsc);
 /* hot.c, from the outermost level of a held fork child (no level inherited from the parent is
  * left): the child's recording moves from fork_cursor and fork_th to the thread's cursor and
  * str_tls.th, and what was inherited is unmapped. Through stp_call_preserving_fpu, with the
@@ -352,7 +391,8 @@ STR_HIDDEN void str_buffers_munlock(void);
 /* limits.c: the memory and task limits the process lives under, read at start-up and again in
  * a fork child (str_limits_read). The thread buffers' budget: str_mem_take counts `bytes` in if
  * they fit (1) or not (0), str_mem_give takes them out; str_mem_short notes a thread that got
- * `got` chunks (0: none) for a cause (0: the budget, else the mapping's errno); str_mem_report
+ * `got` chunks (0: none) for a cause (0: the budget, STR_SHORT_INDEX: more than STR_MAX_THREADS
+ * threads with buffers at once, marks.c, else the mapping's errno); str_mem_report
  * is the exit's one warning about it; str_mem_reset starts a fork child's count at what it
  * holds. str_tasks_tight: the task limits leave little room (*why says which). */
 STR_HIDDEN void str_limits_read(void);
@@ -376,6 +416,7 @@ STR_HIDDEN void str_slots_fork_prepare(void);
 STR_HIDDEN void str_slots_fork_parent(void);
 STR_HIDDEN void str_slots_fork_child(void);
 STR_HIDDEN void str_mem_give(size_t bytes);
+enum { STR_SHORT_INDEX = -2, STR_MAX_THREADS = 65536 };
 STR_HIDDEN void str_mem_short(unsigned got, int cause);
 STR_HIDDEN void str_mem_report(void);
 STR_HIDDEN void str_mem_reset(size_t in_use);

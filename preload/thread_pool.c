@@ -191,6 +191,13 @@ struct str_thread *str_new_thread(int vfork_child, struct str_cursor *cur)
         th->chunks[i].base = (uint8_t *)m + head + i * str_cfg.chunk_size;
         th->chunks[i].ready = i < 64 ? ready[i] : 0;
     }
+    /* Its mark (marks.c), last: the writer may find it through its index at once. */
+    th->index = str_index_take(th);
+    if (th->index == STR_NO_INDEX) {
+        str_mem_short(0, STR_SHORT_INDEX); /* the exit's warning says it, with the count */
+        str_free_thread(th);
+        return NULL;
+    }
     if (vfork_child)
         return th;
     void *stack = NULL;
