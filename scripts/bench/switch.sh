@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Issue 28.9's row: the chunk switch (the runtime's slow path, recorded as the pseudo-function
-# '[sledtrace] buffer switch') on a machine with more busy recording threads than cores.
+# Issue 28.9's row: the chunk switch (switch.c's common one, or the slow path; recorded as the
+# pseudo-function '[sledtrace] buffer switch') on a machine with more busy recording threads than cores.
 # fib_mt.c with SWITCH_THREADS threads (default 6) each computing fib(SWITCH_FIB) (default 30),
 # on however many CPUs the machine has (the row is meant for 2). Interleaved rounds (untraced,
 # then traced, BENCH_ROUNDS times; default 7), medians over rounds of:
@@ -13,7 +13,7 @@
 # Every traced run's fib calls are counted with `sledtrace account` (exact, or the row says so).
 # Then one more traced run under `perf stat -e syscalls:sys_enter_*` (SWITCH_SYSCALLS=0 skips
 # it): the runtime's system calls on that path (rt_sigprocmask, getpid, futex, madvise), less
-# an untraced run's, per slow path (a switch, or a switch that waited: recorded as a wait).
+# an untraced run's, per switch or wait (a switch that waited is recorded as a wait).
 # Usage: scripts/bench/switch.sh [ROOT]   (ROOT: the repository, built; default: this one's)
 # Environment: BENCH_ROUNDS, SWITCH_THREADS, SWITCH_FIB, SWITCH_SYSCALLS, SWITCH_BASE (another
 # build's libsledtrace.so, run as a second traced variant in the same rounds), CLANG.
@@ -108,9 +108,9 @@ if [[ ${SWITCH_SYSCALLS:-1} != 0 ]] && command -v perf >/dev/null; then
             "$work/fib_mt" "$n" "$threads" >/dev/null 2>&1 || true
         read -r c _ < <(row "$(ls "$out"/*.fdr)" "[sledtrace] buffer switch")
         read -r w _ < <(row "$(ls "$out"/*.fdr)" "[sledtrace] buffer wait")
-        # a slow path that waited is recorded as a wait instead of a switch: both are slow paths
+        # a switch that waited is recorded as a wait instead of a switch: both count
         c=$((c + w))
-        printf '  %-34s' "[$v] system calls per slow path ($c)"
+        printf '  %-34s' "[$v] system calls per switch or wait ($c)"
         for e in rt_sigprocmask getpid futex madvise; do
             a=$(count "$work/plain.stat" "syscalls:sys_enter_$e") b=$(count "$work/traced.stat" "syscalls:sys_enter_$e")
             printf ' %s %s' "$e" "$(awk -v a="${a:-0}" -v b="${b:-0}" -v c="$c" 'BEGIN { printf "%.2f", c ? (b - a) / c : 0 }')"
