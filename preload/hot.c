@@ -108,9 +108,9 @@
  *    (spill_elided), so a thread's short calls of any number of functions stay counted.
  *  - Memory ordering: `pos` is stored with release by the owner, pairing with the acquire load in
  *    write_committed (queue.c), which writes out only bytes below it. Under the discard
- *    policy, a thread in a gap reads its next chunk's state with acquire (str_next_chunk_free),
- *    pairing with the flush thread's release when it frees the chunk. Nothing else here is
- *    shared with another thread.
+ *    policy, a thread in a gap reads its `taken` count with acquire (str_next_chunk_free),
+ *    pairing with the writer's release when it has written the chunk. Nothing else here is
+ *    shared with another thread (switch.c states its own).
  */
 #include "str.h"
 #include "stf.h"
