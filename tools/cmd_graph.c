@@ -23,7 +23,6 @@
 #include "seek.h"
 #include "window.h"
 
-#include <fnmatch.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -191,7 +190,8 @@ static void dot_escape(FILE *f, const char *s)
     }
 }
 
-/* --focus: the nodes whose names match a pattern (fnmatch globs, comma-separated), their callees
+/* --focus: the nodes whose names match a pattern (fnmatch globs or names as written,
+ * comma-separated: tool_glob_match), their callees
  * and their callers, transitively (uftrace graph FUNC's call tree and back-trace), are kept; the
  * others go. --min-share: then the nodes whose total is under pct percent of the largest node
  * total go too (and so the edges that touch them). Returns how many nodes are kept. */
@@ -210,7 +210,7 @@ static size_t select_nodes(struct graph *g, const char *focus, double pct)
                 size_t l = strcspn(p, ",");
                 char pat[256];
                 snprintf(pat, sizeof pat, "%.*s", (int)(l < sizeof pat ? l : sizeof pat - 1), p);
-                if (fnmatch(pat, name, 0) == 0)
+                if (tool_glob_match(pat, name))
                     g->n[i].keep = true;
                 p += l + (p[l] == ',');
             }

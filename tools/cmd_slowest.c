@@ -3,7 +3,8 @@
  * one"). --from/--to: the walker's window (callstack.h), in pass 1; a clipped call competes
  * with its part inside.
  *
- * FUNC is an fnmatch glob matched against the name as the other commands show it (--names:
+ * FUNC is an fnmatch glob (or a name exactly as written: window.c tool_glob_match) matched
+ * against the name as the other commands show it (--names:
  * demangled, short by default; "#ID" for a function without a name), so 'parse*' or
  * 'ns::Box::*' pick several functions and their calls compete together.
  *
@@ -32,7 +33,6 @@
 #include "seek.h"
 #include "window.h"
 
-#include <fnmatch.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,8 +48,9 @@ static void help(FILE *out)
           "(seconds since the earliest thread start, as replay shows it), thread, and the\n"
           "call's stack, its callers outermost first ('main > run > FUNC'); then how many\n"
           "calls of FUNC there were. FUNC is a glob (fnmatch) matched against the names as\n"
-          "the other commands show them ('parse*'); calls of every function it matches\n"
-          "compete. A call that never returned (open at the end, or cut by a loss marker)\n"
+          "the other commands show them ('parse*'), or such a name exactly as written\n"
+          "('[sledtrace] buffer switch'); calls of every function it matches compete. A call that "
+          "never returned (open at the end, or cut by a loss marker)\n"
           "has no duration and is counted apart. Calls of equal duration: earlier first.\n"
           "\n"
           "  -n N            how many calls (default 10)\n"
@@ -121,7 +122,7 @@ static int matches(struct slowest *s, uint32_t id)
         }
         char buf[24];
         const char *name = stf_syms_name(s->syms, id, buf, sizeof buf);
-        s->matched[i] = fnmatch(s->glob, name, 0) == 0;
+        s->matched[i] = tool_glob_match(s->glob, name);
     }
     return s->matched[i];
 }

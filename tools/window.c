@@ -11,7 +11,9 @@
  * -t. Patterns are the runtime's (preload/filter.c, SLEDTRACE_FILTER): comma-separated
  * `[LIB:]GLOB`, fnmatch globs, LIB what comes before the first single ':' (a "::" belongs to
  * the name) matched against the base name of the function's object; the name tested is the one
- * the command shows (demangled per --names), since the tools have no other. Each option may be
+ * the command shows (demangled per --names), since the tools have no other. A glob also matches
+ * the name it spells exactly (tool_glob_match): `[sledtrace] buffer switch`, copied from
+ * account's output, finds the tracer's own pseudo-calls. Each option may be
  * given up to 16 times.
  *  --filter P: a call is shown when its function or one of its open ancestors' matches: the
  *    matching calls and everything they call (the subtree). Callers above a match are not
@@ -142,6 +144,11 @@ void tool_window_ticks(const struct tool_window *w, uint64_t base, uint64_t freq
     }
 }
 
+bool tool_glob_match(const char *glob, const char *name)
+{
+    return strcmp(glob, name) == 0 || fnmatch(glob, name, 0) == 0;
+}
+
 /* Does one pattern [LIB:]GLOB match name (of the object at path)? */
 static bool pattern_matches(const char *pat, size_t n, const char *name, const char *path)
 {
@@ -160,13 +167,13 @@ static bool pattern_matches(const char *pat, size_t n, const char *name, const c
             *p = '\0';
             const char *base = path ? strrchr(path, '/') : NULL;
             base = base ? base + 1 : path;
-            if (!base || fnmatch(buf, base, 0) != 0)
+            if (!base || !tool_glob_match(buf, base))
                 return false;
             glob = p + 1;
             break;
         }
     }
-    return fnmatch(glob, name, 0) == 0;
+    return tool_glob_match(glob, name);
 }
 
 static bool list_matches(const char *const *list, size_t n, const char *name, const char *path)

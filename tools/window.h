@@ -34,6 +34,10 @@ bool tool_window_timed(const struct tool_window *w);
  * to_ns (0 and UINT64_MAX when not given). */
 void tool_window_ticks(const struct tool_window *w, uint64_t base, uint64_t freq, uint64_t *from,
                        uint64_t *to);
+/* Does glob match name: fnmatch's rules, or the name exactly as written? A name the tools print
+ * with brackets in it (`[sledtrace] buffer switch`, `[wait] read`, `v::operator[]`) is found by
+ * itself, as copied from account's output, where fnmatch reads "[...]" as a set of characters. */
+bool tool_glob_match(const char *glob, const char *name);
 /* Does function id pass --filter and --exclude (its own name only)? */
 bool tool_window_name(const struct tool_window *w, const struct stf_syms *syms, uint32_t id);
 /* Are call filters given (--max-depth, --min-duration, --filter or --exclude)? */

@@ -143,6 +143,53 @@ Test(slowest, ranks_stacks_and_counts)
     tr_remove_trace(p);
 }
 
+/* A name with brackets, as account prints it, found as written (tools/window.c
+ * tool_glob_match): the tracer's pseudo-calls ("[sledtrace] buffer switch", which fnmatch reads
+ * as one character of "sledtrace" and then " buffer switch") and a C++ operator[]. main (1)
+ * at 100 holds a buffer switch of 400 ns (200-600) and v::operator[] (8) of 300 ns
+ * (700-1000); main exits at 2000. */
+Test(slowest, names_with_brackets_as_written)
+{
+    struct tg g;
+    tg_init(&g, 5, 1000000000, 4096);
+    tg_block_begin(&g, 100, 100, 0, 100);
+    tg_func(&g, 1, STF_ENTER, 100);
+    tg_func(&g, STF_ID_TRACER_SWITCH, STF_ENTER, 200);
+    tg_func(&g, STF_ID_TRACER_SWITCH, STF_EXIT, 600);
+    tg_func(&g, 8, STF_ENTER, 700);
+    tg_func(&g, 8, STF_EXIT, 1000);
+    tg_func(&g, 1, STF_EXIT, 2000);
+    tg_block_end(&g);
+    char *p = tr_write_trace(&g, false);
+    tr_write_syms(p, "sledtrace-syms\t1\no\t0\t0x0\t/bin/prog\nf\t0\t1\t0x1000\tmain\n"
+                     "f\t0\t8\t0x1100\tv::operator[]\n");
+    tg_free(&g);
+    char want[1024];
+    const char *sw[] = {tr_bin(), "slowest", p, "[sledtrace] buffer switch", NULL};
+    struct tr_out r = tr_run(sw);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    snprintf(want, sizeof want,
+             "rank     duration            start      tid  stack\n"
+             "   1        400ns      0.000000100      100  main > [sledtrace] buffer switch\n"
+             "# 1 slowest of 1 calls of [sledtrace] buffer switch\n%s",
+             note);
+    cr_assert_str_eq(r.o, want);
+    tr_out_free(&r);
+    const char *op[] = {tr_bin(), "slowest", p, "v::operator[]", NULL};
+    r = tr_run(op);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert(strstr(r.o, "   1        300ns      0.000000600      100  main > v::operator[]\n"),
+              "%s", r.o);
+    tr_out_free(&r);
+    /* the same rule for --filter (replay, and every command that takes it) */
+    const char *rp[] = {tr_bin(), "replay", p, "--filter", "[sledtrace] buffer switch", NULL};
+    r = tr_run(rp);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.e);
+    cr_assert(strstr(r.o, "[sledtrace] buffer switch") && !strstr(r.o, "operator"), "%s", r.o);
+    tr_out_free(&r);
+    tr_remove_trace(p);
+}
+
 Test(slowest, usage_errors)
 {
     const char *nofunc[] = {tr_bin(), "slowest", "/nonexistent.fdr", "f", "x", NULL};
