@@ -35,6 +35,11 @@
  * buffers, whose marks the child's table does not know (marks.c str_marks_fork_child), and
  * cannot give the child's cursor room (the compare-and-swaps above).
  *
+ * A child made by a raw vfork or clone(CLONE_VM) system call, on its parent's TLS and unseen by
+ * vfork.c's wrappers, shares the same-process marker: its events go on into the suspended
+ * parent's buffers, as the fast path's did before (only the slow path's getpid and kcmp tell
+ * such a child apart). libc's own (posix_spawn, system) run no instrumented code there.
+ *
  * Memory ordering: `taken` acquire (pairs with the writer's release after writing the next
  * chunk, queue.c); `handed` release (pairs with the writer's acquire in drain); the mark's
  * release fetch_or (marks.c); str_wake_seq / str_flusher_sleeping seq_cst (flusher.c's
