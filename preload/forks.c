@@ -14,7 +14,7 @@
  * str_end_hold switches the cursor under the registry lock, pos and stable with release (paired
  * with the acquire in queue.c write_committed), end last. ST_FORKED -> ST_ACTIVE:
  * str_fork_activate's CAS (acq_rel) and str_start_flusher's seq_cst store, paired with the acquire
- * load in refill. Calls flusher.c, queue.c, trace_file.c, freq.c.
+ * load in refill. Calls flusher.c, queue.c, marks.c, trace_file.c, freq.c.
  */
 #include "str.h"
 #include "bufs.h"
@@ -80,7 +80,7 @@ static void reset_for_child(struct str_cursor *c, struct str_thread *th)
 }
 
 /* In the child (one thread, a copy of the parent's memory). Everything buffered belongs to the
- * parent: the queue is dropped, the other threads' memory unmapped, this thread's chunks all
+ * parent: the marks are dropped, the other threads' memory unmapped, this thread's chunks all
  * freed and its cursor emptied; every flag the parent's flush thread may have held at the fork
  * (the writer flag above all: the child's own flush thread would wait for it forever) is
  * cleared. The parent's trace descriptor is closed. The child's own trace starts at its first

@@ -46,7 +46,7 @@ static void write_committed(struct str_thread *th, uint32_t idx)
 {
     struct str_chunk *c = &th->chunks[idx];
     if (!th->cursor)
-        return; /* the thread has exited: its last chunk is queued, `used` says what it holds */
+        return; /* the thread has exited: its last chunk is handed over, `used` says what it holds */
     uintptr_t pos = atomic_load_explicit(&th->cursor->pos, memory_order_acquire);
     if (str_cfg.min_duration_ns && !str_flushing_whole) {
         /* Records above `stable` may still be taken back (hot.c exit_elide): not yet. Acquire:

@@ -22,7 +22,7 @@
  *  - `pos` and `stable`: release by the owner (str_block_head, str_end_gap, hot.c), acquire by
  *    the writer.
  *  - `state`: acquire in refill, pairs with the release of ST_FORKED / ST_ACTIVE (forks.c).
- * Calls forks.c, thread_pool.c, flusher.c, queue.c, marks.c.
+ * Calls forks.c, thread_pool.c, flusher.c (and marks.c's inline str_mark).
  */
 #include "str.h"
 #include "stf.h"
