@@ -207,7 +207,22 @@ STR_HIDDEN extern pthread_t str_flusher;
 STR_HIDDEN extern int str_flusher_live;
 STR_HIDDEN extern _Atomic int32_t str_flusher_tid;
 STR_HIDDEN extern pthread_mutex_t str_drop_lock;
-STR_HIDDEN void str_wake_flusher(void);
+/* Wakes the flush thread if it sleeps: the sequence first (a sleep that began before sees it
+ * changed), then one FUTEX_WAKE as a raw system call, so that switch.c may call it on the hot
+ * path's terms (no libc, general registers only). */
+static inline void str_wake_flusher(void)
+{
+    atomic_fetch_add_explicit(&str_wake_seq, 1, memory_order_seq_cst);
+    if (!atomic_load_explicit(&str_flusher_sleeping, memory_order_seq_cst))
+        return;
+    long r;
+    __asm__ volatile("syscall"
+                     : "=a"(r)
+                     : "a"((long)SYS_futex), "D"(&str_wake_seq), "S"((long)FUTEX_WAKE_PRIVATE),
+                       "d"(1L)
+                     : "rcx", "r11", "memory");
+    (void)r;
+}
 STR_HIDDEN int str_start_flusher(void);
 STR_HIDDEN int str_drop_flusher(void);
 STR_HIDDEN int str_solo_write(void);

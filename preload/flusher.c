@@ -56,13 +56,6 @@ int str_flusher_live;
 _Atomic int32_t str_flusher_tid;
 pthread_mutex_t str_drop_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void str_wake_flusher(void)
-{
-    atomic_fetch_add_explicit(&str_wake_seq, 1, memory_order_seq_cst);
-    if (atomic_load_explicit(&str_flusher_sleeping, memory_order_seq_cst))
-        futex(&str_wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL);
-}
-
 static void note_flusher_cpu(void)
 {
     struct timespec ts;

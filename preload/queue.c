@@ -89,20 +89,13 @@ static uint32_t drain(struct str_thread *th)
     /* Acquire: pairs with the owner's release store of handed (record.c, switch.c). */
     uint32_t h = atomic_load_explicit(&th->handed, memory_order_acquire);
     uint32_t k = atomic_load_explicit(&th->taken, memory_order_relaxed); /* the writer's own */
-    if (str_cfg.policy == STR_FLIGHT) {
-        if (h == k)
-            return h;
-        /* Only the final chunk is counted: the ring goes out with it. */
-        struct str_chunk *c = &th->chunks[atomic_load_explicit(&th->cur, memory_order_relaxed)];
-        atomic_store_explicit(&th->taken, h, memory_order_relaxed);
-        dump_thread(th);
-        str_write_chunk(th, c, c->used);
-        str_write_elided_block(th);
-        str_free_thread(th);
-        return h;
-    }
     while (k != h) {
         struct str_chunk *c = &th->chunks[k % th->nchunks];
+        if (str_cfg.policy == STR_FLIGHT) {
+            /* Only the final chunk is counted: the ring goes out before it. */
+            c = &th->chunks[atomic_load_explicit(&th->cur, memory_order_relaxed)];
+            dump_thread(th);
+        }
         str_write_chunk(th, c, c->used);
         c->flushed = 0;
         if (c->final) {

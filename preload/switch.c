@@ -49,24 +49,7 @@
 #include "str.h"
 #include "bufs.h"
 
-#include <linux/futex.h>
-#include <sys/syscall.h>
 #include <time.h>
-
-/* The flush thread's wake-up (flusher.c str_wake_flusher), its futex as a raw system call. */
-static void wake_flusher(void)
-{
-    atomic_fetch_add_explicit(&str_wake_seq, 1, memory_order_seq_cst);
-    if (!atomic_load_explicit(&str_flusher_sleeping, memory_order_seq_cst))
-        return;
-    long r;
-    __asm__ volatile("syscall"
-                     : "=a"(r)
-                     : "a"((long)SYS_futex), "D"(&str_wake_seq), "S"((long)FUTEX_WAKE_PRIVATE),
-                       "d"(1L)
-                     : "rcx", "r11", "memory");
-    (void)r;
-}
 
 /* `end` while a switch is under way: past nothing (every event goes to the slow path), and
  * not 0, the value a fork child's handler stores (below). */
@@ -115,7 +98,7 @@ int str_fast_switch(struct str_cursor *cur, uint64_t tsc)
     /* 4. */
     str_mark(th->index);
     if (q * 2 >= n)
-        wake_flusher();
+        str_wake_flusher();
     /* 5. pos on the new block (the pair pos, SWITCHING still sends every event to the slow
      * path), then end, compared again: a fork since step 1 left end = 0 in the child. */
     str_block_head(cur, next, th, tsc, &wall);
