@@ -599,7 +599,7 @@ static int write_timeline(const char *path, const char *out, const char *syms_op
 {
     struct tool_trace tr;
     struct tool_out o;
-    FILE *f = conv_begin(&tr, &o, path, out, syms_opt);
+    FILE *f = conv_begin(&tr, &o, path, out, syms_opt, NULL);
     if (!f)
         return EXIT_BAD_TRACE;
     struct timeline tl = {.f = f, .syms = tr.syms, .slow = slow, .nslow = nslow};

@@ -9,10 +9,11 @@
 #include <stdio.h>
 
 /* What a converter starts with: the trace opened (progress "converting", none while the output
- * goes to the terminal) and its output (output.h: written whole or not at all) opened with a
- * 64 KiB buffer. NULL, with the error printed and nothing left open, on failure. */
+ * goes to the terminal), read for one thread when tid is not NULL, and its output (output.h:
+ * written whole or not at all) opened with a 64 KiB buffer. NULL, with the error printed and
+ * nothing left open, on failure. */
 FILE *conv_begin(struct tool_trace *tr, struct tool_out *o, const char *path, const char *out,
-                 const char *syms_opt);
+                 const char *syms_opt, const int32_t *tid);
 
 struct tool_window;
 /* Formats: convert_chrome.c, convert_yaml.c and convert_perfetto.c. chrome and perfetto take a

@@ -624,11 +624,9 @@ int convert_chrome(const char *path, const char *out, const char *syms_opt,
 {
     struct tool_trace tr;
     struct tool_out o;
-    FILE *f = conv_begin(&tr, &o, path, out, syms_opt);
+    FILE *f = conv_begin(&tr, &o, path, out, syms_opt, tid);
     if (!f)
         return EXIT_BAD_TRACE;
-    tr.one = tid != NULL;
-    tr.tid = tid ? *tid : 0;
     static const struct cs_ops ops = {.thread = on_thread, .enter = on_enter, .close = on_close};
     struct callstack cs = {.close_open = true, .signed_dur = tool_trace_corrected(&tr)};
     struct chrome c = {

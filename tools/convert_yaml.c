@@ -296,7 +296,7 @@ int convert_yaml(const char *path, const char *out, const char *syms_opt)
 {
     struct tool_trace tr;
     struct tool_out o;
-    FILE *f = conv_begin(&tr, &o, path, out, syms_opt);
+    FILE *f = conv_begin(&tr, &o, path, out, syms_opt, NULL);
     if (f) /* the records as llvm-xray writes them: their own timestamps, never corrected */
         vclock_init(&tr.vc, NULL);
     if (!f)
