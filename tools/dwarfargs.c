@@ -63,6 +63,8 @@
  * outside printable ASCII is \xNN. */
 #include "dwarfargs.h"
 
+#include "common.h"
+
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
@@ -1143,12 +1145,10 @@ static int add_ent(struct tool_dw *d, Dwarf_Die *die, bool cxx)
         a = best;
     }
     if (d->nent == d->capent) {
-        size_t cap = d->capent ? d->capent * 2 : 256;
-        struct dw_ent *p = realloc(d->ent, cap * sizeof *p);
+        struct dw_ent *p = tool_grow(d->ent, &d->capent, sizeof *p, 256);
         if (!p)
             return -1;
         d->ent = p;
-        d->capent = cap;
     }
     d->ent[d->nent] = (struct dw_ent){.addr = a, .die = *die, .cxx = cxx, .order = d->nent};
     d->nent++;
@@ -1159,12 +1159,10 @@ static int add_ent(struct tool_dw *d, Dwarf_Die *die, bool cxx)
 static size_t add_scope(struct tool_dw *d, Dwarf_Die *die, Dwarf_Off end, size_t parent)
 {
     if (d->nscope == d->capscope) {
-        size_t cap = d->capscope ? d->capscope * 2 : 256;
-        struct dw_scope *p = realloc(d->scope, cap * sizeof *p);
+        struct dw_scope *p = tool_grow(d->scope, &d->capscope, sizeof *p, 256);
         if (!p)
             return SIZE_MAX;
         d->scope = p;
-        d->capscope = cap;
     }
     const char *n = attr_name(die);
     Dwarf_Attribute a;
@@ -1331,12 +1329,10 @@ int tool_dw_open(struct tool_dw **out, const char *path, char *err, size_t errle
         if (!funcs && tag != DW_TAG_type_unit)
             continue;
         if (d->nunit == d->capunit) {
-            size_t cap = d->capunit ? d->capunit * 2 : 64;
-            struct dw_unit *p = realloc(d->unit, cap * sizeof *p);
+            struct dw_unit *p = tool_grow(d->unit, &d->capunit, sizeof *p, 64);
             if (!p)
                 goto oom;
             d->unit = p;
-            d->capunit = cap;
         }
         size_t first = d->nscope;
         if (walk(d, u, is_cxx(u), funcs, SIZE_MAX, (Dwarf_Off)-1, 0) < 0)
